@@ -1,0 +1,30 @@
+# The two commands of the README quick start. Both bootstrap .venv from the pinned lock
+# when it is missing or older than the lock (a second run installs nothing).
+SHELL := /bin/bash
+VENV  := .venv
+BIN   := $(VENV)/bin
+STAMP := $(VENV)/.commsched-installed
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: reproduce test bootstrap clean-results
+
+bootstrap: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml scripts/bootstrap-system.sh
+	bash scripts/bootstrap-system.sh
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/snakemake --cores all all
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src
+	$(BIN)/snakemake --lint
+
+clean-results:
+	rm -rf results/tables results/metrics results/figures results/notebooks results/claims.md results/claims.csv

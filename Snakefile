@@ -1,0 +1,21 @@
+"""commsched pipeline: every figure and every reproduced claim.
+
+Run `make reproduce` (= `snakemake --cores all all` with profiles/default).
+Each area has its rules in workflow/rules/<area>.smk and appends its final outputs to
+ALL_TARGETS (defined in common.smk); `all` also writes the claims table.
+"""
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/toys.smk"
+include: "workflow/rules/claims.smk"
+
+
+rule all:
+    input:
+        ALL_TARGETS,
+        "results/claims.md",
+    default_target: True

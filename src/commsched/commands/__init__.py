@@ -1,0 +1,1 @@
+"""Subcommands of the ``commsched`` command, one module each (see :mod:`commsched.cli`)."""

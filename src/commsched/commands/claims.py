@@ -1,0 +1,28 @@
+"""``commsched claims``: judge papers/claims.yaml against the metrics tables."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from typing import Any
+
+from commsched.claims import evaluate, load_claims, write_claims
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("claims", help="write the claims table (paper value vs ours)")
+    p.add_argument("--claims", default="papers/claims.yaml", help="claims file")
+    p.add_argument("--metrics", nargs="*", help="metrics tables (default results/metrics/*.csv)")
+    p.add_argument("--md", default="results/claims.md", help="Markdown output")
+    p.add_argument("--csv", default="results/claims.csv", help="CSV output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    claims = load_claims(args.claims)
+    metrics = args.metrics if args.metrics is not None else sorted(glob.glob("results/metrics/*.csv"))
+    results = evaluate(claims, metrics)
+    write_claims(results, args.md, args.csv)
+    counts = {s: sum(r.status == s for r in results) for s in ("reproduced", "differs", "pending")}
+    print(f"{len(results)} claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 0

@@ -1,0 +1,1 @@
+"""Readers and writers: atomic file output, the thesis CSV formats, Chrome traces."""

@@ -1,0 +1,128 @@
+"""Result tables with provenance.
+
+Every table an experiment writes is a CSV whose first lines are ``# key: value`` comments
+recording where it came from: the commsched version, the git revision of the checkout,
+the UTC time and the experiment's configuration (as JSON). :func:`read_table` skips them;
+:func:`read_provenance` returns them.
+
+Headline numbers that claims compare against go into *metrics tables*
+(``results/metrics/<experiment>.csv``, columns ``metric,value``) written with
+:func:`write_metrics`; :mod:`commsched.claims` looks metrics up by name across all of them.
+
+Examples
+--------
+>>> import pandas as pd, tempfile, os
+>>> d = tempfile.mkdtemp()
+>>> write_table(pd.DataFrame({"x": [1, 2]}), os.path.join(d, "t.csv"), {"seed": 1})
+>>> read_table(os.path.join(d, "t.csv"))["x"].tolist()
+[1, 2]
+>>> read_provenance(os.path.join(d, "t.csv"))["config"]
+{'seed': 1}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from commsched import __version__
+from commsched.errors import CommschedError
+from commsched.io.atomic import atomic_write_text
+
+__all__ = [
+    "git_revision",
+    "provenance",
+    "read_metrics",
+    "read_provenance",
+    "read_table",
+    "write_metrics",
+    "write_table",
+]
+
+
+@cache
+def git_revision() -> str:
+    """The checkout's commit (with ``-dirty`` if it has changes), or ``unknown``."""
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=here, capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return rev or "unknown"
+
+
+def provenance(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance record of a result made now with ``config``."""
+    return {
+        "commsched_version": __version__,
+        "git_revision": git_revision(),
+        "created_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "config": dict(config or {}),
+    }
+
+
+def write_table(
+    df: pd.DataFrame, path: str | os.PathLike[str], config: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``df`` as CSV with a provenance header, atomically."""
+    head = "".join(
+        f"# {k}: {json.dumps(v, sort_keys=True, default=str)}\n"
+        for k, v in provenance(config).items()
+    )
+    atomic_write_text(path, head + df.to_csv(index=False))
+
+
+def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`."""
+    try:
+        return pd.read_csv(path, comment="#")
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise CommschedError(f"{path}: cannot read table: {e}") from None
+
+
+def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The provenance header of a table written by :func:`write_table`."""
+    out: dict[str, Any] = {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("# "):
+                break
+            key, _, value = line[2:].partition(": ")
+            out[key] = json.loads(value)
+    return out
+
+
+def write_metrics(
+    metrics: Mapping[str, float],
+    path: str | os.PathLike[str],
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """Write headline numbers ``{metric name: value}`` as a metrics table."""
+    df = pd.DataFrame({"metric": list(metrics), "value": [float(v) for v in metrics.values()]})
+    write_table(df, path, config)
+
+
+def read_metrics(paths: list[str | os.PathLike[str]]) -> dict[str, tuple[float, str]]:
+    """All metrics in ``paths`` as ``{name: (value, path)}``; a duplicate name is an error."""
+    out: dict[str, tuple[float, str]] = {}
+    for p in paths:
+        df = read_table(p)
+        if list(df.columns[:2]) != ["metric", "value"]:
+            raise CommschedError(f"{p}: a metrics table needs columns metric,value")
+        for name, value in zip(df["metric"], df["value"]):
+            if name in out:
+                raise CommschedError(f"{p}: metric {name!r} is also in {out[name][1]}")
+            out[str(name)] = (float(value), str(p))
+    return out
+

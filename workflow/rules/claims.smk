@@ -1,0 +1,13 @@
+rule claims:
+    """Judge papers/claims.yaml against every metrics table."""
+    input:
+        claims="papers/claims.yaml",
+        metrics=METRICS_TABLES,
+    output:
+        md="results/claims.md",
+        csv="results/claims.csv",
+    log:
+        "logs/claims.log",
+    shell:
+        "commsched claims --claims {input.claims} --metrics {input.metrics} "
+        "--md {output.md} --csv {output.csv} > {log} 2>&1"

@@ -1,0 +1,11 @@
+"""Helpers shared by every rule file: config validation and the list of final targets."""
+
+from snakemake.utils import validate
+
+
+validate(config, "../schemas/config.schema.yaml")
+
+# Final outputs of every area; rule files extend it, rule `all` requests it.
+ALL_TARGETS = []
+# Metrics tables that the claims table reads; rule files extend it.
+METRICS_TABLES = []
