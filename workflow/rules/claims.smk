@@ -8,6 +8,8 @@ rule claims:
         csv="results/claims.csv",
     log:
         "logs/claims.log",
+    conda:
+        CONDA_ENV
     shell:
         "commsched claims --claims {input.claims} --metrics {input.metrics} "
         "--md {output.md} --csv {output.csv} > {log} 2>&1"

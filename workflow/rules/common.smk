@@ -9,3 +9,5 @@ validate(config, "../schemas/config.schema.yaml")
 ALL_TARGETS = []
 # Metrics tables that the claims table reads; rule files extend it.
 METRICS_TABLES = []
+# Software environment of every rule (`--use-conda` builds it; same pins as the .venv).
+CONDA_ENV = "../../environment.yml"
