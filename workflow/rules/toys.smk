@@ -26,6 +26,8 @@ rule toys_graph:
         graph="results/graphs/toys/{family}{n}.json",
     log:
         "logs/toys/graph_{family}{n}.log",
+    conda:
+        CONDA_ENV
     wildcard_constraints:
         family="par|seq",
         n=r"\d+",
@@ -45,6 +47,8 @@ rule toys_simulate:
         seed=config["toys"]["seed"],
     log:
         "logs/toys/simulate.log",
+    conda:
+        CONDA_ENV
     shell:
         "python -m commsched.experiments.toys --graphs {input.graphs} "
         "--random-orders {params.random_orders} --seed {params.seed} "
@@ -62,6 +66,8 @@ rule toys_figure:
         png=report(TOYS_FIGURES[1], caption="../report/toys.rst", category="TicTac toys"),
     log:
         "logs/toys/figure.log",
+    conda:
+        CONDA_ENV
     shell:
         "papermill {input.nb} {output.nb} -p table {input.table} "
         "-p figure {output.pdf} > {log} 2>&1"
