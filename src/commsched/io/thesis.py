@@ -111,9 +111,10 @@ class _Lines:
     def error(
         self, line: int, msg: str, column: int | None = None, name: str = ""
     ) -> CommschedError:
-        col = f" column {column}" if column is not None else ""
+        if column is None:
+            return CommschedError(f"{self.path}:{line}: {msg}")
         label = f" ({name})" if name else ""
-        return CommschedError(f"{self.path}:{line}:{col}{label}: {msg}")
+        return CommschedError(f"{self.path}:{line}: column {column}{label}: {msg}")
 
     def integer(self, line: int, field: str, column: int, name: str, minimum: int = 0) -> int:
         try:
@@ -325,14 +326,16 @@ def read_devices(path: str | os.PathLike[str]) -> Devices:
             raise src.error(no, f"unknown device type {dtype!r} (expected one of "
                             f"{', '.join(DEVICE_TYPES)})", 5, _DEVICE_COLUMNS[4])
         rows[did] = (no, ram, speed, rates, dtype)
-    n = len(rows)
-    if n == 0:
+    if not rows:
         raise CommschedError(f"{src.path}: no device lines")
-    for did, (no, *_rest) in rows.items():
-        if did >= n:
-            missing = min(set(range(n)) - set(rows))
-            raise src.error(no, f"device id {did} but only {n} devices: no line for device "
-                            f"{missing} (ids must be 0..{n - 1})", 1, _DEVICE_COLUMNS[0])
+    # The device count the file implies: its lines, its largest id, its longest rate row.
+    implied = {i: max(i + 1, i + 1 + len(r[3])) for i, r in rows.items()}
+    n = max(len(rows), *implied.values())
+    missing = sorted(set(range(n)) - set(rows))
+    if missing:
+        i = max(implied, key=lambda k: (implied[k], -k))
+        raise src.error(rows[i][0], f"device {i} implies {n} devices (ids 0..{n - 1}) but "
+                        f"there is no line for device {missing[0]}", 1, _DEVICE_COLUMNS[0])
     rates_m = [[math.inf if i == j else 0.0 for j in range(n)] for i in range(n)]
     for i in range(n):
         no, _, _, row, _ = rows[i]
