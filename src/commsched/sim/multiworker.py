@@ -1,0 +1,376 @@
+"""Multi-worker parameter-server simulation: N workers, P servers, synchronous iterations.
+
+TicTac (Hashemi, Jyothi & Campbell, SysML 2019) evaluates recv orderings in data-parallel
+training with parameter servers (PS): every worker runs the same graph; each parameter
+lives on one PS and travels PS -> worker by a ``recv`` at the start of an iteration; in
+training each worker sends its gradients back (``send``); a synchronous barrier ends the
+iteration (Sec. 2.3, Sec. 6). This module simulates that setting on top of the
+single-worker priority executor (:func:`commsched.sim.priority.simulate_compiled`):
+
+Composition (:func:`compose`)
+    The worker graph (one worker's PS view: ``recv``/``send`` ops on per-server channel
+    resources, compute ops on the worker's own resources) is copied ``N`` times into one op
+    graph. Op ``x`` of worker ``i`` becomes ``w<i>/x``. Resources used by a ``recv`` or
+    ``send`` op are *shared*: every worker's copy of a transfer runs on the same resource,
+    with the capacity the worker graph gives it (1 for the views of
+    :mod:`commsched.views.ps`). So a server's link is one capacity-1 channel shared by all
+    workers it serves, which is TicTac's "order at the sender" setting: the PS sends one
+    transfer at a time, in priority order (Sec. 4, "enforcing the order" at the PS). Every
+    other resource (compute) is private and renamed ``w<i>/<resource>``.
+    Choice (documented, tested): one channel per server resource of the view; whether
+    downlink and uplink are one channel or two is decided by the view.
+
+Orders (:func:`rank_priorities`)
+    An order is given per worker as a priority per recv (lower first). The sender of a
+    shared channel always starts the ready transfer with the lowest priority; transfers of
+    *different workers* with the same priority (for TIC/TAC: the same parameter, as every
+    worker uses the same order) are interleaved uniformly at random, redrawn every
+    iteration. We implement this by mapping each worker's priorities to dense ranks
+    ``0, 1, ...`` and adding an independent draw in ``[0, 0.5)``; ranks stay in order, and
+    the random part only decides among equal ranks. The baseline (vanilla TensorFlow's
+    arbitrary order, Sec. 1 and Sec. 6) gives every worker an independent uniformly random
+    permutation of its recvs every iteration; with ranks, the sender serves every worker's
+    k-th request before any worker's (k+1)-th, as a FIFO server would when all workers
+    issue their requests at once.
+
+Jitter
+    Every op duration of every worker is multiplied by an independent factor drawn
+    uniformly from ``[1 - jitter, 1 + jitter]`` each iteration (``jitter = 0``: the time
+    oracle's durations). Baseline and ordered runs with the same seed see the same
+    factors (common random numbers).
+
+Iteration metrics (:class:`IterationResult`)
+    Iterations are independent (the barrier resets every worker). A worker finishes when
+    its last op ends; the iteration time is the slowest worker's finish time (synchronous
+    barrier). The *straggler effect* of an iteration is the longest wait of any worker at
+    the barrier divided by the iteration time, ``(T - min_w T_w) / T`` (our reading of
+    TicTac Sec. 6.3, "straggler effect", which we could not check against the full text).
+
+Every simulated schedule can be checked with :func:`commsched.sim.validate.check_schedule`
+(``validate_every`` in :func:`run`; tests validate every one).
+
+Examples
+--------
+>>> from commsched.graph import new_graph, add_op
+>>> g = new_graph({"ps0": 1, "cpu": 1})
+>>> add_op(g, "r1", "recv", "ps0", 1.0); add_op(g, "c1", "compute", "cpu", 2.0)
+>>> g.add_edge("r1", "c1")
+>>> mw = compose(g, 2)
+>>> res = iteration(mw, np.array([[0.0], [0.25]]))
+>>> res.iteration_time, res.worker_end.tolist()
+(4.0, [3.0, 4.0])
+>>> round(res.straggler, 6)
+0.25
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from commsched.errors import CommschedError
+from commsched.graph import CompiledGraph, compile_graph, validate
+from commsched.sim.priority import Schedule, simulate_compiled
+from commsched.sim.validate import check_schedule
+
+__all__ = [
+    "NET_KINDS",
+    "IterationResult",
+    "MultiWorker",
+    "RunResult",
+    "compose",
+    "iteration",
+    "jitter_durations",
+    "rank_priorities",
+    "run",
+    "worker_id",
+]
+
+#: Op kinds whose resources are shared by all workers (the PS links).
+NET_KINDS = frozenset({"recv", "send"})
+
+#: Width of the random tie-break added to dense ranks (must stay below 1).
+_TIE_WIDTH = 0.5
+
+
+def worker_id(i: int, op: str) -> str:
+    """The id of op ``op`` of worker ``i`` in a composed graph (``w<i>/<op>``)."""
+    return f"w{i}/{op}"
+
+
+@dataclass(frozen=True)
+class MultiWorker:
+    """``n_workers`` copies of a worker graph with shared channels, compiled once.
+
+    Ops of worker ``i`` occupy positions ``i * ops_per_worker ...`` of ``cg`` in the
+    worker graph's node order; ``recv_index[i, k]`` is the position of worker ``i``'s copy
+    of ``recvs[k]``.
+    """
+
+    worker: nx.DiGraph
+    n_workers: int
+    graph: nx.DiGraph
+    cg: CompiledGraph
+    shared: tuple[str, ...]
+    recvs: tuple[str, ...]
+    recv_index: np.ndarray
+    base_duration: np.ndarray
+
+    @property
+    def ops_per_worker(self) -> int:
+        return self.worker.number_of_nodes()
+
+    @property
+    def n_recvs(self) -> int:
+        return len(self.recvs)
+
+
+def _net_resources(g: nx.DiGraph) -> set[str]:
+    return {a["resource"] for _, a in g.nodes(data=True) if a["kind"] in NET_KINDS}
+
+
+def compose(
+    worker: nx.DiGraph, n_workers: int, shared: Iterable[str] | None = None
+) -> MultiWorker:
+    """Compose ``n_workers`` copies of ``worker`` into one op graph with shared channels.
+
+    Parameters
+    ----------
+    worker
+        One worker's op graph (a PS view): parameter transfers are ``recv`` ops, gradient
+        transfers ``send`` ops.
+    n_workers
+        Number of workers, >= 1.
+    shared
+        Resources shared by all workers; default: every resource that runs a ``recv`` or
+        ``send`` op. All other resources are private to each worker.
+    """
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
+        raise CommschedError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    validate(worker)
+    resources: dict[str, int] = worker.graph["resources"]
+    shared_set = _net_resources(worker) if shared is None else set(shared)
+    unknown = shared_set - set(resources)
+    if unknown:
+        raise CommschedError(f"shared resources {sorted(unknown)} are not in the worker graph")
+    recvs = tuple(n for n, a in worker.nodes(data=True) if a["kind"] == "recv")
+    if not recvs:
+        raise CommschedError("the worker graph has no recv ops (parameter transfers)")
+    private = [r for r in resources if r not in shared_set]
+
+    def res_name(i: int, r: str) -> str:
+        return r if r in shared_set else worker_id(i, r)
+
+    g = nx.DiGraph()
+    g.graph.update({k: v for k, v in worker.graph.items() if k != "resources"})
+    g.graph["resources"] = {r: resources[r] for r in resources if r in shared_set}
+    g.graph["multiworker"] = {"n_workers": n_workers, "shared": sorted(shared_set)}
+    for i in range(n_workers):
+        for r in private:
+            g.graph["resources"][worker_id(i, r)] = resources[r]
+        for n, a in worker.nodes(data=True):
+            attrs = dict(a)
+            attrs.pop("priority", None)
+            attrs["resource"] = res_name(i, a["resource"])
+            attrs["worker"] = i
+            g.add_node(worker_id(i, n), **attrs)
+        g.add_edges_from((worker_id(i, u), worker_id(i, v)) for u, v in worker.edges)
+    cg = compile_graph(g)
+    pos = {n: k for k, n in enumerate(worker.nodes)}
+    per = worker.number_of_nodes()
+    recv_pos = np.array([pos[r] for r in recvs], dtype=np.int64)
+    recv_index = np.arange(n_workers, dtype=np.int64)[:, None] * per + recv_pos[None, :]
+    return MultiWorker(
+        worker=worker,
+        n_workers=n_workers,
+        graph=g,
+        cg=cg,
+        shared=tuple(sorted(shared_set)),
+        recvs=recvs,
+        recv_index=recv_index,
+        base_duration=np.array(cg.duration, dtype=float),
+    )
+
+
+def rank_priorities(
+    mw: MultiWorker, order: Mapping[str, float], tie: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-worker recv priorities for an order shared by every worker.
+
+    ``order`` maps recv op ids of the worker graph to numbers (lower first, equal numbers
+    allowed, as TIC gives); a recv it does not name goes after all named ones. The result
+    has shape ``(n_workers, n_recvs)``: the dense rank of each recv's priority plus
+    ``tie`` (default 0) scaled into ``[0, 0.5)``, so that equal ranks of different workers
+    are interleaved by ``tie`` and never reorder a worker's own ranks.
+    """
+    unknown = set(order) - set(mw.recvs)
+    if unknown:
+        raise CommschedError(
+            f"the order names ops that are not recvs of the worker graph: {sorted(unknown)[:3]}"
+        )
+    big = max(order.values(), default=0.0) + 1.0
+    raw = np.array([order.get(r, big) for r in mw.recvs], dtype=float)
+    ranks = np.unique(raw, return_inverse=True)[1].astype(float)
+    out = np.broadcast_to(ranks, (mw.n_workers, mw.n_recvs)).copy()
+    if tie is not None:
+        out += _TIE_WIDTH * np.asarray(tie, dtype=float)
+    return out
+
+
+def jitter_durations(
+    mw: MultiWorker, jitter: float, rng: np.random.Generator, scale: np.ndarray | None = None
+) -> np.ndarray:
+    """Op durations of one iteration: the base durations times ``U[1-jitter, 1+jitter]``."""
+    d = mw.base_duration if scale is None else mw.base_duration * scale
+    if jitter == 0.0:
+        return d
+    return d * rng.uniform(1.0 - jitter, 1.0 + jitter, size=d.shape)
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    """One synchronous iteration: per-worker finish times, the barrier and the schedule."""
+
+    worker_end: np.ndarray
+    schedule: Schedule
+
+    @property
+    def iteration_time(self) -> float:
+        return float(self.worker_end.max())
+
+    @property
+    def straggler(self) -> float:
+        """Longest wait of any worker at the barrier over the iteration time."""
+        t = self.iteration_time
+        return float((t - self.worker_end.min()) / t) if t > 0 else 0.0
+
+
+def iteration(
+    mw: MultiWorker,
+    priorities: np.ndarray,
+    durations: np.ndarray | None = None,
+    validate_schedule: bool = True,
+) -> IterationResult:
+    """Simulate one iteration.
+
+    Parameters
+    ----------
+    priorities
+        ``(n_workers, n_recvs)`` priority of each worker's recvs (see
+        :func:`rank_priorities`); lower is sent first by the shared channel.
+    durations
+        Op durations in composed-graph order; default the base durations.
+    validate_schedule
+        Check the schedule with :func:`check_schedule` (raises ``InvalidSchedule``).
+    """
+    p = np.asarray(priorities, dtype=float)
+    if p.shape != (mw.n_workers, mw.n_recvs):
+        raise CommschedError(
+            f"priorities must have shape {(mw.n_workers, mw.n_recvs)}, got {p.shape}"
+        )
+    prio: list[float | None] = [None] * mw.cg.n
+    for i, v in zip(mw.recv_index.ravel().tolist(), p.ravel().tolist(), strict=True):
+        prio[i] = v
+    d = mw.base_duration if durations is None else np.asarray(durations, dtype=float)
+    if d.shape != mw.base_duration.shape:
+        raise CommschedError(f"durations must have {mw.cg.n} entries, got {d.shape}")
+    cg = dataclasses.replace(mw.cg, duration=d.tolist(), priority=prio)
+    s = simulate_compiled(cg)
+    if validate_schedule:
+        check_schedule(cg, s)
+    end = np.asarray(s.end).reshape(mw.n_workers, mw.ops_per_worker).max(axis=1)
+    return IterationResult(worker_end=end, schedule=s)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """``n_iterations`` synchronous iterations of one configuration.
+
+    ``worker_end[t, i]`` is worker ``i``'s finish time in iteration ``t``; ``ranks[t, i, k]``
+    the rank of recv ``k`` in worker ``i``'s order in iteration ``t`` (0 = first).
+    """
+
+    worker_end: np.ndarray
+    ranks: np.ndarray
+    validated: int
+
+    @property
+    def iteration_time(self) -> np.ndarray:
+        return np.asarray(self.worker_end.max(axis=1))
+
+    @property
+    def straggler(self) -> np.ndarray:
+        t = self.iteration_time
+        wait = t - self.worker_end.min(axis=1)
+        return np.divide(wait, t, out=np.zeros_like(t), where=t > 0)
+
+
+def run(
+    mw: MultiWorker,
+    order: Mapping[str, float] | None,
+    n_iterations: int,
+    jitter: float = 0.0,
+    seed: int = 0,
+    validate_every: int = 1,
+    compute_scale: float = 1.0,
+) -> RunResult:
+    """Simulate ``n_iterations`` independent synchronous iterations.
+
+    Parameters
+    ----------
+    order
+        The recv priorities every worker uses (TIC or TAC), or ``None`` for the baseline:
+        an independent random permutation per worker and iteration.
+    jitter
+        Multiplicative jitter on every op time, ``0 <= jitter < 1``.
+    seed
+        Seeds the jitter, the baseline orders and the interleaving of equal ranks; three
+        independent streams, so runs with the same seed share their jitter.
+    validate_every
+        Validate the schedule of iterations ``0, k, 2k, ...``; 0 validates none.
+    compute_scale
+        Multiplies the duration of every op that is not a recv or send (TicTac Fig. 10's
+        batch factor; communication is unchanged).
+    """
+    if not isinstance(n_iterations, int) or n_iterations < 1:
+        raise CommschedError(f"n_iterations must be an integer >= 1, got {n_iterations!r}")
+    if not 0.0 <= jitter < 1.0:
+        raise CommschedError(f"jitter must be in [0, 1), got {jitter!r}")
+    if not compute_scale > 0:
+        raise CommschedError(f"compute_scale must be > 0, got {compute_scale!r}")
+    if validate_every < 0:
+        raise CommschedError(f"validate_every must be >= 0, got {validate_every!r}")
+    scale = None
+    if compute_scale != 1.0:
+        is_net = np.array(
+            [mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool
+        )
+        scale = np.where(is_net, 1.0, compute_scale)
+    rng_jitter = np.random.default_rng([seed, 0])
+    rng_order = np.random.default_rng([seed, 1])
+    rng_tie = np.random.default_rng([seed, 2])
+    n, r = mw.n_workers, mw.n_recvs
+    fixed = None if order is None else rank_priorities(mw, order)
+    base_perm = np.broadcast_to(np.arange(r, dtype=float), (n, r))
+    ends = np.empty((n_iterations, n))
+    ranks = np.empty((n_iterations, n, r), dtype=np.int32)
+    validated = 0
+    for t in range(n_iterations):
+        d = jitter_durations(mw, jitter, rng_jitter, scale)
+        rk = fixed if fixed is not None else rng_order.permuted(base_perm, axis=1)
+        tie = rng_tie.random((n, r))
+        check = validate_every > 0 and t % validate_every == 0
+        res = iteration(mw, rk + _TIE_WIDTH * tie, d, validate_schedule=check)
+        validated += check
+        ends[t] = res.worker_end
+        ranks[t] = rk
+    return RunResult(worker_end=ends, ranks=ranks, validated=validated)
+
+
+def orders_of(ranks: np.ndarray, recvs: Sequence[str]) -> list[dict[str, float]]:
+    """The orders of one iteration's workers as ``{recv id: rank}`` dictionaries."""
+    return [{op: float(k) for op, k in zip(recvs, row.tolist(), strict=True)} for row in ranks]

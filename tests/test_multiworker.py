@@ -1,0 +1,323 @@
+"""Multi-worker parameter-server simulation (commsched.sim.multiworker).
+
+Hand-derived cases first (every timeline is written out in the comments), then property
+tests on random worker graphs. Every simulated schedule is validated with check_schedule
+(``iteration(..., validate_schedule=True)`` and ``run(..., validate_every=1)``).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commsched.cost import LinkModel
+from commsched.errors import CommschedError
+from commsched.graph import add_op, compile_graph, new_graph
+from commsched.sim import check_schedule, simulate
+from commsched.sim.multiworker import (
+    compose,
+    iteration,
+    rank_priorities,
+    run,
+    worker_id,
+)
+from commsched.views import ps_view
+
+
+def seq2() -> nx.DiGraph:
+    """Two layers on one server: r1 -> c1 -> c2 <- r2; recvs 1 s, c1 2 s, c2 1 s."""
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(g, "r1", "recv", "net:ps0", 1.0, param="w1")
+    add_op(g, "r2", "recv", "net:ps0", 1.0, param="w2")
+    add_op(g, "c1", "compute", "cpu", 2.0)
+    add_op(g, "c2", "compute", "cpu", 1.0)
+    g.add_edges_from([("r1", "c1"), ("c1", "c2"), ("r2", "c2")])
+    return g
+
+
+def test_compose_shares_channels_and_copies_compute():
+    mw = compose(seq2(), 3)
+    g = mw.graph
+    assert mw.shared == ("net:ps0",)
+    assert g.graph["resources"] == {"net:ps0": 1, "w0/cpu": 1, "w1/cpu": 1, "w2/cpu": 1}
+    assert g.number_of_nodes() == 12 and g.number_of_edges() == 9
+    assert g.nodes[worker_id(2, "c1")]["resource"] == "w2/cpu"
+    assert g.nodes[worker_id(2, "r1")]["resource"] == "net:ps0"
+    assert [mw.cg.ids[i] for i in mw.recv_index[1]] == ["w1/r1", "w1/r2"]
+
+
+def test_two_workers_one_server_good_order():
+    # Order r1 < r2 for both workers; worker 0 wins the ties (priorities 0 / 0.25).
+    # channel: w0.r1 [0,1] w1.r1 [1,2] w0.r2 [2,3] w1.r2 [3,4]
+    # w0: c1 [1,3], c2 needs c1 (3) and r2 (3) -> [3,4]: ends 4
+    # w1: c1 [2,4], c2 needs c1 (4) and r2 (4) -> [4,5]: ends 5
+    # iteration 5, straggler (5 - 4) / 5 = 0.2
+    mw = compose(seq2(), 2)
+    res = iteration(mw, np.array([[0.0, 1.0], [0.25, 1.25]]))
+    assert res.worker_end.tolist() == [4.0, 5.0]
+    assert res.iteration_time == 5.0
+    assert res.straggler == pytest.approx(0.2)
+
+
+def test_two_workers_one_server_bad_order():
+    # Order r2 < r1: channel w0.r2 [0,1] w1.r2 [1,2] w0.r1 [2,3] w1.r1 [3,4]
+    # w0: c1 [3,5] c2 [5,6]; w1: c1 [4,6] c2 [6,7] -> iteration 7, straggler 1/7.
+    mw = compose(seq2(), 2)
+    res = iteration(mw, np.array([[1.0, 0.0], [1.25, 0.25]]))
+    assert res.worker_end.tolist() == [6.0, 7.0]
+    assert res.straggler == pytest.approx(1 / 7)
+
+
+def test_rank_priorities_ties_and_unnamed_recvs():
+    mw = compose(seq2(), 2)
+    # TIC-style equal priorities give equal ranks; the tie draw only separates workers.
+    p = rank_priorities(mw, {"r1": 5, "r2": 5}, tie=np.array([[0.0, 0.2], [0.4, 0.6]]))
+    assert p.tolist() == [[0.0, 0.1], [0.2, 0.3]]
+    # An unnamed recv goes last.
+    assert rank_priorities(mw, {"r2": 7}).tolist() == [[1.0, 0.0], [1.0, 0.0]]
+    with pytest.raises(CommschedError, match="not recvs"):
+        rank_priorities(mw, {"c1": 0})
+
+
+def train_graph(duplex: bool) -> nx.DiGraph:
+    """Two recvs a, b (1 s) -> c (1 s) -> gradient send s (1 s), one server."""
+    up = "net:ps0:up" if duplex else "net:ps0"
+    g = new_graph({"net:ps0": 1, "net:ps0:up": 1, "cpu": 1})
+    add_op(g, "a", "recv", "net:ps0", 1.0)
+    add_op(g, "b", "recv", "net:ps0", 1.0)
+    add_op(g, "c", "compute", "cpu", 1.0)
+    add_op(g, "s", "send", up, 1.0)
+    g.add_edges_from([("a", "c"), ("b", "c"), ("c", "s")])
+    return g
+
+
+def test_training_half_duplex_send_competes_with_recvs():
+    # Worker 0 strictly before worker 1 (priorities 0,1 and 2,3), one shared channel:
+    # w0.a [0,1] w0.b [1,2]; w0.c [2,3]; w1.a [2,3]. At 3 the channel has w0.s (ready 3,
+    # no priority) and w1.b (ready since 0): fifo takes w1.b [3,4], then w0.s [4,5].
+    # w1.c [4,5], w1.s [5,6]. Worker ends 5 and 6: iteration 6, straggler 1/6.
+    mw = compose(train_graph(duplex=False), 2)
+    assert mw.shared == ("net:ps0",)
+    res = iteration(mw, np.array([[0.0, 1.0], [2.0, 3.0]]))
+    assert res.worker_end.tolist() == [5.0, 6.0]
+    assert res.straggler == pytest.approx(1 / 6)
+
+
+def test_training_full_duplex_sends_on_their_own_channel():
+    # Same, sends on net:ps0:up: w0.s [3,4] at once; w1.b [3,4], w1.c [4,5], w1.s [5,6].
+    # Worker ends 4 and 6: iteration 6, straggler 2/6.
+    mw = compose(train_graph(duplex=True), 2)
+    assert mw.shared == ("net:ps0", "net:ps0:up")
+    res = iteration(mw, np.array([[0.0, 1.0], [2.0, 3.0]]))
+    assert res.worker_end.tolist() == [4.0, 6.0]
+    assert res.straggler == pytest.approx(1 / 3)
+
+
+def test_two_servers_are_independent_channels():
+    # r1 on ps0, r2 on ps1, each 2 s, each feeds its own 1 s op. Two workers, w0 first.
+    # ps0: w0.r1 [0,2] w1.r1 [2,4]; ps1: w0.r2 [0,2] w1.r2 [2,4].
+    # w0: ops [2,3] [3,4] -> 4; w1: ops [4,5] [5,6] -> 6.
+    g = new_graph({"net:ps0": 1, "net:ps1": 1, "cpu": 1})
+    add_op(g, "r1", "recv", "net:ps0", 2.0)
+    add_op(g, "r2", "recv", "net:ps1", 2.0)
+    add_op(g, "o1", "compute", "cpu", 1.0)
+    add_op(g, "o2", "compute", "cpu", 1.0)
+    g.add_edges_from([("r1", "o1"), ("r2", "o2")])
+    res = iteration(compose(g, 2), np.array([[0.0, 0.0], [0.25, 0.25]]))
+    assert res.worker_end.tolist() == [4.0, 6.0]
+
+
+def test_ps_view_graph_runs_end_to_end():
+    # A tiny trace through the real PS view: read w1 -> mm1 -> mm2 (reads w2) -> grads.
+    t = new_graph({"cpu": 1}, variables={"w1": {"bytes": 100}, "w2": {"bytes": 300}})
+    add_op(t, "read1", "compute", "cpu", 0.0, reads=["w1"])
+    add_op(t, "read2", "compute", "cpu", 0.0, reads=["w2"])
+    add_op(t, "mm1", "compute", "cpu", 1.0)
+    add_op(t, "mm2", "compute", "cpu", 1.0)
+    add_op(t, "g2", "compute", "cpu", 1.0, grad_of="w2", is_gradient=True)
+    add_op(t, "g1", "compute", "cpu", 1.0, grad_of="w1", is_gradient=True)
+    t.add_edges_from([("read1", "mm1"), ("mm1", "mm2"), ("read2", "mm2"), ("mm2", "g2"),
+                      ("g2", "g1")])
+    v = ps_view(t, n_servers=1, link=LinkModel(0.0, 100.0))
+    mw = compose(v, 2)
+    r = run(mw, {"recv:w1": 0, "recv:w2": 1}, n_iterations=3, jitter=0.0, seed=1)
+    assert r.validated == 3
+    # channel: recv:w1 1 s each, recv:w2 3 s each; w1 before w2 for both workers.
+    # first worker: w1 [0,1] mm1 [1,2], w2 done at 2+3+... see the ranks: w1,w1,w2,w2
+    # -> recv:w2 of the first worker ends 5, second 8; the first worker then runs
+    # mm2 [5,6] g2 [6,7] send:w2 (3 s, uplink) [7,10]; g1 [7,8] send:w1 [10,11]
+    # (uplink busy until 10). Second: mm2 [8,9] g2 [9,10] send:w2 [11,14] g1 [10,11]
+    # send:w1 [14,15] -> iteration 15, first worker 11.
+    assert r.iteration_time.tolist() == [15.0, 15.0, 15.0]
+    assert sorted(r.worker_end[0].tolist()) == [11.0, 15.0]
+
+
+# --------------------------------------------------------------------------------------
+# Property tests on random worker graphs.
+
+
+@st.composite
+def worker_graphs(draw: st.DrawFn, chain: bool = False) -> nx.DiGraph:
+    """A random PS worker graph: a compute DAG, recvs feeding it, optional sends.
+
+    ``chain``: the compute ops form one chain and sends use their own uplink channels, so
+    the worker has no scheduling freedom left (see test_iteration_not_shorter_...).
+    """
+    n_servers = draw(st.integers(1, 2))
+    duplex = chain or draw(st.booleans())
+    n_ops = draw(st.integers(1, 6))
+    n_recv = draw(st.integers(1, 5))
+    res = {"cpu": 1}
+    for k in range(n_servers):
+        res[f"net:ps{k}"] = 1
+        res[f"net:ps{k}:up"] = 1
+    g = new_graph(res)
+    dur = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])
+    for i in range(n_ops):
+        add_op(g, f"c{i}", "compute", "cpu", draw(dur))
+        for j in range(i):
+            if (chain and j == i - 1) or (not chain and draw(st.booleans())):
+                g.add_edge(f"c{j}", f"c{i}")
+    for r in range(n_recv):
+        k = draw(st.integers(0, n_servers - 1))
+        add_op(g, f"r{r}", "recv", f"net:ps{k}", draw(dur))
+        for c in draw(st.sets(st.integers(0, n_ops - 1), min_size=1, max_size=2)):
+            g.add_edge(f"r{r}", f"c{c}")
+    for s, c in enumerate(draw(st.sets(st.integers(0, n_ops - 1), max_size=3))):
+        k = draw(st.integers(0, n_servers - 1))
+        add_op(g, f"s{s}", "send", f"net:ps{k}:up" if duplex else f"net:ps{k}", draw(dur))
+        g.add_edge(f"c{c}", f"s{s}")
+    return g
+
+
+def _loads(mw, durations: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """(total time on shared channels, compute time per worker, busiest channel load)."""
+    shared = set(mw.shared)
+    names = mw.cg.resource_names
+    on_shared = np.array([names[r] in shared for r in mw.cg.resource])
+    per_res = np.bincount(mw.cg.resource, weights=durations, minlength=len(names))
+    busiest = max((per_res[i] for i, n in enumerate(names) if n in shared), default=0.0)
+    comp = np.where(on_shared, 0.0, durations).reshape(mw.n_workers, -1).sum(axis=1)
+    return float(durations[on_shared].sum()), comp, float(busiest)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs(), n=st.integers(1, 4), seed=st.integers(0, 10**6),
+       jitter=st.sampled_from([0.0, 0.3]), baseline=st.booleans())
+def test_iteration_time_between_bounds(g, n, seed, jitter, baseline):
+    mw = compose(g, n)
+    order = None if baseline else {r: i for i, r in enumerate(mw.recvs)}
+    r = run(mw, order, n_iterations=2, jitter=jitter, seed=seed, validate_every=1)
+    assert r.validated == 2
+    rng = np.random.default_rng([seed, 0])  # the jitter stream of run()
+    for t in range(2):
+        d = mw.base_duration * (rng.uniform(1 - jitter, 1 + jitter, mw.cg.n) if jitter else 1)
+        net, comp, busiest = _loads(mw, d)
+        tt = r.iteration_time[t]
+        eps = 1e-9 * max(1.0, tt)
+        # Lower bounds: the busiest shared channel and every worker's own compute.
+        assert tt >= busiest - eps and tt >= comp.max() - eps
+        # Work-conserving upper bound: while a worker is unfinished, its cpu or some
+        # shared channel is busy, so T <= max compute + all channel time.
+        assert tt <= comp.max() + net + eps
+        assert 0.0 <= r.straggler[t] < 1.0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs(chain=True), n=st.integers(1, 4))
+def test_iteration_not_shorter_than_worker_alone(g, n):
+    # Same order for everyone, no jitter, and no scheduling freedom inside a worker
+    # (compute is one chain, sends have their own FIFO uplinks): sharing the channels can
+    # only delay each of a worker's transfers, so no worker finishes earlier than alone.
+    mw = compose(g, n)
+    order = {r: i for i, r in enumerate(mw.recvs)}
+    alone = simulate(g, priorities=order)
+    check_schedule(compile_graph(g, order), alone)
+    tie = np.linspace(0, 0.9, n)[:, None] * np.ones((1, mw.n_recvs))
+    res = iteration(mw, rank_priorities(mw, order, tie=tie))
+    assert res.worker_end.min() >= alone.makespan - 1e-9
+
+
+def test_list_scheduling_anomaly_worker_faster_when_shared():
+    # Without the chain condition the property above fails (Graham's list-scheduling
+    # anomalies): a delayed recv can change the compute order for the better.
+    # Worker: rX (ps0, 1 s) -> cX (1 s); rY (ps1, 1 s) -> cY (0.5 s) -> sY (uplink, 1 s).
+    # Alone: rX [0,1] rY [0,1]; at 1 both computes are ready, fifo takes cX [1,2] (its
+    # recv ended first in graph order), cY [2,2.5], sY [2.5,3.5] -> 3.5.
+    g = new_graph({"net:ps0": 1, "net:ps1": 1, "net:ps1:up": 1, "cpu": 1})
+    add_op(g, "rX", "recv", "net:ps0", 1.0)
+    add_op(g, "cX", "compute", "cpu", 1.0)
+    add_op(g, "rY", "recv", "net:ps1", 1.0)
+    add_op(g, "cY", "compute", "cpu", 0.5)
+    add_op(g, "sY", "send", "net:ps1:up", 1.0)
+    g.add_edges_from([("rX", "cX"), ("rY", "cY"), ("cY", "sY")])
+    assert simulate(g).makespan == 3.5
+    # Two workers; worker 1 is served first on ps0, worker 0 first on ps1:
+    # ps0: w1.rX [0,1] w0.rX [1,2]; ps1: w0.rY [0,1] w1.rY [1,2].
+    # w0: cY [1,1.5] sY [1.5,2.5] cX [2,3] -> 3.0, earlier than alone.
+    # w1: cX [1,2] cY [2,2.5] sY [2.5,3.5] -> 3.5.
+    mw = compose(g, 2)
+    res = iteration(mw, np.array([[0.25, 0.0], [0.0, 0.25]]))
+    assert res.worker_end.tolist() == [3.0, 3.5]
+
+
+@settings(max_examples=40, deadline=None)
+@given(g=worker_graphs())
+def test_one_worker_equals_single_worker_simulation(g):
+    mw = compose(g, 1)
+    order = {r: (i * 7) % 5 for i, r in enumerate(mw.recvs)}
+    s = simulate(g, priorities=order)
+    r = run(mw, order, n_iterations=1)
+    assert r.iteration_time[0] == pytest.approx(s.makespan)
+    assert r.straggler[0] == 0.0
+
+
+def test_seeded_determinism_and_common_jitter():
+    g = seq2()
+    mw = compose(g, 4)
+    a = run(mw, None, 5, jitter=0.2, seed=3)
+    b = run(mw, None, 5, jitter=0.2, seed=3)
+    c = run(mw, None, 5, jitter=0.2, seed=4)
+    assert np.array_equal(a.worker_end, b.worker_end) and np.array_equal(a.ranks, b.ranks)
+    assert not np.array_equal(a.worker_end, c.worker_end)
+    # Every baseline iteration draws a permutation per worker.
+    assert all(sorted(row) == [0, 1] for row in a.ranks.reshape(-1, 2).tolist())
+    # Ordered runs with the same seed see the same jitter as the baseline: with one
+    # recv there is no order to choose, so both runs coincide.
+    one = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(one, "r", "recv", "net:ps0", 1.0)
+    add_op(one, "c", "compute", "cpu", 1.0)
+    one.add_edge("r", "c")
+    m1 = compose(one, 3)
+    assert np.array_equal(run(m1, None, 4, 0.3, seed=9).worker_end,
+                          run(m1, {"r": 0}, 4, 0.3, seed=9).worker_end)
+
+
+def test_compute_scale_scales_compute_only():
+    # One worker: r (1 s) -> c1 (2 s) -> c2 (1 s) <- r2 (1 s), order r1, r2.
+    # Scale 2: c1 4 s, c2 2 s: r1 [0,1] c1 [1,5] c2 [5,7] -> 7 (recvs unchanged).
+    mw = compose(seq2(), 1)
+    r = run(mw, {"r1": 0, "r2": 1}, 1, compute_scale=2.0)
+    assert r.iteration_time[0] == 7.0
+
+
+def test_bad_input_one_line_errors():
+    with pytest.raises(CommschedError, match="n_workers"):
+        compose(seq2(), 0)
+    g = new_graph({"cpu": 1})
+    add_op(g, "c", "compute", "cpu", 1.0)
+    with pytest.raises(CommschedError, match="no recv"):
+        compose(g, 2)
+    with pytest.raises(CommschedError, match="not in the worker graph"):
+        compose(seq2(), 2, shared=["nic"])
+    mw = compose(seq2(), 2)
+    with pytest.raises(CommschedError, match="shape"):
+        iteration(mw, np.zeros((1, 2)))
+    for kw in ({"jitter": 1.0}, {"n_iterations": 0}, {"compute_scale": 0.0},
+               {"validate_every": -1}):
+        args = {"n_iterations": 1, **kw}
+        with pytest.raises(CommschedError):
+            run(mw, None, **args)
