@@ -1,0 +1,33 @@
+"""TicTac (Hashemi, Jyothi & Campbell, SysML 2019): ordering parameter transfers.
+
+* :mod:`~commsched.tictac.properties` -- op properties ``dep``, ``M``, ``P``, ``M+``
+  (Sec. 4.1, Alg. 1);
+* :mod:`~commsched.tictac.order` -- the TIC (Alg. 2) and TAC (Alg. 3) priority orders;
+* :mod:`~commsched.tictac.metrics` -- makespan bounds, ordering efficiency and speedup
+  (Sec. 3.1, Eqs. 1-4);
+* :mod:`~commsched.tictac.bruteforce` -- every recv order of a small graph simulated, to
+  measure how far TIC and TAC are from the best order.
+"""
+
+from __future__ import annotations
+
+from commsched.tictac.metrics import (
+    efficiency,
+    makespan_lower_bound,
+    makespan_upper_bound,
+    speedup,
+)
+from commsched.tictac.order import tac, tic
+from commsched.tictac.properties import OpProperties, comm_dependencies, op_properties
+
+__all__ = [
+    "OpProperties",
+    "comm_dependencies",
+    "efficiency",
+    "makespan_lower_bound",
+    "makespan_upper_bound",
+    "op_properties",
+    "speedup",
+    "tac",
+    "tic",
+]

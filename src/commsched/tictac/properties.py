@@ -1,0 +1,366 @@
+"""Op properties of TicTac's Alg. 1: communication dependencies, ``M``, ``P`` and ``M+``.
+
+TicTac (Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+Communication Scheduling", SysML 2019), Sec. 4.1 and Alg. 1 ("property update"). Given an
+op graph whose parameter transfers are ``recv`` ops, a set ``R`` of *outstanding* recvs
+and a time oracle ``Time``:
+
+``dep(op)``
+    The communication dependencies: the recv ops ``op`` depends on, directly or
+    transitively. A recv is in its own ``dep``.
+``M(op)``
+    The communication time needed to make ``op`` executable: the time to complete the
+    outstanding recvs it depends on, ``dep(op) ∩ R``. The recvs of one channel (a recv's
+    ``resource``) run one after the other, channels run in parallel, so the sum is taken
+    per channel and ``M`` is the maximum over channels (with one channel, the plain sum
+    of the paper).
+``P(r)``, ``r`` in ``R``
+    The directly-dependent compute load: the total ``Time`` of the ops that completing
+    ``r`` alone makes executable, i.e. the non-recv ops with ``dep(op) ∩ R == {r}``.
+``M+(r)``, ``r`` in ``R``
+    The impending communication load: the smallest ``M(op)`` over the non-recv ops that
+    need ``r`` *and at least one other* outstanding recv (``r in dep(op) ∩ R`` and
+    ``|dep(op) ∩ R| > 1``); ``inf`` when there is none.
+
+The restriction of ``P`` to single-dependency ops and of ``M+`` to multi-dependency ops,
+and ``M(r) = Time(r)`` for a recv without recv ancestors, follow the authors' public
+implementation (``tictac/common.py``, ``_update_properties``). "Non-recv ops" are every op
+whose ``kind`` is not ``recv`` (compute, and sends or collectives if a view has them).
+
+Implementation: ``dep`` is a bitset (a Python ``int``, bit ``i`` = the ``i``-th recv in
+graph order) built in one pass over a topological order, so it scales to traced graphs
+with thousands of ops. Times are converted to exact integers (every float is an integer
+multiple of a power of two), so sums, minima and ties are exact; results are converted
+back to floats. Ops with the same ``dep ∩ R`` are grouped, so the work per update is
+proportional to the number of distinct dependency sets, not to the number of ops.
+
+Examples
+--------
+>>> from commsched.graph import new_graph, add_op
+>>> g = new_graph({"net": 1, "cpu": 1})
+>>> for r in ("a", "b"):
+...     add_op(g, r, "recv", "net", 2.0)
+>>> add_op(g, "x", "compute", "cpu", 3.0); g.add_edge("a", "x")
+>>> add_op(g, "y", "compute", "cpu", 1.0); g.add_edge("x", "y"); g.add_edge("b", "y")
+>>> p = op_properties(g)
+>>> p.P, p.M_plus
+({'a': 3.0, 'b': 0.0}, {'a': 4.0, 'b': 4.0})
+>>> op_properties(g, outstanding=["b"]).P
+{'b': 1.0}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import networkx as nx
+
+from commsched.errors import CommschedError
+
+__all__ = [
+    "CommIndex",
+    "IncrementalProperties",
+    "OpProperties",
+    "comm_dependencies",
+    "comm_index",
+    "exact_times",
+    "op_properties",
+    "op_times",
+]
+
+
+def exact_times(values: Iterable[float]) -> tuple[list[int], int]:
+    """Integers ``n_i`` and a power of two ``den`` with ``values[i] == n_i / den`` exactly.
+
+    Every finite float is an integer multiple of a power of two, so sums and comparisons
+    of the integers are exact where float arithmetic would round.
+    """
+    ratios = [float(v).as_integer_ratio() for v in values]
+    den = max((d for _, d in ratios), default=1)
+    return [n * (den // d) for n, d in ratios], den
+
+
+def _bits(mask: int) -> Iterable[int]:
+    """Indices of the set bits of ``mask``, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+@dataclass(frozen=True)
+class CommIndex:
+    """The communication dependencies of an op graph in bitset form.
+
+    ``ops`` are all ops in a topological order; ``recvs`` the recv ops in graph order
+    (bit ``i`` of a mask stands for ``recvs[i]``); ``channel[i]`` indexes ``channels``,
+    the resources of the recvs; ``dep[k]`` is the mask of ``dep(ops[k])``.
+    """
+
+    ops: list[str]
+    recvs: list[str]
+    channel: list[int]
+    channels: list[str]
+    dep: list[int]
+    is_recv: list[bool]
+
+    def mask(self, recvs: Iterable[str]) -> int:
+        """The bitset of a collection of recv ids; an unknown or non-recv id is an error."""
+        pos = {r: i for i, r in enumerate(self.recvs)}
+        m = 0
+        for r in recvs:
+            if r not in pos:
+                raise CommschedError(f"op {r!r} is not a recv op of the graph")
+            m |= 1 << pos[r]
+        return m
+
+
+def comm_index(g: nx.DiGraph) -> CommIndex:
+    """Compute ``dep`` of every op of ``g`` (TicTac Sec. 4.1, "communication dependency").
+
+    One pass over a topological order: ``dep(v)`` is the union of its predecessors'
+    ``dep``, plus ``v`` itself when ``v`` is a recv.
+    """
+    try:
+        order = list(nx.topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        raise CommschedError("the op graph has a cycle") from None
+    nodes = g.nodes
+    recvs = [n for n in g.nodes if nodes[n]["kind"] == "recv"]
+    bit = {r: 1 << i for i, r in enumerate(recvs)}
+    channels: list[str] = []
+    chan_pos: dict[str, int] = {}
+    channel = []
+    for r in recvs:
+        res = nodes[r]["resource"]
+        if res not in chan_pos:
+            chan_pos[res] = len(channels)
+            channels.append(res)
+        channel.append(chan_pos[res])
+    dep_of: dict[str, int] = {}
+    pred = g.pred
+    for v in order:
+        m = bit.get(v, 0)
+        for u in pred[v]:
+            m |= dep_of[u]
+        dep_of[v] = m
+    return CommIndex(
+        ops=order,
+        recvs=recvs,
+        channel=channel,
+        channels=channels,
+        dep=[dep_of[v] for v in order],
+        is_recv=[v in bit for v in order],
+    )
+
+
+def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
+    """``dep(op)`` of every op as a set of recv ids (TicTac Sec. 4.1)."""
+    idx = comm_index(g)
+    return {
+        op: frozenset(idx.recvs[i] for i in _bits(m)) for op, m in zip(idx.ops, idx.dep)
+    }
+
+
+@dataclass(frozen=True)
+class OpProperties:
+    """The properties of Alg. 1 for one set of outstanding recvs.
+
+    ``M`` has every op of the graph; ``P`` and ``M_plus`` have every outstanding recv
+    (``M_plus`` is ``math.inf`` for a recv that no multi-dependency op needs).
+    """
+
+    M: dict[str, float]
+    P: dict[str, float]
+    M_plus: dict[str, float]
+
+
+def op_times(
+    g: nx.DiGraph, idx: CommIndex, time: Mapping[str, float] | None
+) -> tuple[list[int], int]:
+    """Exact integer times of ``idx.ops`` (from ``time``, else the ``duration`` attribute)."""
+    nodes = g.nodes
+    vals = []
+    for op in idx.ops:
+        t = time[op] if time is not None and op in time else nodes[op]["duration"]
+        if not (isinstance(t, (int, float)) and math.isfinite(t) and t >= 0):
+            raise CommschedError(f"op {op!r}: time must be a finite number >= 0, got {t!r}")
+        vals.append(float(t))
+    return exact_times(vals)
+
+
+class IncrementalProperties:
+    """``P``, ``M`` and ``M+`` of TicTac's Alg. 1, kept exact while recvs complete.
+
+    TAC (Alg. 3) reruns the property update of Alg. 1 after every chosen recv. Instead of
+    recomputing from scratch, this class groups the non-recv ops by their ``dep`` set and
+    keeps, per group, the per-channel communication time and the number of outstanding
+    recvs; :meth:`remove` (one recv completes) touches only the groups that contain that
+    recv. The results equal :func:`op_properties` after the same removals (tested).
+
+    Parameters
+    ----------
+    idx
+        The graph's :class:`CommIndex`.
+    times
+        Exact integer time of every op of ``idx.ops`` (see :func:`exact_times`).
+    """
+
+    def __init__(self, idx: CommIndex, times: list[int]) -> None:
+        self.idx = idx
+        nrecv = len(idx.recvs)
+        self.outstanding = (1 << nrecv) - 1
+        self.recv_time = [0] * nrecv
+        recv_pos = {r: i for i, r in enumerate(idx.recvs)}
+        # Recvs whose dep holds other recvs (rare: a recv after a computation) need M
+        # recomputed; the others have M = their own time.
+        self._recv_dep: dict[int, int] = {}
+        group_of: dict[int, int] = {}
+        self.masks: list[int] = []
+        self.load: list[int] = []  # total time of the group's ops
+        for k, op in enumerate(idx.ops):
+            m = idx.dep[k]
+            if idx.is_recv[k]:
+                i = recv_pos[op]
+                self.recv_time[i] = times[k]
+                if m != 1 << i:
+                    self._recv_dep[i] = m
+            elif m:
+                j = group_of.get(m)
+                if j is None:
+                    group_of[m] = j = len(self.masks)
+                    self.masks.append(m)
+                    self.load.append(0)
+                self.load[j] += times[k]
+        nch = len(idx.channels)
+        self.count = [m.bit_count() for m in self.masks]
+        self.chan_load = [[0] * nch for _ in self.masks]
+        self.groups_of_recv: list[list[int]] = [[] for _ in range(nrecv)]
+        for j, m in enumerate(self.masks):
+            cl = self.chan_load[j]
+            for i in _bits(m):
+                cl[idx.channel[i]] += self.recv_time[i]
+                self.groups_of_recv[i].append(j)
+        self.P = [0] * nrecv
+        for j, m in enumerate(self.masks):
+            if self.count[j] == 1:
+                self.P[m.bit_length() - 1] += self.load[j]
+
+    def group_M(self, j: int) -> int:
+        """``M`` of the ops of group ``j``: the largest per-channel outstanding time."""
+        return max(self.chan_load[j])
+
+    def cost(self, mask: int) -> int:
+        """``M`` of an op whose ``dep`` is ``mask``, under the current outstanding set."""
+        per = [0] * len(self.idx.channels)
+        for i in _bits(mask & self.outstanding):
+            per[self.idx.channel[i]] += self.recv_time[i]
+        return max(per, default=0)
+
+    def recv_M(self, i: int) -> int:
+        """``M`` of recv ``i``: its own time unless it depends on other outstanding recvs."""
+        m = self._recv_dep.get(i)
+        return self.recv_time[i] if m is None else self.cost(m)
+
+    def remove(self, i: int) -> None:
+        """Recv ``i`` completes: drop it from the outstanding set and update the groups."""
+        b = 1 << i
+        if not self.outstanding & b:
+            raise ValueError(f"recv {self.idx.recvs[i]!r} is not outstanding")
+        self.outstanding ^= b
+        ch, t = self.idx.channel[i], self.recv_time[i]
+        for j in self.groups_of_recv[i]:
+            self.chan_load[j][ch] -= t
+            self.count[j] -= 1
+            if self.count[j] == 1:  # the group now waits for one recv only: it adds to P
+                self.P[(self.masks[j] & self.outstanding).bit_length() - 1] += self.load[j]
+
+    def m_plus(self) -> list[int | None]:
+        """``M+`` of every recv (``None`` = infinity, or not outstanding).
+
+        Each recv's ``M+`` is the ``M`` of the cheapest multi-dependency group holding
+        it: sweep the groups by increasing ``M`` and give each still unassigned recv the
+        first ``M`` that reaches it (every recv is assigned once).
+        """
+        out: list[int | None] = [None] * len(self.idx.recvs)
+        active = [(self.group_M(j), j) for j, c in enumerate(self.count) if c > 1]
+        active.sort()
+        unassigned = self.outstanding
+        for cost, j in active:
+            new = self.masks[j] & unassigned
+            if new:
+                unassigned ^= new
+                for i in _bits(new):
+                    out[i] = cost
+                if not unassigned:
+                    break
+        return out
+
+
+def op_properties(
+    g: nx.DiGraph,
+    outstanding: Iterable[str] | None = None,
+    time: Mapping[str, float] | None = None,
+) -> OpProperties:
+    """Alg. 1 of TicTac (SysML 2019, Sec. 4.1): ``M``, ``P`` and ``M+`` from scratch.
+
+    Parameters
+    ----------
+    g
+        Op graph; its ``recv`` ops are the parameter transfers.
+    outstanding
+        The recvs not yet completed, ``R``; all recvs by default.
+    time
+        Time oracle, op id -> seconds; ops it lacks use their ``duration`` attribute.
+        TIC (Alg. 2) uses 1 for recvs and 0 for everything else.
+
+    Returns
+    -------
+    OpProperties
+        ``M`` of every op, ``P`` and ``M+`` of every outstanding recv.
+
+    Notes
+    -----
+    This is the direct form of Alg. 1: every op is visited once per call. TAC uses
+    :class:`IncrementalProperties`, which must agree with it.
+    """
+    idx = comm_index(g)
+    times, den = op_times(g, idx, time)
+    R = (1 << len(idx.recvs)) - 1 if outstanding is None else idx.mask(outstanding)
+    recv_pos = {r: i for i, r in enumerate(idx.recvs)}
+    times_of_recv = [0] * len(idx.recvs)
+    for k, op in enumerate(idx.ops):
+        if idx.is_recv[k]:
+            times_of_recv[recv_pos[op]] = times[k]
+
+    def cost(mask: int) -> int:
+        per = [0] * len(idx.channels)
+        for i in _bits(mask):
+            per[idx.channel[i]] += times_of_recv[i]
+        return max(per, default=0)
+
+    M: dict[str, float] = {}
+    P = dict.fromkeys(_bits(R), 0)
+    M_plus: dict[int, int] = {}
+    cache: dict[int, int] = {}
+    for k, op in enumerate(idx.ops):
+        D = idx.dep[k] & R
+        c = cache.get(D)
+        if c is None:
+            cache[D] = c = cost(D)
+        M[op] = c / den
+        if idx.is_recv[k] or not D:
+            continue
+        if D & (D - 1) == 0:  # exactly one outstanding dependency
+            P[D.bit_length() - 1] += times[k]
+        else:
+            for i in _bits(D):
+                if i not in M_plus or c < M_plus[i]:
+                    M_plus[i] = c
+    return OpProperties(
+        M=M,
+        P={idx.recvs[i]: v / den for i, v in P.items()},
+        M_plus={idx.recvs[i]: M_plus[i] / den if i in M_plus else math.inf for i in _bits(R)},
+    )
