@@ -40,11 +40,11 @@ the file, the line and the column.
 
 Examples
 --------
->>> import tempfile, os
->>> d = tempfile.mkdtemp()
->>> p = os.path.join(d, "g.csv")
->>> _ = open(p, "w").write("Id,out,in,coloc,size,ops\\n0,1,,1,10,5\\n1,,0,0,20,7\\n")
->>> g = read_graph(p)
+>>> import tempfile, pathlib
+>>> with tempfile.TemporaryDirectory() as d:
+...     p = pathlib.Path(d, "g.csv")
+...     _ = p.write_text("Id,out,in,coloc,size,ops\\n0,1,,1,10,5\\n1,,0,0,20,7\\n")
+...     g = read_graph(p)
 >>> sorted(g.edges), g.nodes[1]["operations"], g.nodes[1]["colocation"]
 ([(0, 1)], 7, 0)
 """
