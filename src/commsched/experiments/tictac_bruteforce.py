@@ -132,7 +132,7 @@ def bruteforce_metrics(df: pd.DataFrame) -> dict[str, float]:
             r = d[f"{algo}_over_opt"]
             out[f"{p}.{algo}_over_opt_mean"] = float(r.mean())
             out[f"{p}.{algo}_over_opt_max"] = float(r.max())
-            hits = [_equal(m, o) for m, o in zip(d[algo], d["optimum"])]
+            hits = [_equal(m, o) for m, o in zip(d[algo], d["optimum"], strict=True)]
             out[f"{p}.{algo}_frac_optimal"] = sum(hits) / len(hits)
         out[f"{p}.random_over_opt_mean"] = float(d["random_over_opt"].mean())
         out[f"{p}.tic_over_tac_mean"] = float((d["tic"] / d["tac"]).mean())

@@ -17,7 +17,7 @@ Examples
 >>> g = two_stage_instance([3.0, 1.0], [1.0, 2.0])
 >>> bf = brute_force(g)
 >>> bf.optimum, bf.worst, bf.best_order
-(5.0, 7.0, ('r1', 'r0'))
+(5.0, 6.0, ('r1', 'r0'))
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def recv_ops(g: nx.DiGraph) -> list[str]:
 
 
 def priorities_makespan(g: nx.DiGraph, priorities: Mapping[str, float]) -> float:
-    """Simulate ``g`` with ``priorities`` (FIFO ties), validate the schedule, return its makespan."""
+    """Simulate ``g`` with ``priorities`` (FIFO ties), validate, return the makespan."""
     cg = compile_graph(g, dict(priorities))
     s = simulate_compiled(cg)
     check_schedule(cg, s)
@@ -145,7 +145,7 @@ def two_stage_instance(recv_times: Sequence[float], compute_times: Sequence[floa
     if len(recv_times) != len(compute_times):
         raise ValueError("recv_times and compute_times must have the same length")
     g = new_graph({"net": 1, "cpu": 1}, instance={"family": "two_stage"})
-    for i, (m, p) in enumerate(zip(recv_times, compute_times)):
+    for i, (m, p) in enumerate(zip(recv_times, compute_times, strict=True)):
         add_op(g, f"r{i}", "recv", "net", m)
         add_op(g, f"c{i}", "compute", "cpu", p)
         g.add_edge(f"r{i}", f"c{i}")

@@ -91,21 +91,22 @@ def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
         of ``g``.
     """
     m = _makespan(makespan)
-    U, L = makespan_upper_bound(g), makespan_lower_bound(g)
-    tol = 1e-9 * max(1.0, U)
-    if not (L - tol <= m <= U + tol):
+    upper, lower = makespan_upper_bound(g), makespan_lower_bound(g)
+    tol = 1e-9 * max(1.0, upper)
+    if not (lower - tol <= m <= upper + tol):
         raise CommschedError(
-            f"makespan {m!r} lies outside the bounds [{L!r}, {U!r}] of the graph (Eqs. 1-2)"
+            f"makespan {m!r} lies outside the bounds [{lower!r}, {upper!r}] of the graph "
+            "(Eqs. 1-2)"
         )
-    if U - L <= tol:
+    if upper - lower <= tol:
         return 1.0
-    return min(1.0, max(0.0, (U - m) / (U - L)))
+    return min(1.0, max(0.0, (upper - m) / (upper - lower)))
 
 
 def speedup(g: nx.DiGraph) -> float:
     """Eq. (4) of TicTac Sec. 3.1: ``S = (U - L) / L``, the most overlap can gain."""
-    U, L = makespan_upper_bound(g), makespan_lower_bound(g)
-    return 0.0 if L <= 0 else (U - L) / L
+    upper, lower = makespan_upper_bound(g), makespan_lower_bound(g)
+    return 0.0 if lower <= 0 else (upper - lower) / lower
 
 
 def overlap_metrics(g: nx.DiGraph, makespan: float | Schedule) -> dict[str, float]:

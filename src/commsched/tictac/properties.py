@@ -160,7 +160,8 @@ def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
     """``dep(op)`` of every op as a set of recv ids (TicTac Sec. 4.1)."""
     idx = comm_index(g)
     return {
-        op: frozenset(idx.recvs[i] for i in _bits(m)) for op, m in zip(idx.ops, idx.dep)
+        op: frozenset(idx.recvs[i] for i in _bits(m))
+        for op, m in zip(idx.ops, idx.dep, strict=True)
     }
 
 
