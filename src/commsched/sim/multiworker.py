@@ -85,8 +85,10 @@ __all__ = [
     "compose",
     "iteration",
     "jitter_durations",
+    "orders_of",
     "rank_priorities",
     "run",
+    "scale_compute",
     "worker_id",
 ]
 
@@ -95,6 +97,22 @@ NET_KINDS = frozenset({"recv", "send"})
 
 #: Width of the random tie-break added to dense ranks (must stay below 1).
 _TIE_WIDTH = 0.5
+
+
+def scale_compute(g: nx.DiGraph, factor: float) -> nx.DiGraph:
+    """A copy of ``g`` whose ops other than recvs and sends take ``factor`` times longer.
+
+    TicTac Fig. 10 varies the computational load by the batch size; we model a batch
+    factor by scaling compute durations and leaving transfers alone (parameter sizes do
+    not depend on the batch). :func:`run` applies the same scaling with ``compute_scale``.
+    """
+    if not factor > 0:
+        raise CommschedError(f"a compute scale factor must be > 0, got {factor!r}")
+    out = g.copy()
+    for _, a in out.nodes(data=True):
+        if a["kind"] not in NET_KINDS:
+            a["duration"] = float(a["duration"]) * factor
+    return out
 
 
 def worker_id(i: int, op: str) -> str:
