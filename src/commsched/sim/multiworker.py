@@ -66,7 +66,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
@@ -85,7 +85,6 @@ __all__ = [
     "compose",
     "iteration",
     "jitter_durations",
-    "orders_of",
     "rank_priorities",
     "run",
     "scale_compute",
@@ -387,8 +386,3 @@ def run(
         ends[t] = res.worker_end
         ranks[t] = rk
     return RunResult(worker_end=ends, ranks=ranks, validated=validated)
-
-
-def orders_of(ranks: np.ndarray, recvs: Sequence[str]) -> list[dict[str, float]]:
-    """The orders of one iteration's workers as ``{recv id: rank}`` dictionaries."""
-    return [{op: float(k) for op, k in zip(recvs, row.tolist(), strict=True)} for row in ranks]
