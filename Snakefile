@@ -12,7 +12,6 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/toys.smk"
 include: "workflow/rules/tictac_bruteforce.smk"
-include: "workflow/rules/comm.smk"
 include: "workflow/rules/claims.smk"
 
 
