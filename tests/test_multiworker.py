@@ -132,15 +132,18 @@ def test_two_servers_are_independent_channels():
 
 def test_ps_view_graph_runs_end_to_end():
     # A tiny trace through the real PS view: read w1 -> mm1 -> mm2 (reads w2) -> grads.
-    t = new_graph({"cpu": 1}, variables={"w1": {"bytes": 100}, "w2": {"bytes": 300}})
-    add_op(t, "read1", "compute", "cpu", 0.0, reads=["w1"])
-    add_op(t, "read2", "compute", "cpu", 0.0, reads=["w2"])
-    add_op(t, "mm1", "compute", "cpu", 1.0)
-    add_op(t, "mm2", "compute", "cpu", 1.0)
-    add_op(t, "g2", "compute", "cpu", 1.0, grad_of="w2", is_gradient=True)
-    add_op(t, "g1", "compute", "cpu", 1.0, grad_of="w1", is_gradient=True)
-    t.add_edges_from([("read1", "mm1"), ("mm1", "mm2"), ("read2", "mm2"), ("mm2", "g2"),
-                      ("g2", "g1")])
+    t = new_graph({"cpu": 1}, meta={"model": "m", "mode": "train", "batch": 1, "iterations": 1},
+                  variables={v: {"bytes": b, "shape": [1], "dtype": "float32",
+                                 "trainable": True, "path": v}
+                             for v, b in (("w1", 100), ("w2", 300))})
+    for op, d, extra in (("read1", 0.0, {"reads": ["w1"]}), ("read2", 0.0, {"reads": ["w2"]}),
+                         ("mm1", 1.0, {}), ("mm2", 1.0, {}),
+                         ("g2", 1.0, {"grad_of": ["w2"], "is_gradient": True}),
+                         ("g1", 1.0, {"grad_of": ["w1"], "is_gradient": True})):
+        add_op(t, op, "compute", "cpu", d, op_type="X", samples=[d], out_bytes=4,
+               **{"is_gradient": False, **extra})
+    for u, v in (("read1", "mm1"), ("mm1", "mm2"), ("read2", "mm2"), ("mm2", "g2"), ("g2", "g1")):
+        t.add_edge(u, v, control=False, bytes=4)
     v = ps_view(t, n_servers=1, link=LinkModel(0.0, 100.0))
     mw = compose(v, 2)
     r = run(mw, {"recv:w1": 0, "recv:w2": 1}, n_iterations=3, jitter=0.0, seed=1)

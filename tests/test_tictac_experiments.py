@@ -26,30 +26,35 @@ from commsched.tictac import efficiency
 from commsched.views import ps_view
 
 
+def _op(g: nx.DiGraph, name: str, seconds: float, op_type: str, **attrs) -> None:
+    add_op(g, name, "compute", "cpu", seconds, op_type=op_type, samples=[seconds, seconds],
+           out_bytes=4, is_gradient=attrs.pop("is_gradient", False), **attrs)
+
+
 def tiny_trace(name: str, mode: str, layers: int = 5, batch: int = 4) -> nx.DiGraph:
-    """A chain model: layer i reads w_i (bytes grow with i) and takes 1 + i % 3 ms."""
+    """A chain model: layer i reads w_i (bytes vary with i) and takes 1 + i % 3 ms."""
     variables = {f"w{i}": {"bytes": 1000 * (1 + (i * 7) % layers), "shape": [1],
-                           "dtype": "float32"} for i in range(layers)}
+                           "dtype": "float32", "trainable": True, "path": f"w{i}"}
+                 for i in range(layers)}
     g = new_graph({"cpu": 1}, variables=variables,
-                  meta={"model": name, "mode": mode, "batch": batch})
+                  meta={"model": name, "mode": mode, "batch": batch, "iterations": 2})
+    data = {"control": False, "bytes": 4}
     prev = None
     for i in range(layers):
-        add_op(g, f"read{i}", "compute", "cpu", 0.0, op_type="ReadVariableOp",
-               reads=[f"w{i}"])
-        add_op(g, f"fwd{i}", "compute", "cpu", 1e-3 * (1 + i % 3), op_type="Conv2D")
-        g.add_edge(f"read{i}", f"fwd{i}", control=False, bytes=4)
+        _op(g, f"read{i}", 0.0, "ReadVariableOp", reads=[f"w{i}"])
+        _op(g, f"fwd{i}", 1e-3 * (1 + i % 3), "Conv2D")
+        g.add_edge(f"read{i}", f"fwd{i}", **data)
         if prev:
-            g.add_edge(prev, f"fwd{i}", control=False, bytes=4)
+            g.add_edge(prev, f"fwd{i}", **data)
         prev = f"fwd{i}"
     if mode == "train":
         for i in reversed(range(layers)):
-            add_op(g, f"grad{i}", "compute", "cpu", 1e-3 * (1 + i % 2), op_type="Conv2DBackprop",
-                   grad_of=f"w{i}", is_gradient=True)
-            g.add_edge(prev, f"grad{i}", control=False, bytes=4)
+            _op(g, f"grad{i}", 1e-3 * (1 + i % 2), "Conv2DBackpropFilter",
+                grad_of=[f"w{i}"], is_gradient=True)
+            g.add_edge(prev, f"grad{i}", **data)
             prev = f"grad{i}"
-            add_op(g, f"apply{i}", "compute", "cpu", 1e-4, op_type="AssignSub",
-                   updates=[f"w{i}"])
-            g.add_edge(f"grad{i}", f"apply{i}", control=False, bytes=4)
+            _op(g, f"apply{i}", 1e-4, "ResourceApplyGradientDescent", updates=[f"w{i}"])
+            g.add_edge(f"grad{i}", f"apply{i}", **data)
     return g
 
 
@@ -195,8 +200,9 @@ def test_bad_config_one_line_errors(traces, tmp_path, capsys):
 
 
 def test_trace_without_parameters_is_rejected(tmp_path):
-    g = new_graph({"cpu": 1}, variables={}, meta={"model": "x", "mode": "infer", "batch": 1})
-    add_op(g, "a", "compute", "cpu", 1.0)
+    g = new_graph({"cpu": 1}, variables={},
+                  meta={"model": "x", "mode": "infer", "batch": 1, "iterations": 1})
+    _op(g, "a", 1.0, "MatMul")
     p = tmp_path / "x.json"
     save(g, p)
     params = ex.Params.from_mapping(config([str(p)]))

@@ -75,11 +75,13 @@ from commsched.results import read_table, write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.sim.multiworker import NET_KINDS, MultiWorker, RunResult, compose, run, scale_compute
 from commsched.tictac import efficiency, tac, tic
+from commsched.trace.format import load_trace
 from commsched.views import ps_view
 
 __all__ = [
     "ALGOS",
     "FIGURES",
+    "FIGURE_KINDS",
     "FigureConfig",
     "Model",
     "Params",
@@ -280,7 +282,7 @@ def load_models(paths: Sequence[str], params: Params) -> list[Model]:
     """Load traced models (op graph files in the traced-graph format)."""
     out = []
     for p in paths:
-        g = graph.load(p)
+        g = load_trace(p)
         meta = g.graph.get("meta") or {}
         name = str(meta.get("model") or Path(p).stem)
         mode = str(meta.get("mode") or "train")
@@ -336,6 +338,7 @@ def _summary(
         "iterations": len(t), "jitter": params.jitter,
         "bandwidth_Bps": model.link.bandwidth_Bps, "latency_s": model.link.latency_s,
         "comm_to_compute": params.comm_to_compute,
+        "workers_per_server_ref": params.workers_per_server,
         "iter_mean_s": float(t.mean()), "iter_p50_s": float(np.percentile(t, 50)),
         "iter_p95_s": float(np.percentile(t, 95)), "iter_std_s": float(t.std()),
         "straggler_mean": float(st.mean()), "straggler_max": float(st.max()),
@@ -432,6 +435,7 @@ def run_steptime(model: Model, params: Params) -> pd.DataFrame:
                 "n_workers": n, "n_servers": p, "algo": algo, "iteration": t,
                 "jitter": params.jitter, "bandwidth_Bps": model.link.bandwidth_Bps,
                 "comm_to_compute": params.comm_to_compute,
+                "workers_per_server_ref": params.workers_per_server,
                 "iteration_time_s": float(res.iteration_time[t]),
                 "straggler": float(res.straggler[t]),
                 "efficiency": float(eff[t].min()), "efficiency_mean": float(eff[t].mean()),
@@ -497,20 +501,30 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     return out
 
 
+#: Figures the notebooks draw from the tables (``kind`` of :class:`FigureConfig`).
+FIGURE_KINDS = ("workers", "servers", "batch", "efficiency", "tic_vs_tac", "steptime")
+
+
 @dataclass(frozen=True)
 class FigureConfig:
     """Parameters of the ``notebooks/tictac_*.ipynb`` notebooks, checked before plotting."""
 
     table: str
     figure: str  # the PDF; the PNG is written beside it
+    kind: str = "steptime"
+    metrics: str = ""  # the metrics table (Fig. 12 prints R^2 and percentiles from it)
 
     def __post_init__(self) -> None:
-        if not Path(self.table).is_file():
-            raise CommschedError(f"tictac figure: table {self.table!r} does not exist; "
-                                 "run its snakemake rule first")
+        for what, path in (("table", self.table), ("metrics", self.metrics)):
+            if path and not Path(path).is_file():
+                raise CommschedError(f"tictac figure: {what} {path!r} does not exist; "
+                                     "run its snakemake rule first")
         if Path(self.figure).suffix != ".pdf":
             raise CommschedError(f"tictac figure: figure {self.figure!r} must end in .pdf "
                                  "(the PNG is written beside it)")
+        if self.kind not in FIGURE_KINDS:
+            raise CommschedError(f"tictac figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(FIGURE_KINDS)}")
 
 
 def _params(args: argparse.Namespace) -> Params:
