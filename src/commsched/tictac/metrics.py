@@ -18,6 +18,11 @@ compute unit) with times ``Time``:
   communication with computation can bring over no overlap (``U / L - 1``). It is 0
   when ``L == 0`` (an empty graph or zero times).
 
+The authors' analysis code (``utils.py``, class ``Efficiency``, of their public
+experiment repository) computes the same four quantities from a measured timeline, with
+the busy time of the communication and of the computation in place of our per-resource
+sums; it reports ``E = -1`` in the degenerate case ``U == L`` where we return 1.
+
 Examples
 --------
 >>> from commsched.graph import new_graph, add_op
