@@ -1,10 +1,12 @@
 """TIC and TAC: TicTac's priority orders of parameter transfers (Alg. 2 and Alg. 3).
 
-TicTac (Hashemi, Jyothi & Campbell, SysML 2019), Sec. 4.2; called TIO and TAO in the
-workshop version ("Communication Scheduling as a First-Class Citizen in Distributed
-Machine Learning Systems", arXiv:1803.03288v1). Both take an op graph whose parameter
-transfers are ``recv`` ops and return ``{recv id: priority}`` (lower is sent first), the
-format of :mod:`commsched.priorities`.
+TicTac (Hashemi, Jyothi & Campbell, SysML 2019), Sec. 4 (TAC's comparator is derived in
+Sec. 4.2); called TIO and TAO in the workshop version ("Communication Scheduling as a
+First-Class Citizen in Distributed Machine Learning Systems", arXiv:1803.03288v1). Both
+take an op graph whose parameter transfers are ``recv`` ops and return ``{recv id:
+priority}`` (lower is sent first), the format of :mod:`commsched.priorities`. Where the
+paper leaves details open we follow the authors' public implementation (``tictac/tic.py``,
+``tictac/tac.py``).
 
 TIC, Timing-Independent Communication scheduling (Alg. 2), restated::
 
