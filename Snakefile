@@ -13,6 +13,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/toys.smk"
 include: "workflow/rules/tictac_bruteforce.smk"
 include: "workflow/rules/tictac.smk"
+include: "workflow/rules/comm.smk"
 include: "workflow/rules/claims.smk"
 
 

@@ -15,6 +15,7 @@ from commsched.tictac.metrics import (
     efficiency,
     makespan_lower_bound,
     makespan_upper_bound,
+    overlap_metrics,
     speedup,
 )
 from commsched.tictac.order import tac, tic
@@ -27,6 +28,7 @@ __all__ = [
     "makespan_lower_bound",
     "makespan_upper_bound",
     "op_properties",
+    "overlap_metrics",
     "speedup",
     "tac",
     "tic",
