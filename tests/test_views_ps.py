@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from views_graphs import edge, mlp_trace, op, random_trace
+from views_graphs import edge, meta, mlp_trace, op, random_trace
 
 from commsched import graph
 from commsched.cost import LinkModel
@@ -95,9 +95,10 @@ def test_simplex_channel_delays_a_send():
     # a [1,2], ga [2,2], send x on the uplink [2,3]; b [11,12]: makespan 12.
     # Simplex: send x waits for recv y to free the channel: [11,12]; makespan 12, but the
     # send ends at 12 instead of 3.
-    t = new_graph({"cpu": 1}, variables={"x": {"bytes": 100}, "y": {"bytes": 1000}})
+    t = new_graph({"cpu": 1}, variables={"x": {"bytes": 100}, "y": {"bytes": 1000}},
+                  meta=meta("two"))
     op(t, "a", 1.0, reads=["x"])
-    op(t, "ga", 0.0, grad_of="x", is_gradient=True)
+    op(t, "ga", 0.0, grad_of=["x"], is_gradient=True)
     op(t, "b", 1.0, reads=["y"])
     edge(t, "a", "ga")
     for duplex, send_end in ((True, 3.0), (False, 12.0)):
@@ -129,7 +130,8 @@ def test_more_servers_overlap_recvs():
     # Two readers of 100 B each (1 s at 100 B/s), 0.1 s compute each.
     # One server: recvs [0,1], [1,2]; a [1,1.1], b [2,2.1] -> 2.1.
     # Two servers: recvs both [0,1]; a [1,1.1], b [1.1,1.2] -> 1.2.
-    t = new_graph({"cpu": 1}, variables={"x": {"bytes": 100}, "y": {"bytes": 100}})
+    t = new_graph({"cpu": 1}, variables={"x": {"bytes": 100}, "y": {"bytes": 100}},
+                  meta=meta("two"))
     op(t, "a", 0.1, reads=["x"])
     op(t, "b", 0.1, reads=["y"])
     assert makespan(ps_view(t, 1, link=LINK)) == pytest.approx(2.1)

@@ -8,8 +8,14 @@ from commsched.graph import add_op, new_graph
 
 
 def op(g: nx.DiGraph, name: str, duration: float, **attrs) -> None:
-    add_op(g, name, "compute", "cpu", duration, op_type=attrs.pop("op_type", "Op"),
-           out_bytes=attrs.pop("out_bytes", 4), **attrs)
+    """A traced op: one sample equal to its duration, 4 output bytes unless given."""
+    attrs = {"op_type": "Op", "out_bytes": 4, "is_gradient": False, "samples": [duration],
+             **attrs}
+    add_op(g, name, "compute", "cpu", duration, **attrs)
+
+
+def meta(model: str) -> dict[str, object]:
+    return {"model": model, "mode": "train", "batch": 1, "iterations": 1}
 
 
 def edge(g: nx.DiGraph, u: str, v: str, control: bool = False, nbytes: int = 4) -> None:
@@ -32,17 +38,17 @@ def mlp_trace() -> nx.DiGraph:
         "b1": {"bytes": 40, "shape": [10], "dtype": "float32"},
         "w2": {"bytes": 80, "shape": [10, 2], "dtype": "float32"},
         "learning_rate": {"bytes": 4, "shape": [], "dtype": "float32"},
-    }, meta={"model": "mlp", "mode": "train", "batch": 1})
+    }, meta=meta("mlp"))
     for v in ("w1", "b1", "w2"):
         op(g, f"rd_{v}", 0.0, op_type="ReadVariableOp", reads=[v], is_gradient=False)
     op(g, "mm1", 2.0, is_gradient=False)
     op(g, "add1", 1.0, is_gradient=False)
     op(g, "mm2", 2.0, is_gradient=False)
     op(g, "loss", 1.0, is_gradient=False)
-    op(g, "g_mm2", 1.0, is_gradient=True, grad_of="w2")
+    op(g, "g_mm2", 1.0, is_gradient=True, grad_of=["w2"])
     op(g, "g_h", 1.0, is_gradient=True)
-    op(g, "g_b1", 1.0, is_gradient=True, grad_of="b1")
-    op(g, "g_w1", 1.0, is_gradient=True, grad_of="w1")
+    op(g, "g_b1", 1.0, is_gradient=True, grad_of=["b1"])
+    op(g, "g_w1", 1.0, is_gradient=True, grad_of=["w1"])
     op(g, "rd_lr", 0.0, op_type="ReadVariableOp", reads=["learning_rate"], is_gradient=False)
     for v in ("w1", "b1", "w2"):
         op(g, f"apply_{v}", 0.5, op_type="AssignSubVariableOp", updates=[v], is_gradient=False)
@@ -71,7 +77,7 @@ def bn_trace() -> nx.DiGraph:
         "w": {"bytes": 400, "shape": [100], "dtype": "float32"},
         "gamma": {"bytes": 40, "shape": [10], "dtype": "float32"},
         "beta": {"bytes": 40, "shape": [10], "dtype": "float32"},
-    }, meta={"model": "bn", "mode": "train", "batch": 1})
+    }, meta=meta("bn"))
     for v in ("w", "gamma", "beta"):
         op(g, f"rd_{v}", 0.0, op_type="ReadVariableOp", reads=[v], is_gradient=False)
     op(g, "conv", 2.0, is_gradient=False)
@@ -79,7 +85,7 @@ def bn_trace() -> nx.DiGraph:
     op(g, "loss", 1.0, is_gradient=False)
     op(g, "g_bn", 1.0, op_type="FusedBatchNormGradV3", is_gradient=True,
        grad_of=["gamma", "beta"])
-    op(g, "g_conv", 2.0, is_gradient=True, grad_of="w")
+    op(g, "g_conv", 2.0, is_gradient=True, grad_of=["w"])
     for u, v in [("rd_w", "conv"), ("conv", "bn"), ("rd_gamma", "bn"), ("rd_beta", "bn"),
                  ("bn", "loss"), ("loss", "g_bn"), ("rd_gamma", "g_bn"), ("g_bn", "g_conv")]:
         edge(g, u, v)
@@ -94,7 +100,7 @@ def random_trace(seed: int, n_ops: int, n_vars: int, p_edge: float) -> nx.DiGrap
     rng = random.Random(seed)
     variables = {f"v{i}": {"bytes": rng.randint(1, 10_000), "shape": [1], "dtype": "float32"}
                  for i in range(n_vars)}
-    g = new_graph({"cpu": 1}, variables=variables, meta={"mode": "train"})
+    g = new_graph({"cpu": 1}, variables=variables, meta=meta("random"))
     half = max(1, n_ops // 2)
     for i in range(n_ops):
         op(g, f"o{i}", rng.choice([0.0, rng.uniform(0.0, 2.0)]), is_gradient=i >= half)

@@ -171,6 +171,7 @@ def measure(
         "network": "private netns, lo" if use_ns else "host loopback 127.0.0.1",
         "strategy": "MultiWorkerMirroredStrategy, RING, gRPC", "dtype": "float32",
         "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+        "loadavg_1min_before": round(os.getloadavg()[0], 2),
     }
     with tempfile.TemporaryDirectory(prefix="commsched-allreduce-") as tmp:
         for n in workers:
@@ -188,6 +189,7 @@ def measure(
             finally:
                 if ns:
                     subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+    setup["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
     return pd.DataFrame(rows), setup
 
 

@@ -75,11 +75,13 @@ def allreduce_view(
     --------
     >>> from commsched.cost import LinearModel
     >>> from commsched.graph import new_graph, add_op
-    >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}})
-    >>> add_op(t, "read", "compute", "cpu", 0.0, reads=["w"])
-    >>> add_op(t, "mm", "compute", "cpu", 1.0)
-    >>> add_op(t, "grad", "compute", "cpu", 1.0, grad_of="w", is_gradient=True)
-    >>> t.add_edges_from([("read", "mm"), ("mm", "grad")])
+    >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
+    ...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
+    >>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
+    ...                        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]:
+    ...     add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
+    ...            "out_bytes": 4, "is_gradient": False, **extra})
+    >>> t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)
     >>> v = allreduce_view(t, LinearModel(0.5, 0.01))
     >>> for e in sorted(v.edges): print(*e)
     allreduce:grad next:read
@@ -134,7 +136,7 @@ def allreduce_view(
         for u, w, a in trace.edges(data=True):
             if u in fset and w in fset:
                 g.add_edge(NEXT_PREFIX + u, NEXT_PREFIX + w, **a)
-        read_by = readers(trace, forward)
+        read_by = readers(trace, fset)
         for aid, names in allreduces.items():
             for v in names:
                 for r in read_by.get(v, []):

@@ -1,9 +1,8 @@
-"""What both communication views need from a traced graph: parameters, readers, gradients.
+"""What both communication views take from a traced graph: the worker's ops and parameters.
 
-A traced graph (format: ``data/traces/*.json``, see :mod:`commsched.trace`) is the
-single-device compute graph of one training iteration: forward ops, backward ops (node
-attribute ``is_gradient``), ops producing a variable's gradient (``grad_of``: a variable
-name, or a list of names when one op produces several gradients, e.g. a fused batch-norm
+A traced graph (:mod:`commsched.trace.format`) is the single-device compute graph of one
+training iteration: forward ops, backward ops (``is_gradient``), ops outputting variables'
+gradients (``grad_of``: a list, since one op may output several, e.g. a fused batch-norm
 gradient yields the scale and the offset gradients), ops reading variables (``reads``) and
 the optimizer's update ops (``updates``).
 
@@ -13,25 +12,23 @@ the all-reduce of a gradient leads directly to the next iteration's forward cons
 its parameter. So :func:`optimizer_ops` removes every update op together with
 
 * its *exclusive ancestors*: ops, other than gradient producers, all of whose successors
-  are removed (the learning-rate and iteration-counter reads, optimizer slot reads, the
-  arithmetic of Adam's moments, batch-norm moving-average deltas), and
+  are removed (the learning-rate reads, the handles of variables only the optimizer
+  touches, the arithmetic of batch-norm moving-average updates), and
 * its *exclusive descendants*: ops all of whose predecessors are removed (end-of-step
   no-ops that only wait for the updates).
 
 Sinks that are not downstream of an update (the loss) stay. The *parameters* of the
 iteration are the variables read by a remaining op or having a gradient
-(:func:`parameters`); variables only the optimizer touches (slots, counters, moving
-averages) are not communicated.
+(:func:`parameters`); variables only the optimizer touches (moving averages, counters)
+are not communicated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import networkx as nx
 
-from commsched.errors import CommschedError
 from commsched.graph import validate
+from commsched.trace.format import check_graph, grads_of, reads_of, updates_of, variables
 
 __all__ = [
     "check_trace",
@@ -43,62 +40,23 @@ __all__ = [
 ]
 
 
-def _names(value: object, op: str, field: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise CommschedError(f"op {op!r}: field {field!r} must be a variable name or a list of names")
-
-
 def check_trace(g: nx.DiGraph) -> None:
-    """Raise :class:`CommschedError` unless ``g`` is a valid traced graph.
-
-    Checks the op-graph model, the ``variables`` table and that every ``reads``,
-    ``updates`` and ``grad_of`` names a known variable (the message names the op).
-    """
+    """Raise a :class:`commsched.errors.GraphError` naming the first problem unless ``g`` is
+    a valid op graph in the traced-graph format."""
     validate(g)
-    table = g.graph.get("variables")
-    if not isinstance(table, dict):
-        raise CommschedError("traced graph has no 'variables' table (graph attribute)")
-    for var, info in table.items():
-        b = info.get("bytes") if isinstance(info, dict) else None
-        if not isinstance(b, int) or isinstance(b, bool) or b < 0:
-            raise CommschedError(f"variable {var!r}: 'bytes' must be an integer >= 0")
-    for op, a in g.nodes(data=True):
-        for field in ("reads", "updates", "grad_of"):
-            for var in _names(a.get(field), op, field):
-                if var not in table:
-                    raise CommschedError(f"op {op!r}: {field} names unknown variable {var!r}")
+    check_graph(g)
 
 
 def variable_bytes(g: nx.DiGraph) -> dict[str, int]:
     """{variable: bytes} in the order of the trace's ``variables`` table (creation order)."""
-    return {v: int(info["bytes"]) for v, info in g.graph["variables"].items()}
-
-
-def readers(g: nx.DiGraph, ops: Iterable[str] | None = None) -> dict[str, list[str]]:
-    """{variable: ops that read it}, ops in graph order; only among ``ops`` if given."""
-    keep = None if ops is None else set(ops)
-    out: dict[str, list[str]] = {}
-    for op, a in g.nodes(data=True):
-        if keep is not None and op not in keep:
-            continue
-        for var in _names(a.get("reads"), op, "reads"):
-            out.setdefault(var, []).append(op)
-    return out
+    return {v: int(info["bytes"]) for v, info in variables(g).items()}
 
 
 def grad_producers(g: nx.DiGraph) -> dict[str, list[str]]:
-    """{op: variables whose gradient it produces}, in graph order."""
-    out: dict[str, list[str]] = {}
-    for op, a in g.nodes(data=True):
-        names = _names(a.get("grad_of"), op, "grad_of")
-        if names:
-            out[op] = names
-    return out
+    """{op: variables whose gradient it outputs}, ops in graph order, variables in the
+    op's ``grad_of`` order."""
+    grads_of(g)  # rejects a variable with two gradient ops
+    return {op: list(a["grad_of"]) for op, a in g.nodes(data=True) if a.get("grad_of")}
 
 
 def optimizer_ops(g: nx.DiGraph) -> set[str]:
@@ -111,14 +69,14 @@ def optimizer_ops(g: nx.DiGraph) -> set[str]:
     >>> for n in ("read_w", "grad_w", "read_lr", "apply", "done", "loss"):
     ...     add_op(g, n, "compute", "cpu", 1.0)
     >>> g.nodes["read_w"]["reads"] = ["w"]; g.nodes["read_lr"]["reads"] = ["lr"]
-    >>> g.nodes["grad_w"]["grad_of"] = "w"; g.nodes["apply"]["updates"] = ["w"]
+    >>> g.nodes["grad_w"]["grad_of"] = ["w"]; g.nodes["apply"]["updates"] = ["w"]
     >>> g.add_edges_from([("read_w", "loss"), ("loss", "grad_w"), ("grad_w", "apply"),
     ...                   ("read_lr", "apply"), ("read_w", "apply"), ("apply", "done")])
     >>> sorted(optimizer_ops(g))
     ['apply', 'done', 'read_lr']
     """
-    protected = set(grad_producers(g))
-    removed = {op for op, a in g.nodes(data=True) if _names(a.get("updates"), op, "updates")}
+    protected = {op for op, a in g.nodes(data=True) if a.get("grad_of")}
+    removed = {op for ops in updates_of(g).values() for op in ops}
     changed = bool(removed)
     while changed:
         changed = False
@@ -137,10 +95,13 @@ def optimizer_ops(g: nx.DiGraph) -> set[str]:
 def parameters(g: nx.DiGraph, dropped: set[str]) -> dict[str, int]:
     """{variable: bytes} of the variables read by an op not in ``dropped`` or having a
     gradient, in the order of the ``variables`` table."""
-    used: set[str] = set()
-    for var, ops in readers(g).items():
-        if any(op not in dropped for op in ops):
-            used.add(var)
-    for names in grad_producers(g).values():
-        used.update(names)
+    used = {v for v, ops in reads_of(g).items() if any(op not in dropped for op in ops)}
+    used.update(grads_of(g))
     return {v: b for v, b in variable_bytes(g).items() if v in used}
+
+
+def readers(g: nx.DiGraph, ops: set[str]) -> dict[str, list[str]]:
+    """{variable: ops among ``ops`` that read it}, in graph order (variables none of
+    ``ops`` reads are absent)."""
+    out = {v: [op for op in rs if op in ops] for v, rs in reads_of(g).items()}
+    return {v: rs for v, rs in out.items() if rs}

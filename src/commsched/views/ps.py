@@ -123,11 +123,13 @@ def ps_view(
     Examples
     --------
     >>> from commsched.graph import new_graph, add_op
-    >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}})
-    >>> add_op(t, "read", "compute", "cpu", 0.0, reads=["w"])
-    >>> add_op(t, "mm", "compute", "cpu", 1.0)
-    >>> add_op(t, "grad", "compute", "cpu", 1.0, grad_of="w", is_gradient=True)
-    >>> t.add_edges_from([("read", "mm"), ("mm", "grad")])
+    >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
+    ...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
+    >>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
+    ...                        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]:
+    ...     add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
+    ...            "out_bytes": 4, "is_gradient": False, **extra})
+    >>> t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)
     >>> v = ps_view(t, link=LinkModel(0.0, 100.0))
     >>> sorted(v.nodes), v.graph["recvs"]
     (['grad', 'mm', 'read', 'recv:w', 'send:w'], {'recv:w': 'w'})
@@ -139,7 +141,7 @@ def ps_view(
     kept = [op for op in trace.nodes if op not in dropped]
     params = parameters(trace, dropped)
     shards = shard_parameters(params, n_servers, sharding)
-    read_by = readers(trace, kept)
+    read_by = readers(trace, set(kept))
     grads = grad_producers(trace)
 
     resources: dict[str, int] = {compute: 1}

@@ -1,0 +1,78 @@
+"""``commsched view ps|allreduce TRACE -o FILE``: derive a communication view of a trace.
+
+``ps`` builds the parameter-server worker partition (TicTac Sec. 2.3-2.4,
+:func:`commsched.views.ps_view`); ``allreduce`` builds PACE's all-reduce DAG (Sec. IV-A,
+:func:`commsched.views.allreduce_view`). The link is a preset (``--link 10GbE``) or
+``--bandwidth`` bytes/s; ``--latency`` overrides the latency. The all-reduce time is the
+ring model of ``--workers`` workers over that link, or ``--linear A B`` (seconds, seconds
+per byte), e.g. the fit of a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from commsched import graph
+from commsched.cost import PRESETS, AllReduceModel, LinearModel, LinkModel, RingAllReduce
+from commsched.errors import CommschedError
+from commsched.views import allreduce_view, ps_view
+
+
+def _link_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--link", choices=sorted(PRESETS), default="10GbE", help="link preset")
+    p.add_argument("--bandwidth", type=float, help="bytes/s (overrides the preset's)")
+    p.add_argument("--latency", type=float, help="seconds (overrides the preset's)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("view", help="derive the parameter-server or all-reduce view of a trace")
+    vs = p.add_subparsers(dest="view", metavar="VIEW", required=True)
+    ps = vs.add_parser("ps", help="parameter-server worker partition (TicTac Sec. 2.3)")
+    ps.add_argument("trace", help="traced graph (data/traces/*.json)")
+    ps.add_argument("-o", "--output", required=True, help="op graph to write")
+    ps.add_argument("--servers", type=int, default=1, help="number of parameter servers")
+    ps.add_argument("--sharding", choices=["round_robin", "size"], default="round_robin")
+    ps.add_argument("--simplex", action="store_true",
+                    help="sends share the recv channel (default: own uplink channel)")
+    _link_args(ps)
+    ar = vs.add_parser("allreduce", help="all-reduce DAG (PACE Sec. IV-A)")
+    ar.add_argument("trace", help="traced graph of a training iteration")
+    ar.add_argument("-o", "--output", required=True, help="op graph to write")
+    ar.add_argument("--workers", type=int, default=2, help="ring size of the ring model")
+    ar.add_argument("--linear", type=float, nargs=2, metavar=("A", "B"),
+                    help="use T(s) = A + B*s instead of the ring model")
+    ar.add_argument("--no-next-forward", action="store_true",
+                    help="do not append the next iteration's forward ops")
+    _link_args(ar)
+    p.set_defaults(func=run)
+
+
+def _link(args: argparse.Namespace) -> LinkModel:
+    base = LinkModel.preset(args.link, args.latency)
+    if args.bandwidth is not None:
+        return LinkModel(base.latency_s, args.bandwidth)
+    return base
+
+
+def run(args: argparse.Namespace) -> int:
+    trace = graph.load(args.trace)
+    link = _link(args)
+    if args.view == "ps":
+        v = ps_view(trace, n_servers=args.servers, sharding=args.sharding, link=link,
+                    duplex=not args.simplex)
+        what = f"{len(v.graph['recvs'])} recvs, {len(v.graph['sends'])} sends"
+    else:
+        model: AllReduceModel
+        if args.linear:
+            a, b = args.linear
+            if a < 0 or b < 0:
+                raise CommschedError(f"--linear needs A, B >= 0, got {a}, {b}")
+            model = LinearModel(a, b)
+        else:
+            model = RingAllReduce(args.workers, link)
+        v = allreduce_view(trace, model, next_forward=not args.no_next_forward)
+        what = f"{len(v.graph['allreduces'])} all-reduces"
+    graph.save(v, args.output)
+    print(f"{args.output}: {v.number_of_nodes()} ops ({what})")
+    return 0
