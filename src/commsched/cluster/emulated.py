@@ -1,0 +1,407 @@
+"""An emulated parameter-server cluster on one machine, and clusters from a host list.
+
+:class:`EmulatedCluster` builds the network of :mod:`commsched.cluster.net` (one namespace
+per server, a bridge in its own namespace, every link shaped with ``tbf``), starts one
+TensorFlow gRPC server per namespace (:mod:`commsched.cluster.server`) and waits, with a
+timeout, until each listens. :func:`emulated_cluster` wraps it in a context manager that
+*always* tears down: on normal exit, on an exception, on SIGINT, SIGTERM or SIGHUP and
+when its time limit expires (SIGALRM); the servers additionally exit when their owner
+dies, and :func:`status` finds and removes what a run killed with SIGKILL left behind.
+
+:class:`HostCluster` is the same interface for a real cluster whose servers were started
+with ``commsched cluster serve`` on each host (``live.hosts`` in the config): nothing is
+created or removed; clients run on the calling machine.
+
+Examples
+--------
+>>> cfg = ClusterConfig(n_ps=1, n_workers=2, bandwidth="1gbit")
+>>> cfg.hosts()
+['ps0', 'w0', 'w1']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from commsched.cluster import net
+from commsched.cluster.procs import ProcRecord, alive, end_processes, spawn, start_time
+from commsched.cluster.state import RunState, list_runs, run_base
+from commsched.errors import CommschedError
+
+__all__ = [
+    "ClusterConfig",
+    "ClusterInterrupted",
+    "EmulatedCluster",
+    "HostCluster",
+    "attach",
+    "down",
+    "emulated_cluster",
+    "guard",
+    "status",
+]
+
+
+class ClusterInterrupted(CommschedError):
+    """A signal or the time limit ended a cluster run (its teardown has run)."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """Shape of an emulated cluster.
+
+    ``bandwidth``/``burst``/``latency`` are the ``tbf`` parameters of every host link
+    (FACTS: ``1gbit``, ``64kb``, ``10ms`` gave 109 MiB/s between namespaces). ``threads``
+    is each server's intra-op and inter-op thread count. ``start_timeout`` bounds the wait
+    for the servers (they take about 8 s); ``ttl`` bounds a server's life.
+    """
+
+    n_ps: int = 1
+    n_workers: int = 2
+    bandwidth: str = "1gbit"
+    burst: str = "64kb"
+    latency: str = "10ms"
+    port: int = 2222
+    threads: int = 1
+    start_timeout: float = 90.0
+    ttl: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.n_ps < 1 or self.n_workers < 1:
+            raise CommschedError("a cluster needs at least one ps and one worker")
+        if not 1 <= self.port <= 65535:
+            raise CommschedError(f"port {self.port} out of range")
+        if self.threads < 1:
+            raise CommschedError("threads must be >= 1")
+        net.parse_rate(self.bandwidth)
+        net.parse_size(self.burst)
+
+    def hosts(self) -> list[str]:
+        return [f"ps{i}" for i in range(self.n_ps)] + [f"w{i}" for i in range(self.n_workers)]
+
+    @property
+    def bandwidth_bytes(self) -> float:
+        """Link rate in bytes per second."""
+        return net.parse_rate(self.bandwidth)
+
+
+def _tail(path: str, lines: int = 5) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    keep = [x for x in text if not x.startswith(("I0000", "WARNING: All log"))]
+    return " | ".join(keep[-lines:]) or "(empty log)"
+
+
+def _self_id() -> str:
+    return f"{os.getpid()}:{start_time(os.getpid())}"
+
+
+class EmulatedCluster:
+    """P parameter servers and N workers in private network namespaces (see module doc).
+
+    ``detached=True`` (``commsched cluster up``) leaves the cluster running after this
+    process exits, until ``commsched cluster down`` or the servers' ``ttl``.
+    """
+
+    def __init__(self, config: ClusterConfig, run_id: str | None = None,
+                 detached: bool = False) -> None:
+        self.config = config
+        self.run_id = run_id or secrets.token_hex(3)
+        self.detached = detached
+        self.bridge_ns, self.links = net.names(self.run_id, config.hosts())
+        self.state = RunState(self.run_id, run_base() / self.run_id,
+                              None if detached else _self_id())
+        self._popens: dict[int, subprocess.Popen[bytes]] = {}
+        self._down = False
+
+    # -- the cluster's interface (shared with HostCluster) ---------------------------
+    @property
+    def spec(self) -> dict[str, list[str]]:
+        """TensorFlow cluster spec: job name -> ``address:port`` of each task."""
+        port = self.config.port
+        ps = [f"{lk.address}:{port}" for lk in self.links[: self.config.n_ps]]
+        wk = [f"{lk.address}:{port}" for lk in self.links[self.config.n_ps:]]
+        return {"ps": ps, "worker": wk}
+
+    @property
+    def targets(self) -> list[str]:
+        """Session target of each worker."""
+        return [f"grpc://{a}" for a in self.spec["worker"]]
+
+    @property
+    def bandwidth(self) -> float:
+        return self.config.bandwidth_bytes
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state.dir / "logs"
+
+    def spawn_client(self, worker: int, argv: Sequence[str], log: str | os.PathLike[str],
+                     env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a client process in worker ``worker``'s namespace, recorded for teardown."""
+        link = self.links[self.config.n_ps + worker]
+        return self._spawn(f"client-w{worker}", argv, str(log), link.namespace, env)
+
+    # -- lifecycle ------------------------------------------------------------------
+    def _spawn(self, role: str, argv: Sequence[str], log: str, namespace: str,
+               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        p, rec = spawn(argv, role, log, namespace=namespace, env=env,
+                       die_with_parent=not self.detached)
+        self._popens[p.pid] = p
+        self.state.processes.append(rec)
+        self.state.save()
+        return p
+
+    def up(self) -> None:
+        """Create the network, start the servers, wait until all listen (or raise)."""
+        reason = net.check_support()
+        if reason:
+            raise CommschedError(f"emulated cluster unavailable: {reason}")
+        cfg = self.config
+        self.state.namespaces = [self.bridge_ns] + [lk.namespace for lk in self.links]
+        self.state.info = {"config": asdict(cfg), "spec": self.spec, "targets": self.targets}
+        self.state.dir.mkdir(parents=True, exist_ok=True)
+        self.state.save()
+        net.create_bridge(self.bridge_ns)
+        for lk in self.links:
+            net.add_host(self.bridge_ns, lk)
+            net.shape(lk.namespace, lk.host_dev, cfg.bandwidth, cfg.burst, cfg.latency)
+            net.shape(self.bridge_ns, lk.bridge_dev, cfg.bandwidth, cfg.burst, cfg.latency)
+        spec = json.dumps(self.spec)
+        ready = {}
+        for i, lk in enumerate(self.links):
+            job, task = ("ps", i) if i < cfg.n_ps else ("worker", i - cfg.n_ps)
+            ready[lk.host] = self.state.dir / "ready" / lk.host
+            argv = [sys.executable, "-m", "commsched.cluster.server", "--cluster", spec,
+                    "--job", job, "--task", str(task), "--threads", str(cfg.threads),
+                    "--ready", str(ready[lk.host]), "--ttl", str(cfg.ttl)]
+            if self.state.owner:
+                argv += ["--owner", self.state.owner]
+            self._spawn(lk.host, argv, str(self.log_dir / f"{lk.host}.log"), lk.namespace,
+                        env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+        deadline = time.monotonic() + cfg.start_timeout
+        while not all(p.exists() for p in ready.values()):
+            for rec in self.state.processes:
+                if not alive(rec):
+                    raise CommschedError(
+                        f"server {rec.role} exited during start-up: {_tail(rec.log)}")
+            if time.monotonic() > deadline:
+                late = [h for h, p in ready.items() if not p.exists()]
+                raise CommschedError(
+                    f"servers {', '.join(late)} not up after {cfg.start_timeout:g} s")
+            time.sleep(0.2)
+        self.state.status = "up"
+        self.state.save()
+
+    def check(self) -> None:
+        """Raise if a server of the cluster has exited."""
+        for rec in self.state.processes:
+            if not rec.role.startswith("client") and not alive(rec):
+                raise CommschedError(f"server {rec.role} exited: {_tail(rec.log)}")
+
+    def down(self) -> None:
+        """End every process, delete every namespace, remove the run directory (idempotent)."""
+        if self._down:
+            return
+        _teardown(self.state, self._popens)
+        self._down = True
+
+
+def _teardown(state: RunState, popens: Mapping[int, subprocess.Popen[bytes]] | None = None,
+              keep_dir: bool = False) -> None:
+    state.status = "stopping"
+    if state.dir.is_dir():
+        state.save()
+    recs = list(state.processes)
+    known = {r.pid for r in recs}
+    present = set(net.list_namespaces(f"{net.NS_PREFIX}{state.run_id}-"))
+    for ns in state.namespaces:
+        if ns in present:
+            for pid in net.namespace_pids(ns):
+                st = start_time(pid)
+                if pid not in known and st is not None:  # lives in our namespace: ours
+                    recs.append(ProcRecord(pid, st, f"unrecorded-in-{ns}", ns, ""))
+    end_processes(recs, popens=popens)
+    errors = []
+    for ns in sorted(present, key=lambda n: n.endswith("-br")):  # hosts first, bridge last
+        try:
+            net.delete_namespace(ns)
+        except CommschedError as e:
+            errors.append(str(e))
+    if errors:
+        raise CommschedError("teardown incomplete: " + "; ".join(errors))
+    state.status = "down"
+    if keep_dir:
+        state.save()
+    else:
+        shutil.rmtree(state.dir, ignore_errors=True)
+
+
+@contextmanager
+def guard(timeout: float | None = None) -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP (and SIGALRM after ``timeout`` s) into :class:`ClusterInterrupted`
+    inside the block, so ``finally`` clauses run; restore the handlers afterwards.
+
+    Only the main thread can receive signals; elsewhere the block runs unguarded (the
+    servers still exit with their owner).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        raise ClusterInterrupted(f"interrupted by {signal.Signals(signum).name}")
+
+    def on_alarm(_signum: int, _frame: Any) -> None:
+        raise ClusterInterrupted(f"cluster run exceeded its time limit of {timeout:g} s")
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    if timeout:
+        old[signal.SIGALRM] = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def _signals_blocked() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextmanager
+def emulated_cluster(config: ClusterConfig, run_id: str | None = None,
+                     timeout: float | None = None) -> Iterator[EmulatedCluster]:
+    """An :class:`EmulatedCluster` that is up inside the block and always torn down.
+
+    ``timeout`` (s) bounds the whole block, start-up included. Teardown runs with
+    SIGINT/SIGTERM/SIGHUP/SIGALRM blocked, so a second Ctrl-C cannot interrupt it.
+    """
+    c = EmulatedCluster(config, run_id)
+    with guard(timeout):
+        try:
+            c.up()
+            yield c
+        finally:
+            if timeout and threading.current_thread() is threading.main_thread():
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            with _signals_blocked():
+                c.down()
+
+
+@dataclass
+class HostCluster:
+    """A real cluster from a host list: ``{"ps": [host:port..], "worker": [..]}``.
+
+    The servers run already (``commsched cluster serve`` on each host, e.g. via ``srun``);
+    the clients run on this machine and reach the workers over the real network.
+    ``bandwidth`` is the hosts' nominal link rate in bytes/s, used for the simulator's
+    prediction.
+    """
+
+    hosts: dict[str, list[str]]
+    bandwidth: float
+    log_dir: Path
+
+    def __post_init__(self) -> None:
+        if not self.hosts.get("ps") or not self.hosts.get("worker"):
+            raise CommschedError("live.hosts needs non-empty 'ps' and 'worker' lists")
+        for h in self.hosts["ps"] + self.hosts["worker"]:
+            host, _, port = str(h).rpartition(":")
+            if not host or not port.isdigit():
+                raise CommschedError(f"live.hosts: {h!r} is not host:port")
+        self._popens: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def spec(self) -> dict[str, list[str]]:
+        return {"ps": list(self.hosts["ps"]), "worker": list(self.hosts["worker"])}
+
+    @property
+    def targets(self) -> list[str]:
+        return [f"grpc://{a}" for a in self.hosts["worker"]]
+
+    def spawn_client(self, worker: int, argv: Sequence[str], log: str | os.PathLike[str],
+                     env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        p, _ = spawn(argv, f"client-w{worker}", log, env=env)
+        self._popens.append(p)
+        return p
+
+    def check(self) -> None:
+        """Nothing to check locally: a dead remote server shows up as a session timeout."""
+
+
+def status(clean: bool = False) -> dict[str, Any]:
+    """Every run and every leftover namespace; with ``clean``, remove stale ones.
+
+    A run is *stale* when its owner exited without tearing it down, or when it is detached
+    and none of its servers runs any more. A namespace with our prefix that no run claims
+    is an *orphan*. Live runs of other processes are never touched.
+    """
+    runs = list_runs()
+    claimed = {ns for r in runs for ns in r.namespaces}
+    present = net.list_namespaces()
+    report: dict[str, Any] = {"base": str(run_base()), "runs": [], "orphans": [],
+                              "removed": []}
+    for r in runs:
+        procs_alive = [p.role for p in r.processes if alive(p)]
+        stale = r.stale or (r.status == "up" and r.owner is None and not procs_alive)
+        report["runs"].append({
+            "run_id": r.run_id, "status": r.status, "owner": r.owner or "detached",
+            "stale": stale, "namespaces": [n for n in r.namespaces if n in present],
+            "processes_alive": procs_alive, "spec": r.info.get("spec"),
+        })
+        if clean and (stale or r.status == "down"):
+            _teardown(r)
+            report["removed"].append(r.run_id)
+    for ns in present:
+        if ns in claimed or ns.startswith(f"{net.NS_PREFIX}probe-"):
+            continue
+        report["orphans"].append(ns)
+        if clean:
+            recs = [ProcRecord(pid, st, f"orphan-in-{ns}", ns, "")
+                    for pid in net.namespace_pids(ns)
+                    if (st := start_time(pid)) is not None]
+            end_processes(recs)
+            net.delete_namespace(ns)
+            report["removed"].append(ns)
+    return report
+
+
+def attach(run_id: str) -> RunState:
+    """The state of run ``run_id`` (for ``commsched cluster down RUN``)."""
+    path = run_base() / run_id / "state.json"
+    if not path.exists():
+        raise CommschedError(f"no run {run_id!r} under {run_base()}")
+    return RunState.load(path)
+
+
+def down(run_id: str) -> None:
+    """Tear down run ``run_id`` (any status); a missing run is an error."""
+    with _signals_blocked():
+        _teardown(attach(run_id))

@@ -1,0 +1,213 @@
+"""Emulated network: namespaces, veth links, a bridge and ``tc tbf`` shaping (iproute2).
+
+Topology of one emulated cluster with run id ``R`` (see :func:`names`)::
+
+    namespace cs-R-br : bridge "br0", one veth end "v-<host>" per host, each shaped
+    namespace cs-R-<host> : "lo" and veth end "eth0" (address 10.77.x.y/16), shaped
+
+Every link is created directly inside the namespaces the run owns (``ip -n NS link add
+... peer ... netns NS2``), so nothing is ever created in, attached to, or routed through
+the root namespace: the servers' addresses are reachable only from inside the run's
+namespaces. Both ends of every host link carry a token bucket (``tbf``) with the configured
+rate, so each host has a full-duplex port of that bandwidth on an ideal switch (TicTac's
+testbed: 1 GbE hosts on one switch). Deleting a namespace destroys the veth ends in it and
+their peers, which is how teardown removes links.
+
+All commands run with a timeout and raise :class:`commsched.errors.CommschedError` with
+the command and its stderr on failure.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from commsched.errors import CommschedError
+
+__all__ = [
+    "BRIDGE",
+    "NS_PREFIX",
+    "HostLink",
+    "add_host",
+    "check_support",
+    "create_bridge",
+    "delete_namespace",
+    "list_namespaces",
+    "names",
+    "namespace_pids",
+    "parse_rate",
+    "parse_size",
+    "run",
+    "shape",
+]
+
+#: Every namespace of every run starts with this; ``status`` looks for it.
+NS_PREFIX = "cs-"
+#: Name of the bridge inside the bridge namespace.
+BRIDGE = "br0"
+_SUBNET = ipaddress.ip_network("10.77.0.0/16")
+_TIMEOUT = 20.0
+
+_RATE_UNITS = {
+    "bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "tbit": 1e12 / 8,
+    "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12,
+}
+_SIZE_UNITS = {"b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3,
+               "gb": 1024**3}
+
+
+def parse_rate(rate: str) -> float:
+    """Bytes per second of a tc rate such as ``1gbit`` or ``100mbit`` (tc's units).
+
+    >>> parse_rate("1gbit")
+    125000000.0
+    >>> parse_rate("8mbps")
+    8000000.0
+    """
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]+)\s*", str(rate))
+    if not m or m.group(2).lower() not in _RATE_UNITS:
+        raise CommschedError(
+            f"bandwidth {rate!r}: expected a number and one of {', '.join(_RATE_UNITS)}"
+        )
+    value = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+    if value <= 0:
+        raise CommschedError(f"bandwidth {rate!r} must be positive")
+    return value
+
+
+def parse_size(size: str) -> int:
+    """Bytes of a tc size such as ``64kb`` (tc's ``kb`` is KiB).
+
+    >>> parse_size("64kb")
+    65536
+    """
+    m = re.fullmatch(r"\s*([0-9]+)\s*([a-zA-Z]*)\s*", str(size))
+    unit = (m.group(2) or "b").lower() if m else ""
+    if not m or unit not in _SIZE_UNITS:
+        raise CommschedError(f"size {size!r}: expected an integer and one of b, kb, mb, gb")
+    return int(m.group(1)) * _SIZE_UNITS[unit]
+
+
+def run(args: Sequence[str], timeout: float = _TIMEOUT, check: bool = True) -> str:
+    """Run one command (no shell) with a timeout; return its stdout."""
+    try:
+        p = subprocess.run(list(args), capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise CommschedError(f"{args[0]}: not found (install iproute2)") from None
+    except subprocess.TimeoutExpired:
+        raise CommschedError(f"{' '.join(args)}: timed out after {timeout:g} s") from None
+    if check and p.returncode != 0:
+        err = (p.stderr or p.stdout).strip().splitlines()
+        raise CommschedError(f"{' '.join(args)}: {err[-1] if err else f'exit {p.returncode}'}")
+    return p.stdout
+
+
+def check_support() -> str | None:
+    """None when this process can build an emulated cluster, else the reason it cannot."""
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            return f"'{tool}' not found (install iproute2: scripts/bootstrap-system.sh)"
+    if os.geteuid() != 0:
+        return "network namespaces need root (CAP_NET_ADMIN and CAP_SYS_ADMIN)"
+    probe = f"{NS_PREFIX}probe-{os.getpid()}"
+    try:
+        run(["ip", "netns", "add", probe])
+    except CommschedError as e:
+        return f"cannot create a network namespace: {e}"
+    try:
+        run(["ip", "-n", probe, "link", "add", "p0", "type", "veth", "peer", "name", "p1"])
+        run(["tc", "-n", probe, "qdisc", "add", "dev", "p0", "root", "tbf", "rate", "1gbit",
+             "burst", "64kb", "latency", "10ms"])
+        run(["ip", "-n", probe, "link", "add", "b0", "type", "bridge"])
+    except CommschedError as e:
+        return f"veth, bridge or tbf not supported: {e}"
+    finally:
+        run(["ip", "netns", "del", probe], check=False)
+    return None
+
+
+@dataclass(frozen=True)
+class HostLink:
+    """One emulated host: its namespace, address and the names of its link's two ends."""
+
+    host: str
+    namespace: str
+    address: str
+    host_dev: str = "eth0"
+
+    @property
+    def bridge_dev(self) -> str:
+        return f"v-{self.host}"
+
+
+def names(run_id: str, hosts: Sequence[str]) -> tuple[str, list[HostLink]]:
+    """The bridge namespace and the :class:`HostLink` of each host of run ``run_id``.
+
+    >>> br, links = names("ab12cd", ["ps0", "w0"])
+    >>> br, links[1].namespace, links[1].address, links[1].bridge_dev
+    ('cs-ab12cd-br', 'cs-ab12cd-w0', '10.77.0.3', 'v-w0')
+    """
+    if not re.fullmatch(r"[a-z0-9]{1,12}", run_id):
+        raise CommschedError(f"run id {run_id!r}: use 1-12 lowercase letters or digits")
+    prefix = f"{NS_PREFIX}{run_id}-"
+    hosts_ = list(hosts)
+    if len(hosts_) > _SUBNET.num_addresses - 3:
+        raise CommschedError(f"{len(hosts_)} hosts do not fit in {_SUBNET}")
+    links = []
+    for i, h in enumerate(hosts_):
+        if not re.fullmatch(r"[a-z0-9]{1,10}", h):
+            raise CommschedError(f"host name {h!r}: use 1-10 lowercase letters or digits")
+        links.append(HostLink(h, prefix + h, str(_SUBNET.network_address + 2 + i)))
+    return prefix + "br", links
+
+
+def create_bridge(namespace: str) -> None:
+    """Create namespace ``namespace`` with an up bridge :data:`BRIDGE` and ``lo``."""
+    run(["ip", "netns", "add", namespace])
+    run(["ip", "-n", namespace, "link", "set", "lo", "up"])
+    run(["ip", "-n", namespace, "link", "add", BRIDGE, "type", "bridge"])
+    run(["ip", "-n", namespace, "link", "set", BRIDGE, "up"])
+
+
+def add_host(bridge_ns: str, link: HostLink) -> None:
+    """Create the host's namespace and its veth link to the bridge, address it, bring it up."""
+    ns = link.namespace
+    run(["ip", "netns", "add", ns])
+    run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    run(["ip", "-n", bridge_ns, "link", "add", link.bridge_dev, "type", "veth",
+         "peer", "name", link.host_dev, "netns", ns])
+    run(["ip", "-n", bridge_ns, "link", "set", link.bridge_dev, "master", BRIDGE])
+    run(["ip", "-n", bridge_ns, "link", "set", link.bridge_dev, "up"])
+    run(["ip", "-n", ns, "addr", "add", f"{link.address}/{_SUBNET.prefixlen}", "dev",
+         link.host_dev])
+    run(["ip", "-n", ns, "link", "set", link.host_dev, "up"])
+
+
+def shape(namespace: str, dev: str, rate: str, burst: str, latency: str) -> None:
+    """Put a ``tbf`` root qdisc with ``rate``/``burst``/``latency`` on ``dev`` in ``namespace``."""
+    run(["tc", "-n", namespace, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
+         "burst", burst, "latency", latency])
+
+
+def list_namespaces(prefix: str = NS_PREFIX) -> list[str]:
+    """Names of the existing network namespaces that start with ``prefix``."""
+    out = run(["ip", "netns", "list"], check=False)
+    found = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return sorted(n for n in found if n.startswith(prefix))
+
+
+def namespace_pids(namespace: str) -> list[int]:
+    """PIDs of the processes that live in ``namespace`` (``ip netns pids``)."""
+    out = run(["ip", "netns", "pids", namespace], check=False)
+    return [int(x) for x in out.split() if x.isdigit()]
+
+
+def delete_namespace(namespace: str) -> None:
+    """Delete ``namespace`` (and with it its veth ends); a missing one is not an error."""
+    if namespace in list_namespaces(namespace):
+        run(["ip", "netns", "del", namespace])

@@ -1,0 +1,113 @@
+"""``commsched cluster up|down|status|serve``: the emulated parameter-server cluster.
+
+``up`` builds a detached emulated cluster (namespaces, shaped veth links, one TensorFlow
+server per namespace) and prints its run id and cluster spec; it stays up until ``down``
+or the servers' ``--ttl``. ``status`` lists runs and leftover namespaces; ``--clean``
+removes the stale ones (a run whose owner died, a detached run whose servers are gone,
+a namespace with our prefix that no run claims). ``serve`` runs one server of a real
+cluster from a host list (config ``live.hosts``), in the foreground.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import yaml
+
+from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, down, status
+from commsched.cluster.state import list_runs
+from commsched.errors import CommschedError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("cluster", help="emulated TensorFlow parameter-server cluster")
+    csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = csub.add_parser("up", help="start a detached emulated cluster")
+    up.add_argument("--ps", type=int, default=1, help="parameter servers (default 1)")
+    up.add_argument("--workers", type=int, default=2, help="workers (default 2)")
+    up.add_argument("--bandwidth", default="1gbit", help="tbf rate per link (default 1gbit)")
+    up.add_argument("--burst", default="64kb", help="tbf burst (default 64kb)")
+    up.add_argument("--latency", default="10ms", help="tbf latency (default 10ms)")
+    up.add_argument("--threads", type=int, default=1, help="intra/inter-op threads (1)")
+    up.add_argument("--ttl", type=float, default=3600.0, help="servers exit after s (3600)")
+    up.add_argument("--timeout", type=float, default=90.0, help="start-up timeout in s (90)")
+    up.add_argument("--run-id", help="run id (default: random)")
+    dn = csub.add_parser("down", help="tear down a run (or every run with --all)")
+    dn.add_argument("run_id", nargs="?", help="run id printed by 'up'")
+    dn.add_argument("--all", action="store_true", help="every run under the run directory")
+    st = csub.add_parser("status", help="list runs and leftovers")
+    st.add_argument("--clean", action="store_true", help="remove stale runs and orphans")
+    st.add_argument("--json", action="store_true", help="print the report as JSON")
+    sv = csub.add_parser("serve", help="run one server of a real cluster (live.hosts)")
+    sv.add_argument("--config", default="config/config.yaml", help="config with live.hosts")
+    sv.add_argument("--job", required=True, choices=["ps", "worker"])
+    sv.add_argument("--task", type=int, required=True)
+    sv.add_argument("--threads", type=int, default=1)
+    sv.add_argument("--ttl", type=float, default=0.0, help="exit after s (0: never)")
+    p.set_defaults(func=run)
+
+
+def _up(args: argparse.Namespace) -> int:
+    cfg = ClusterConfig(n_ps=args.ps, n_workers=args.workers, bandwidth=args.bandwidth,
+                        burst=args.burst, latency=args.latency, threads=args.threads,
+                        start_timeout=args.timeout, ttl=args.ttl)
+    c = EmulatedCluster(cfg, args.run_id, detached=True)
+    try:
+        c.up()
+    except BaseException:
+        c.down()
+        raise
+    print(json.dumps({"run_id": c.run_id, "spec": c.spec, "targets": c.targets,
+                      "namespaces": c.state.namespaces, "logs": str(c.log_dir)}, indent=1))
+    print(f"run a client inside a worker: ip netns exec {c.links[cfg.n_ps].namespace} ...")
+    print(f"tear down: commsched cluster down {c.run_id}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from commsched.cluster import server
+
+    try:
+        with open(args.config) as f:
+            hosts = (yaml.safe_load(f) or {}).get("live", {}).get("hosts")
+    except (OSError, yaml.YAMLError) as e:
+        raise CommschedError(f"{args.config}: cannot read: {e}") from None
+    if not hosts or not hosts.get(args.job) or args.task >= len(hosts[args.job]):
+        raise CommschedError(f"{args.config}: live.hosts.{args.job} has no task {args.task}")
+    return server.main(["--cluster", json.dumps(hosts), "--job", args.job,
+                        "--task", str(args.task), "--threads", str(args.threads),
+                        "--ttl", str(args.ttl)])
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "up":
+        return _up(args)
+    if args.action == "serve":
+        return _serve(args)
+    if args.action == "down":
+        if args.all == bool(args.run_id):
+            raise CommschedError("give a run id or --all")
+        ids = [r.run_id for r in list_runs()] if args.all else [args.run_id]
+        for rid in ids:
+            down(rid)
+            print(f"run {rid}: down")
+        return 0
+    report = status(clean=args.clean)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"run directory: {report['base']}")
+    for r in report["runs"]:
+        flag = " STALE" if r["stale"] else ""
+        print(f"run {r['run_id']}: {r['status']}{flag}, owner {r['owner']}, "
+              f"{len(r['namespaces'])} namespaces, servers alive: "
+              f"{', '.join(r['processes_alive']) or 'none'}")
+    for ns in report["orphans"]:
+        print(f"orphan namespace {ns}")
+    if not report["runs"] and not report["orphans"]:
+        print("no runs, no leftovers")
+    for x in report["removed"]:
+        print(f"removed {x}")
+    return 0
