@@ -10,6 +10,7 @@ configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/trace.smk"
 include: "workflow/rules/toys.smk"
 include: "workflow/rules/tictac_bruteforce.smk"
 include: "workflow/rules/tictac.smk"

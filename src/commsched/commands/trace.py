@@ -1,0 +1,116 @@
+"""``commsched trace``: trace a real model with TensorFlow, check a trace, count a model.
+
+* ``commsched trace --model NAME --batch B --mode train|infer [--out FILE]`` traces one
+  iteration (:func:`commsched.trace.tf.trace_model`) and writes the traced graph and, beside
+  it (or under ``--raw-out DIR``), the raw trace ``<name>.raw.json.gz``.
+* ``commsched trace --check GRAPH RAW`` rejects a raw trace that does not match its graph,
+  naming the op (:func:`commsched.trace.format.check_trace`).
+* ``commsched trace --count MODEL [MODEL ...] --out FILE`` writes TicTac Table 1's columns
+  (parameters, ops in inference and training) of each model as JSON, without running it.
+* ``commsched trace --list`` prints the model zoo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from commsched import graph
+from commsched.errors import CommschedError
+from commsched.io.atomic import atomic_write_text
+from commsched.trace import zoo
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "trace", help="trace a model with TensorFlow into an op graph (or check / count)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--check", nargs=2, metavar=("GRAPH", "RAW"),
+                        help="check that a raw trace matches its traced graph")
+    action.add_argument("--count", nargs="+", metavar="MODEL",
+                        help="write the model-table columns of MODELs (JSON) to --out")
+    action.add_argument("--list", action="store_true", help="list the model zoo")
+    p.add_argument("--model", help="model name (see --list)")
+    p.add_argument("--batch", type=int, help="batch size (default: the model's standard batch)")
+    p.add_argument("--mode", choices=["train", "infer"], default="train")
+    p.add_argument("--size", "--image-size", type=int, dest="size",
+                   help="input size: image side or sequence length (default: the model's)")
+    p.add_argument("--warmup", type=int, default=2, help="untraced warm-up iterations")
+    p.add_argument("--iters", type=int, default=3, help="traced iterations (K samples per op)")
+    p.add_argument("--intra-threads", type=int, default=2, help="intra-op threads")
+    p.add_argument("--inter-threads", type=int, default=1, help="inter-op threads")
+    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--min-coverage", type=float, default=0.95,
+                   help="fail if fewer ops got a time (default 0.95)")
+    p.add_argument("--out", help="traced graph to write "
+                   "(default results/traces/<model>-<mode>-b<batch>.json)")
+    p.add_argument("--raw-out", metavar="DIR", help="directory of the raw trace "
+                   "(default: beside --out)")
+    p.set_defaults(func=run)
+
+
+def _list() -> int:
+    for s in zoo.MODELS.values():
+        print(f"{s.name:20s} {s.title:22s} size {s.size:4d}  batch {s.standard_batch:2d}  "
+              f"[{', '.join(s.families)}] {s.reference}")
+    return 0
+
+
+def _check(graph_path: str, raw_path: str) -> int:
+    from commsched.trace.format import check_trace, load_raw, load_trace
+
+    check_trace(load_trace(graph_path), load_raw(raw_path))
+    print(f"{raw_path} matches {graph_path}")
+    return 0
+
+
+def _count(models: list[str], out: str | None, size: int | None) -> int:
+    from commsched.trace.tf import count_model
+
+    if not out:
+        raise CommschedError("--count needs --out FILE")
+    for m in models:
+        zoo.get(m)  # unknown names fail before TensorFlow is imported
+    counts = {m: count_model(m, size) for m in models}
+    atomic_write_text(out, json.dumps(counts, indent=1, sort_keys=True) + "\n")
+    print(f"{out}: {len(counts)} models")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    if args.check:
+        return _check(*args.check)
+    if args.count:
+        return _count(args.count, args.out, args.size)
+    if not args.model:
+        raise CommschedError("--model is required (see commsched trace --list)")
+    spec = zoo.get(args.model)
+    batch = spec.standard_batch if args.batch is None else args.batch
+    out = Path(args.out or f"results/traces/{args.model}-{args.mode}-b{batch}.json")
+    stem = out.name[:-5] if out.name.endswith(".json") else out.name
+    raw_out = (Path(args.raw_out) if args.raw_out else out.parent) / f"{stem}.raw.json.gz"
+
+    from commsched.trace.format import save_raw
+    from commsched.trace.tf import trace_model
+
+    g, raw = trace_model(
+        args.model, batch, args.mode, size=args.size, warmup=args.warmup,
+        iterations=args.iters, intra_threads=args.intra_threads,
+        inter_threads=args.inter_threads, device=args.device, seed=args.seed,
+        min_coverage=args.min_coverage,
+    )
+    save_raw(raw, raw_out)
+    graph.save(g, out)
+    meta = g.graph["meta"]
+    print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} variables, "
+          f"coverage {meta['coverage']:.1%}, step {statistics.median(meta['step_wall_s']):.4g} s "
+          f"(median of {len(meta['step_wall_s'])}); raw trace {raw_out}")
+    return 0
