@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
-from commsched.graph import add_op, compile_graph, new_graph
+from commsched.graph import add_op, compile_graph, new_graph, validate
 from commsched.sim import check_schedule, simulate
 from commsched.sim.multiworker import (
+    coarsen,
     compose,
     iteration,
     rank_priorities,
@@ -324,3 +325,80 @@ def test_bad_input_one_line_errors():
         args = {"n_iterations": 1, **kw}
         with pytest.raises(CommschedError):
             run(mw, None, **args)
+
+
+# --------------------------------------------------------------------------------------
+# coarsen: segments of compute ops that keep the communication structure.
+
+
+def _net_deps(g: nx.DiGraph) -> dict[str, frozenset[str]]:
+    """For every send: the recvs it depends on (transitively)."""
+    return {n: frozenset(a for a in nx.ancestors(g, n) if g.nodes[a]["kind"] == "recv")
+            for n, d in g.nodes(data=True) if d["kind"] == "send"}
+
+
+def test_coarsen_hand_example():
+    # r0 -> a -> b -> c ; r1 -> c ; b -> s (send). dep(a) = dep(b) = {r0}, dep(c) = {r0, r1}.
+    # Group {r0}: a, b in reference order; b feeds a send, so the segment closes after b:
+    # seg0 = a+b (3 s). Group {r0, r1}: seg1 = c (4 s). Edges r0->seg0, seg0->seg1,
+    # r1->seg1, seg0->s.
+    g = new_graph({"net:ps0": 1, "net:ps0:up": 1, "cpu": 1})
+    add_op(g, "r0", "recv", "net:ps0", 1.0)
+    add_op(g, "r1", "recv", "net:ps0", 1.0)
+    add_op(g, "a", "compute", "cpu", 1.0)
+    add_op(g, "b", "compute", "cpu", 2.0)
+    add_op(g, "c", "compute", "cpu", 4.0)
+    add_op(g, "s", "send", "net:ps0:up", 1.0)
+    g.add_edges_from([("r0", "a"), ("a", "b"), ("b", "c"), ("r1", "c"), ("b", "s")])
+    c = coarsen(g)
+    assert sorted(c.nodes) == ["r0", "r1", "s", "seg0", "seg1"]
+    assert c.nodes["seg0"]["duration"] == 3.0 and c.nodes["seg0"]["members"] == 2
+    assert c.nodes["seg1"]["duration"] == 4.0 and c.nodes["seg1"]["first"] == "c"
+    assert sorted(c.edges) == [("r0", "seg0"), ("r1", "seg1"), ("seg0", "s"), ("seg0", "seg1")]
+    assert c.graph["coarsened"] == {"ops": 3, "segments": 2}
+
+
+def test_coarsen_cuts_after_every_send_producer():
+    # One group (all ops need r): x -> y -> z, x and z feed sends: segments [x], [y, z].
+    g = new_graph({"net:ps0": 1, "net:ps0:up": 1, "cpu": 1})
+    add_op(g, "r", "recv", "net:ps0", 1.0)
+    for op in "xyz":
+        add_op(g, op, "compute", "cpu", 1.0)
+    add_op(g, "sx", "send", "net:ps0:up", 1.0)
+    add_op(g, "sz", "send", "net:ps0:up", 1.0)
+    g.add_edges_from([("r", "x"), ("x", "y"), ("y", "z"), ("x", "sx"), ("z", "sz")])
+    c = coarsen(g)
+    assert sorted((c.nodes[n]["first"], c.nodes[n]["members"]) for n in c
+                  if n.startswith("seg")) == [("x", 1), ("y", 2)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs())
+def test_coarsen_keeps_transfers_compute_and_dependencies(g):
+    c = coarsen(g)
+    validate(c)
+    net = {n for n, a in g.nodes(data=True) if a["kind"] in ("recv", "send")}
+    assert net <= set(c.nodes)
+    assert all(c.nodes[n] == g.nodes[n] for n in net)
+    comp = [a["duration"] for n, a in g.nodes(data=True) if n not in net]
+    coarse = [a["duration"] for n, a in c.nodes(data=True) if n not in net]
+    assert sum(coarse) == pytest.approx(sum(comp))
+    assert len(coarse) <= len(comp)
+    assert _net_deps(c) == _net_deps(g)
+    # Every recv still precedes the same compute work: the recvs a coarse op depends on
+    # are those of its members (checked through the sends above and the sim below).
+    order = {r: i for i, r in enumerate(n for n in g if g.nodes[n]["kind"] == "recv")}
+    s = simulate(c, priorities=order)
+    check_schedule(compile_graph(c, order), s)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs(chain=True), n=st.integers(1, 3), seed=st.integers(0, 1000))
+def test_coarsen_is_exact_for_compute_chains(g, n, seed):
+    # A compute chain leaves the executor no choice, so merged segments run exactly when
+    # their members would: the same iteration times under any orders, no jitter.
+    fine, coarse = compose(g, n), compose(coarsen(g), n)
+    assert fine.recvs == coarse.recvs
+    a = run(fine, None, 3, seed=seed)
+    b = run(coarse, None, 3, seed=seed)
+    assert np.allclose(a.worker_end, b.worker_end)

@@ -61,7 +61,8 @@ def tiny_trace(name: str, mode: str, layers: int = 5, batch: int = 4) -> nx.DiGr
 def config(traces: list[str], **over) -> dict:
     c = {
         "traces": traces, "seed": 0, "jitter": 0.1, "comm_to_compute": 1.0,
-        "latency_s": 0.0, "sharding": "round_robin", "duplex": True, "iterations": 4,
+        "latency_s": 0.0, "sharding": "round_robin", "duplex": True, "coarsen": True,
+        "iterations": 4,
         "validate_every": 1,
         "workers": {"n_workers": [2, 4], "workers_per_server": 2},
         "servers": {"n_workers": 4, "n_servers": [1, 2]},

@@ -73,7 +73,15 @@ from commsched.cost import LinkModel
 from commsched.errors import CommschedError
 from commsched.results import read_table, write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
-from commsched.sim.multiworker import NET_KINDS, MultiWorker, RunResult, compose, run, scale_compute
+from commsched.sim.multiworker import (
+    NET_KINDS,
+    MultiWorker,
+    RunResult,
+    coarsen,
+    compose,
+    run,
+    scale_compute,
+)
 from commsched.tictac import efficiency, tac, tic
 from commsched.trace.format import load_trace
 from commsched.views import ps_view
@@ -136,6 +144,7 @@ class Params:
     latency_s: float
     sharding: str
     duplex: bool
+    coarsen: bool
     iterations: int
     validate_every: int
     workers: tuple[int, ...]
@@ -191,6 +200,7 @@ class Params:
             latency_s=lat,
             sharding=sharding,
             duplex=bool(_need(m, "duplex", bool, where)),
+            coarsen=bool(_need(m, "coarsen", bool, where)),
             iterations=_pos_int(m, "iterations", where),
             validate_every=int(validate_every),
             workers=_int_list(w, "n_workers", f"{where}.workers"),
@@ -233,31 +243,53 @@ class Model:
     mode: str
     batch: int
     link: LinkModel
-    _views: dict[int, nx.DiGraph] = field(default_factory=dict, repr=False)
+    _views: dict[tuple[int, bool], nx.DiGraph] = field(default_factory=dict, repr=False)
     _multi: dict[tuple[int, int], MultiWorker] = field(default_factory=dict, repr=False)
+    _orders: dict[tuple[int, float], dict[str, dict[str, float] | None]] = field(
+        default_factory=dict, repr=False)
 
     def clear(self) -> None:
-        """Drop the cached views and composed clusters (they can be large)."""
+        """Drop the cached views, orders and composed clusters (they can be large)."""
         self._views.clear()
         self._multi.clear()
+        self._orders.clear()
 
-    def view(self, params: Params, n_servers: int) -> nx.DiGraph:
-        """The worker's PS view with ``n_servers`` servers (cached)."""
-        if n_servers not in self._views:
-            self._views[n_servers] = ps_view(
-                self.trace, n_servers=n_servers, sharding=params.sharding,  # type: ignore[arg-type]
-                link=self.link, duplex=params.duplex,
-            )
-        return self._views[n_servers]
+    def view(self, params: Params, n_servers: int, simulated: bool = False) -> nx.DiGraph:
+        """The worker's PS view with ``n_servers`` servers (cached); ``simulated``: the
+        graph the simulator runs (:func:`~commsched.sim.multiworker.coarsen`-ed when
+        ``params.coarsen``)."""
+        key = (n_servers, simulated and params.coarsen)
+        if key not in self._views:
+            if key[1]:
+                self._views[key] = coarsen(self.view(params, n_servers))
+            else:
+                self._views[key] = ps_view(
+                    self.trace, n_servers=n_servers, sharding=params.sharding,  # type: ignore[arg-type]
+                    link=self.link, duplex=params.duplex,
+                )
+        return self._views[key]
 
     def multi(self, params: Params, n_workers: int, n_servers: int) -> MultiWorker:
-        """The composed cluster (cached; at most the last few are kept)."""
+        """The composed cluster of the simulated view (cached; the last two are kept)."""
         key = (n_workers, n_servers)
         if key not in self._multi:
             if len(self._multi) >= 2:  # composed graphs of 16 workers are large
                 self._multi.pop(next(iter(self._multi)))
-            self._multi[key] = compose(self.view(params, n_servers), n_workers)
+            self._multi[key] = compose(self.view(params, n_servers, simulated=True), n_workers)
         return self._multi[key]
+
+    def orders(
+        self, params: Params, n_servers: int, factor: float
+    ) -> dict[str, dict[str, float] | None]:
+        """``{algo: order}``: None for the baseline, TIC and TAC computed on the full
+        (not coarsened) view with compute times scaled by the batch ``factor``."""
+        key = (n_servers, factor)
+        if key not in self._orders:
+            g = self.view(params, n_servers)
+            if factor != 1.0:
+                g = scale_compute(g, factor)
+            self._orders[key] = {"baseline": None, "tic": dict(tic(g)), "tac": dict(tac(g))}
+        return self._orders[key]
 
 
 def _compute_time(g: nx.DiGraph) -> float:
@@ -322,10 +354,6 @@ def order_efficiencies(
     return out
 
 
-def _orders(g: nx.DiGraph) -> dict[str, dict[str, float] | None]:
-    return {"baseline": None, "tic": dict(tic(g)), "tac": dict(tac(g))}
-
-
 def _summary(
     model: Model, params: Params, algo: str, res: RunResult, n_workers: int, n_servers: int,
     factor: float, eff: float,
@@ -353,11 +381,11 @@ def _setting_rows(
     with_efficiency: bool,
 ) -> list[dict[str, Any]]:
     mw = model.multi(params, n_workers, n_servers)
-    g = model.view(params, n_servers)
+    g = model.view(params, n_servers, simulated=True)
     if factor != 1.0:
         g = scale_compute(g, factor)
     rows = []
-    for algo, order in _orders(g).items():
+    for algo, order in model.orders(params, n_servers, factor).items():
         res = run(mw, order, params.iterations, jitter=params.jitter, seed=params.seed,
                   validate_every=params.validate_every, compute_scale=factor)
         eff = math.nan
@@ -420,9 +448,9 @@ def run_steptime(model: Model, params: Params) -> pd.DataFrame:
     """Fig. 12: per iteration, its E (the smallest among its workers' orders) and time."""
     n, p, iters = params.steptime_workers, params.steptime_servers, params.steptime_iterations
     mw = model.multi(params, n, p)
-    g = model.view(params, p)
+    g = model.view(params, p, simulated=True)
     rows = []
-    for algo, order in _orders(g).items():
+    for algo, order in model.orders(params, p, 1.0).items():
         if algo == "tic":
             continue
         res = run(mw, order, iters, jitter=params.jitter, seed=params.seed,
