@@ -402,3 +402,20 @@ def test_coarsen_is_exact_for_compute_chains(g, n, seed):
     a = run(fine, None, 3, seed=seed)
     b = run(coarse, None, 3, seed=seed)
     assert np.allclose(a.worker_end, b.worker_end)
+
+
+def test_random_interleave_baseline():
+    # Every (worker, recv) request gets its own random priority: a worker's own order is
+    # still a permutation, runs are seeded, and every schedule passes check_schedule.
+    mw = compose(seq2(), 3)
+    a = run(mw, None, 6, jitter=0.1, seed=5, interleave="random")
+    b = run(mw, None, 6, jitter=0.1, seed=5, interleave="random")
+    assert a.validated == 6
+    assert np.array_equal(a.worker_end, b.worker_end)
+    assert all(sorted(row) == [0, 1] for row in a.ranks.reshape(-1, 2).tolist())
+    # With a fixed order the interleave setting does not matter.
+    fixed = {"r1": 0, "r2": 1}
+    assert np.array_equal(run(mw, fixed, 3, 0.1, seed=2, interleave="random").worker_end,
+                          run(mw, fixed, 3, 0.1, seed=2).worker_end)
+    with pytest.raises(CommschedError, match="interleave"):
+        run(mw, None, 1, interleave="fifo")  # type: ignore[arg-type]

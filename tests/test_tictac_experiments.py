@@ -62,6 +62,7 @@ def config(traces: list[str], **over) -> dict:
     c = {
         "traces": traces, "seed": 0, "jitter": 0.1, "comm_to_compute": 1.0,
         "latency_s": 0.0, "sharding": "round_robin", "duplex": True, "coarsen": True,
+        "baseline_interleave": "rank",
         "iterations": 4,
         "validate_every": 1,
         "workers": {"n_workers": [2, 4], "workers_per_server": 2},

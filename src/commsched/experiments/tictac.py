@@ -75,6 +75,7 @@ from commsched.results import read_table, write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.sim.multiworker import (
     NET_KINDS,
+    Interleave,
     MultiWorker,
     RunResult,
     coarsen,
@@ -145,6 +146,7 @@ class Params:
     sharding: str
     duplex: bool
     coarsen: bool
+    baseline_interleave: Interleave
     iterations: int
     validate_every: int
     workers: tuple[int, ...]
@@ -179,6 +181,9 @@ class Params:
         sharding = _need(m, "sharding", str, where)
         if sharding not in ("round_robin", "size"):
             raise CommschedError(f"{where}.sharding: round_robin or size, got {sharding!r}")
+        interleave = _need(m, "baseline_interleave", str, where)
+        if interleave not in ("rank", "random"):
+            raise CommschedError(f"{where}.baseline_interleave: rank or random, got {interleave!r}")
         validate_every = _need(m, "validate_every", int, where)
         if validate_every < 0:
             raise CommschedError(f"{where}.validate_every: must be >= 0")
@@ -201,6 +206,7 @@ class Params:
             sharding=sharding,
             duplex=bool(_need(m, "duplex", bool, where)),
             coarsen=bool(_need(m, "coarsen", bool, where)),
+            baseline_interleave=interleave,
             iterations=_pos_int(m, "iterations", where),
             validate_every=int(validate_every),
             workers=_int_list(w, "n_workers", f"{where}.workers"),
@@ -387,7 +393,8 @@ def _setting_rows(
     rows = []
     for algo, order in model.orders(params, n_servers, factor).items():
         res = run(mw, order, params.iterations, jitter=params.jitter, seed=params.seed,
-                  validate_every=params.validate_every, compute_scale=factor)
+                  validate_every=params.validate_every, compute_scale=factor,
+                  interleave=params.baseline_interleave)
         eff = math.nan
         if with_efficiency:
             if order is None:
@@ -454,7 +461,7 @@ def run_steptime(model: Model, params: Params) -> pd.DataFrame:
         if algo == "tic":
             continue
         res = run(mw, order, iters, jitter=params.jitter, seed=params.seed,
-                  validate_every=params.validate_every)
+                  validate_every=params.validate_every, interleave=params.baseline_interleave)
         flat = res.ranks.reshape(-1, mw.n_recvs)
         eff = order_efficiencies(g, mw.recvs, flat, params.validate_every).reshape(iters, n)
         for t in range(iters):

@@ -69,6 +69,7 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import networkx as nx
 import numpy as np
@@ -80,6 +81,7 @@ from commsched.sim.validate import check_schedule
 
 __all__ = [
     "NET_KINDS",
+    "Interleave",
     "IterationResult",
     "MultiWorker",
     "RunResult",
@@ -95,6 +97,9 @@ __all__ = [
 
 #: Op kinds whose resources are shared by all workers (the PS links).
 NET_KINDS = frozenset({"recv", "send"})
+
+#: How the baseline interleaves the requests of different workers (see :func:`run`).
+Interleave = Literal["rank", "random"]
 
 #: Width of the random tie-break added to dense ranks (must stay below 1).
 _TIE_WIDTH = 0.5
@@ -415,6 +420,7 @@ def run(
     seed: int = 0,
     validate_every: int = 1,
     compute_scale: float = 1.0,
+    interleave: Interleave = "rank",
 ) -> RunResult:
     """Simulate ``n_iterations`` independent synchronous iterations.
 
@@ -423,6 +429,13 @@ def run(
     order
         The recv priorities every worker uses (TIC or TAC), or ``None`` for the baseline:
         an independent random permutation per worker and iteration.
+    interleave
+        How the baseline's requests of different workers share a channel: ``rank`` (every
+        worker's k-th request before any (k+1)-th, a FIFO sender receiving all requests
+        at once) or ``random`` (all outstanding requests in one uniformly random order;
+        each worker's own order is still a uniform random permutation). Ignored when
+        ``order`` is given (the sender then sends a parameter to every worker before the
+        next one).
     jitter
         Multiplicative jitter on every op time, ``0 <= jitter < 1``.
     seed
@@ -442,6 +455,8 @@ def run(
         raise CommschedError(f"compute_scale must be > 0, got {compute_scale!r}")
     if validate_every < 0:
         raise CommschedError(f"validate_every must be >= 0, got {validate_every!r}")
+    if interleave not in ("rank", "random"):
+        raise CommschedError(f"interleave must be rank or random, got {interleave!r}")
     scale = None
     if compute_scale != 1.0:
         is_net = np.array(
@@ -459,10 +474,17 @@ def run(
     validated = 0
     for t in range(n_iterations):
         d = jitter_durations(mw, jitter, rng_jitter, scale)
-        rk = fixed if fixed is not None else rng_order.permuted(base_perm, axis=1)
         tie = rng_tie.random((n, r))
+        if fixed is not None:
+            rk, prio = fixed, fixed + _TIE_WIDTH * tie
+        elif interleave == "rank":
+            rk = rng_order.permuted(base_perm, axis=1)
+            prio = rk + _TIE_WIDTH * tie
+        else:
+            prio = rng_order.random((n, r))
+            rk = np.argsort(np.argsort(prio, axis=1), axis=1)
         check = validate_every > 0 and t % validate_every == 0
-        res = iteration(mw, rk + _TIE_WIDTH * tie, d, validate_schedule=check)
+        res = iteration(mw, prio, d, validate_schedule=check)
         validated += check
         ends[t] = res.worker_end
         ranks[t] = rk
