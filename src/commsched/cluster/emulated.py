@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -207,6 +208,14 @@ class EmulatedCluster:
         self.state.status = "up"
         self.state.save()
 
+    def set_bandwidth(self, rate: str) -> None:
+        """Re-shape every link (both ends) to ``rate``, e.g. between two experiments."""
+        cfg = self.config
+        for lk in self.links:
+            net.shape(lk.namespace, lk.host_dev, rate, cfg.burst, cfg.latency)
+            net.shape(self.bridge_ns, lk.bridge_dev, rate, cfg.burst, cfg.latency)
+        self.config = dataclasses.replace(cfg, bandwidth=rate)
+
     def check(self) -> None:
         """Raise if a server of the cluster has exited."""
         for rec in self.state.processes:
@@ -351,6 +360,10 @@ class HostCluster:
         p, _ = spawn(argv, f"client-w{worker}", log, env=env)
         self._popens.append(p)
         return p
+
+    def set_bandwidth(self, rate: str) -> None:
+        """A real network's rate is what it is: record ``rate`` as the nominal one."""
+        self.bandwidth = net.parse_rate(rate)
 
     def check(self) -> None:
         """Nothing to check locally: a dead remote server shows up as a session timeout."""

@@ -59,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # TensorFlow's own kernels, as the tracer uses (oneDNN fusions rename and retime ops).
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     import tensorflow as tf
 
     cluster = tf.train.ClusterSpec(json.loads(args.cluster))

@@ -120,6 +120,7 @@ def apply_hook(
     priorities: Mapping[str, float],
     enforce: str,
     worker_device: str,
+    sender_lifo: bool = True,
 ) -> list[tuple[str, str]]:
     """Add the control edges of hook ``enforce`` to ``graph``; return them as (from, to).
 
@@ -144,6 +145,8 @@ def apply_hook(
                 start = tf.no_op(name="enforce_sender/start")
             for dev, vs in sorted(by_device.items()):
                 groups = priority_groups(priorities, vs)
+                if sender_lifo:  # the PS dispatches a pass's responses last-in first-out
+                    groups.reverse()
                 for v in groups[0] if groups else []:
                     for r in reads[v]:
                         r._add_control_inputs([start])

@@ -1,37 +1,46 @@
 """The live job: synchronous parameter-server training or inference, one worker's client.
 
-``python -m commsched.enforce.job --plan PLAN.json --task I --out RESULT.json`` runs, on
-worker ``I`` of a running cluster, every job of the plan in turn (one TensorFlow import
-per worker for the whole experiment). Per job:
+``python -m commsched.enforce.job --plan PLAN.json --task I --out RESULT.json`` runs, as
+worker ``I`` of a running cluster, every *group* of the plan (one TensorFlow import per
+worker for the whole experiment). A group is one model, mode and batch measured under
+several *configs* (an order and an enforcement hook each, e.g. baseline, TIC with the
+sender hook, TAC with the DAG hook).
 
-1. **Graph** (``tf.compat.v1`` graph mode, between-graph replication). The model's
-   variables are created under ``replica_device_setter`` inside a per-job resource
-   container, so they live on the parameter servers; the synthetic input (a fixed random
-   batch) and a synthetic target live in worker-local variables, so a step reads no data
-   from anywhere. Inference fetches a scalar reduction of the model output; training adds
-   a mean-squared loss against the target, ``tf.gradients`` over the PS variables and a
-   plain gradient-descent update applied on the PS (learning rate ``lr / N`` per worker,
-   i.e. the averaged gradient of synchronous SGD).
-2. **Order.** The job's PS-side reads are matched to the trace's variables
-   (:func:`commsched.enforce.order.match_variables`) and the hook named by ``enforce``
-   (:mod:`commsched.enforce.hooks`) adds its control edges.
-3. **Synchronisation.** A step is two session runs: the *work* run (reads, forward,
-   backward, update) and a *barrier* run (FIFO queues on ``/job:ps/task:0``: each worker
-   enqueues a token for every other worker and dequeues N-1 tokens of its own), so every
-   worker starts step k+1 after every update of step k has been applied: synchronous
-   training. The time a worker spends in the barrier is its wait for the slowest worker.
-4. **Measurement.** W warm-up steps, K measured steps (no tracing), then T steps with
-   ``FULL_TRACE``, from which the per-parameter ``RecvTensor`` start and end times and the
-   PS-side read start times are taken (:mod:`commsched.enforce.steptrace`).
+Graph (one per config; ``tf.compat.v1`` graph mode, between-graph replication)
+    Built exactly as the tracer builds an iteration (:mod:`commsched.trace.tf`: synthetic
+    uniform inputs and labels drawn in the graph, the zoo model, mean sparse softmax
+    cross-entropy, ``tf.gradients``, plain SGD named ``SGD``, the model's own state updates),
+    but under ``replica_device_setter`` and inside a per-config resource container: the
+    variables live on the parameter servers, everything else on the worker, the updates
+    run on the servers. The learning rate is divided by the number of workers, so the N
+    updates of a step add up to one step of synchronous SGD on the averaged gradient.
+Order
+    The config's variable priorities (keyed by the trace's variable names) are matched to
+    the live graph's variables (:func:`commsched.enforce.order.match_variables`) and the
+    config's hook (:mod:`commsched.enforce.hooks`) adds its control edges.
+Synchronisation
+    A step is two session runs: the *work* run (reads, forward, backward, update) and a
+    *barrier* run (FIFO queues on ``/job:ps/task:0``: each worker enqueues a token for
+    every other worker and dequeues N-1 of its own), so no worker starts step k+1 before
+    every update of step k has been applied. A worker's barrier time is its wait for the
+    slowest worker (plus one round trip).
+Measurement
+    Every config gets W warm-up steps; then the K measured steps run *interleaved*: step k
+    of every config before step k+1 of any, in an order rotated each step, so that slow
+    drifts of a shared machine hit every config alike. Then T steps per config with
+    ``FULL_TRACE``, whose ``RecvTensor`` entries give each parameter transfer's start (the
+    sender's send start) and end (arrival), and whose PS stats give the read times
+    (:mod:`commsched.enforce.steptrace`).
 
-Every session run has a timeout (``timeout_s``); the chief (task 0) initialises the
-variables and resets the job's container at the end.
+Every session run has a timeout (``timeout_s``). The chief (task 0) initialises the
+variables of each config and resets its container at the end of the group.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -45,139 +54,132 @@ from commsched.enforce.steptrace import transfers
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 
-__all__ = ["Built", "build_job", "main", "run_plan"]
+__all__ = ["Built", "build_config", "main", "run_plan"]
+
+_STATE_UPDATES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
 
 
 @dataclass
 class Built:
-    """A job's graph and the handles the step loop needs."""
+    """One config's graph and the handles the step loop needs."""
 
     graph: Any
     work: Any
     barrier: Any
     init_ps: Any
-    init_local: Any
     reads: dict[str, list[Any]]
     variables: dict[str, dict[str, Any]]
     var_priorities: dict[str, float]
     edges: list[tuple[str, str]]
     grad_src: dict[str, str]
+    container: str
 
 
-def _barrier_op(tf: Any, n_workers: int, task: int, name: str) -> Any:
-    qs = [
-        tf.queue.FIFOQueue(4 * n_workers + 4, [tf.int32], shapes=[[]],
-                           shared_name=f"{name}_q{j}", name=f"{name}_q{j}")
-        for j in range(n_workers)
-    ]
+def _barrier_op(tf: Any, n_workers: int, task: int) -> Any:
+    qs = [tf.queue.FIFOQueue(4 * n_workers + 4, [tf.int32], shapes=[[]],
+                             shared_name=f"barrier_q{j}", name=f"barrier_q{j}")
+          for j in range(n_workers)]
     enq = [q.enqueue(tf.constant(1)) for j, q in enumerate(qs) if j != task]
     with tf.control_dependencies(enq):
         if n_workers == 1:
-            return tf.no_op(name=f"{name}_done")
+            return tf.no_op(name="barrier_done")
         return qs[task].dequeue_many(n_workers - 1).op
 
 
-def _container(job: Mapping[str, Any]) -> str:
-    """The job's resource container (TensorFlow allows letters, digits, '.', '-')."""
-    jid = str(job["id"])
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", jid):
-        raise CommschedError(f"job id {jid!r}: use letters, digits, '.' and '-'")
-    return f"job-{jid}"
+def _container(group_id: str, config: str) -> str:
+    """The config's resource container (TensorFlow allows letters, digits, '.', '-')."""
+    name = f"{group_id}.{config}"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", name):
+        raise CommschedError(f"group/config id {name!r}: use letters, digits, '.' and '-'")
+    return name
 
 
-def build_job(job: Mapping[str, Any], cluster: Mapping[str, Sequence[str]], task: int) -> Built:
-    """Build the graph of ``job`` for worker ``task`` (see the module docstring)."""
-    import tensorflow as tf
+def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
+                 cluster: Mapping[str, Sequence[str]], task: int) -> Built:
+    """Build the graph of one config of ``group`` for worker ``task`` (module docstring)."""
+    from commsched.trace import zoo
 
-    from commsched.enforce.models import build_model
-
+    tf, keras = zoo.load_tensorflow()
     tf.compat.v1.disable_eager_execution()
+    spec = zoo.get(str(group["model"]))
+    size = int(group.get("size") or spec.size)
+    spec.check_size(size)
+    batch, mode = int(group["batch"]), str(group["mode"])
+    seed, lr = int(group.get("seed", 0)), float(group.get("lr", 0.01))
     n_workers = len(cluster["worker"])
     worker = f"/job:worker/task:{task}"
-    spec = tf.train.ClusterSpec({k: list(v) for k, v in cluster.items()})
-    graph = tf.Graph()
-    seed = int(job.get("seed", 0))
-    with graph.as_default():
+    setter = tf.compat.v1.train.replica_device_setter(
+        worker_device=worker, cluster=tf.train.ClusterSpec({k: list(v) for k, v in
+                                                            cluster.items()}))
+    container = _container(str(group["id"]), str(config["name"]))
+    g = tf.Graph()
+    with g.as_default(), tf.compat.v1.container(container), tf.compat.v1.device(setter):
         tf.compat.v1.set_random_seed(seed)
-        with tf.compat.v1.container(_container(job)):
-            with tf.compat.v1.device(
-                tf.compat.v1.train.replica_device_setter(worker_device=worker, cluster=spec)
-            ):
-                model = build_model(str(job["model"]))
-            in_shape = [int(job["batch"]), *[int(d) for d in model.inputs[0].shape[1:]]]
-            with tf.device(worker):
-                x = tf.compat.v1.get_local_variable(
-                    "synthetic_input", initializer=tf.random.uniform(in_shape, seed=seed),
-                    trainable=False, use_resource=True)
-            with tf.compat.v1.device(
-                tf.compat.v1.train.replica_device_setter(worker_device=worker, cluster=spec)
-            ):
-                y = model(x, training=job["mode"] == "train")
-            with tf.device(worker):
-                target = tf.compat.v1.get_local_variable(
-                    "synthetic_target", initializer=tf.random.uniform(y.shape, seed=seed + 1),
-                    trainable=False, use_resource=True)
-                grad_src: dict[str, str] = {}
-                if job["mode"] == "train":
-                    loss = tf.reduce_mean(tf.square(y - target))
-                    handles = [v.value for v in model.trainable_variables]
-                    grads = tf.gradients(loss, handles)
-                    opt = tf.compat.v1.train.GradientDescentOptimizer(
-                        float(job.get("lr", 0.01)) / n_workers)
-                    with tf.compat.v1.device(
-                        tf.compat.v1.train.replica_device_setter(worker_device=worker,
-                                                                 cluster=spec)
-                    ):
-                        update = opt.apply_gradients(
-                            [(g, h) for g, h in zip(grads, handles, strict=True) if g is not None])
-                    with tf.control_dependencies([update]):
-                        work = tf.identity(loss, name="work")
-                    for v, g in zip(model.trainable_variables, grads, strict=True):
-                        if g is not None:
-                            grad_src[g.op.name] = v.value.handle.op.get_attr(
-                                "shared_name").decode()
-                else:
-                    work = tf.reduce_sum(y, name="work")
-            with tf.device("/job:ps/task:0"):
-                barrier = _barrier_op(tf, n_workers, task, "barrier")
-        reads = reads_by_variable(graph, [work])
-        variables = ps_variables(graph)
-        var_prios = _live_priorities(job, variables)
-        edges = apply_hook(graph, reads, var_prios, str(job["enforce"]), worker)
-        ps_vars = [v for v in tf.compat.v1.global_variables() if "/job:ps" in v.device]
-        init_ps = tf.compat.v1.variables_initializer(ps_vars)
-        init_local = tf.compat.v1.local_variables_initializer()
-    return Built(graph, work, barrier, init_ps, init_local, reads, variables, var_prios,
-                 edges, grad_src)
+        keras.utils.set_random_seed(seed)
+        with tf.name_scope("inputs"):
+            specs = [*spec.inputs(batch, size), spec.labels(batch, size)]
+            tensors = [tf.random.uniform(s.shape, s.low, s.high, dtype=s.dtype,
+                                         seed=seed + i, name=s.name)
+                       for i, s in enumerate(specs)]
+        *xs, labels = tensors
+        net = spec.build(size)
+        before = {op.name for op in g.get_operations()}
+        logits = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+        state_updates = [op for op in g.get_operations()
+                         if op.name not in before and op.type in _STATE_UPDATES]
+        grad_src: dict[str, str] = {}
+        if mode == "train":
+            with tf.name_scope("loss"):
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=labels, logits=logits))
+            tvars = [v.value for v in net.trainable_variables]
+            grads = tf.gradients(loss, tvars)
+            pairs = [(gr, v) for gr, v in zip(grads, tvars, strict=True) if gr is not None]
+            for gr, v in pairs:
+                t = gr.values if isinstance(gr, tf.IndexedSlices) else gr
+                grad_src[t.op.name] = v.handle.op.get_attr("shared_name").decode()
+            sgd = tf.compat.v1.train.GradientDescentOptimizer(lr / n_workers, name="SGD")
+            targets = [sgd.apply_gradients(pairs, name="train"), *state_updates]
+        else:
+            targets = [logits.op, *state_updates]
+        with tf.device(worker):
+            work = tf.group(*targets, name="work")
+        with tf.device("/job:ps/task:0"):
+            barrier = _barrier_op(tf, n_workers, task)
+        init_ps = tf.compat.v1.global_variables_initializer()
+    reads = reads_by_variable(g, [work])
+    variables = ps_variables(g)
+    prios = _live_priorities(config, {v: variables[v]["shape"] for v in reads})
+    edges = apply_hook(g, reads, prios, str(config["enforce"]), worker)
+    return Built(g, work, barrier, init_ps, reads, variables, prios, edges, grad_src,
+                 container)
 
 
-def _live_priorities(job: Mapping[str, Any], variables: Mapping[str, Any]) -> dict[str, float]:
-    prios = {str(k): float(v) for k, v in (job.get("priorities") or {}).items()}
-    traced = job.get("traced_variables")
-    if traced:
-        live = {k: v["shape"] for k, v in variables.items()}
-        mapping = match_variables(traced, live)
-        return {mapping[k]: p for k, p in prios.items() if k in mapping}
-    unknown = sorted(set(prios) - set(variables))
+def _live_priorities(config: Mapping[str, Any], live: Mapping[str, Sequence[int]]
+                     ) -> dict[str, float]:
+    prios = {str(k): float(v) for k, v in (config.get("priorities") or {}).items()}
+    if not prios:
+        return {}
+    traced = config.get("traced_variables") or {k: live[k] for k in prios if k in live}
+    mapping = match_variables(traced, live)
+    unknown = sorted(set(prios) - set(mapping))
     if unknown:
-        raise CommschedError(f"job {job['id']}: priorities name unknown variable {unknown[0]!r}")
-    return prios
+        raise CommschedError(f"config {config['name']}: priorities name unknown variable "
+                             f"{unknown[0]!r}")
+    return {mapping[k]: p for k, p in prios.items()}
 
 
-def _stats_dicts(run_metadata: Any) -> list[tuple[str, list[dict[str, Any]]]]:
-    out = []
-    for d in run_metadata.step_stats.dev_stats:
-        out.append((d.device, [
-            {"node_name": n.node_name, "timeline_label": n.timeline_label,
-             "all_start_micros": n.all_start_micros,
-             "op_end_rel_micros": n.op_end_rel_micros}
-            for n in d.node_stats
-        ]))
-    return out
+def _stats(run_metadata: Any) -> list[tuple[str, list[dict[str, Any]]]]:
+    return [(d.device, [{"node_name": n.node_name, "timeline_label": n.timeline_label,
+                         "all_start_micros": n.all_start_micros,
+                         "op_end_rel_micros": n.op_end_rel_micros} for n in d.node_stats])
+            for d in run_metadata.step_stats.dev_stats]
 
 
 def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
-    devs = _stats_dicts(run_metadata)
+    """Parameter transfers (PS -> worker), gradient transfers (worker -> PS) and PS reads of
+    one traced step, in seconds from the step's first event."""
+    devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
     recvs, grads, ps_reads = [], [], []
@@ -188,64 +190,79 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
             elif t.src_op in b.grad_src and "/job:ps" in t.dst_device:
                 grads.append({"var": b.grad_src[t.src_op], "start": t.start, "end": t.end})
         if "/job:ps" in dev:
-            for n in ns:
-                if n["node_name"] in read_var:
-                    ps_reads.append({"var": read_var[n["node_name"]],
-                                     "start": (n["all_start_micros"] - t0) / 1e6})
+            ps_reads.extend({"var": read_var[n["node_name"]],
+                             "start": (n["all_start_micros"] - t0) / 1e6}
+                            for n in ns if n["node_name"] in read_var)
     return {"recvs": recvs, "grads": grads, "ps_reads": ps_reads}
 
 
-def _run_job(job: Mapping[str, Any], plan: Mapping[str, Any], task: int) -> dict[str, Any]:
+def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
+               ) -> list[dict[str, Any]]:
     import tensorflow as tf
 
     from commsched.cluster.server import session_config
 
-    b = build_job(job, plan["cluster"], task)
+    configs = list(group["configs"])
+    built = [build_config(group, c, plan["cluster"], task) for c in configs]
     timeout_ms = int(float(plan.get("timeout_s", 120)) * 1000)
     opts = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms)
     topts = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms,
                                     trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
     target = plan["targets"][task]
-    steps: list[dict[str, float]] = []
-    traces: list[dict[str, Any]] = []
-    with tf.compat.v1.Session(target, graph=b.graph,
-                              config=session_config(int(plan.get("threads", 1)))) as s:
-        if task == 0:
-            s.run(b.init_ps, options=opts)
-        s.run(b.init_local, options=opts)
-        s.run(b.barrier, options=opts)  # nobody starts before the chief initialised
-        n_warm, n_meas = int(job["warmup"]), int(job["iterations"])
-        n_trace = int(job.get("trace_iterations", 0))
-        for i in range(n_warm + n_meas + n_trace):
-            traced = i >= n_warm + n_meas
-            md = tf.compat.v1.RunMetadata()
-            wall = time.time()
-            t0 = time.perf_counter()
-            s.run(b.work, options=topts if traced else opts, run_metadata=md)
-            t1 = time.perf_counter()
-            s.run(b.barrier, options=opts)
-            t2 = time.perf_counter()
-            if i >= n_warm and not traced:
-                steps.append({"wall_start": wall, "work": t1 - t0, "barrier": t2 - t1})
-            if traced:
-                traces.append(_trace_record(b, md))
-        s.run(b.barrier, options=opts)  # everybody is done with the variables
+    cfg = session_config(int(plan.get("threads", 1)))
+    sessions = [tf.compat.v1.Session(target, graph=b.graph, config=cfg) for b in built]
+    steps: list[list[dict[str, float]]] = [[] for _ in built]
+    traces: list[list[dict[str, Any]]] = [[] for _ in built]
+
+    def step(i: int, traced: bool = False) -> dict[str, float]:
+        md = tf.compat.v1.RunMetadata()
+        wall = time.time()
+        t0 = time.perf_counter()
+        sessions[i].run(built[i].work, options=topts if traced else opts, run_metadata=md)
+        t1 = time.perf_counter()
+        sessions[i].run(built[i].barrier, options=opts)
+        t2 = time.perf_counter()
+        if traced:
+            traces[i].append(_trace_record(built[i], md))
+        return {"wall_start": wall, "work": t1 - t0, "barrier": t2 - t1}
+
+    try:
+        for s, b in zip(sessions, built, strict=True):
+            if task == 0:
+                s.run(b.init_ps, options=opts)
+            s.run(b.barrier, options=opts)  # nobody starts before the chief initialised
+        for i in range(len(built)):
+            for _ in range(int(group["warmup"])):
+                step(i)
+        n = len(built)
+        for k in range(int(group["iterations"])):
+            for j in range(n):
+                i = (j + k) % n
+                steps[i].append(step(i))
+        for i in range(n):
+            for _ in range(int(group.get("trace_iterations", 0))):
+                step(i, traced=True)
+        for s, b in zip(sessions, built, strict=True):
+            s.run(b.barrier, options=opts)  # everybody is done with the variables
+    finally:
+        for s in sessions:
+            s.close()
     if task == 0:
-        tf.compat.v1.Session.reset(target, [_container(job)])
-    return {
-        "id": job["id"], "task": task, "steps": steps, "traces": traces,
-        "variables": b.variables, "priorities": b.var_priorities,
-        "enforce_edges": len(b.edges),
-    }
+        tf.compat.v1.Session.reset(target, [b.container for b in built])
+    return [{"group": group["id"], "config": c["name"], "task": task, "steps": steps[i],
+             "traces": traces[i], "priorities": built[i].var_priorities,
+             "variables": {v: built[i].variables[v] for v in built[i].reads},
+             "enforce_edges": len(built[i].edges)}
+            for i, c in enumerate(configs)]
 
 
 def run_plan(plan: Mapping[str, Any], task: int) -> list[dict[str, Any]]:
-    """Run every job of ``plan`` as worker ``task``; one result dictionary per job."""
+    """Run every group of ``plan`` as worker ``task``; one result per config and group."""
     out = []
-    for job in plan["jobs"]:
+    for group in plan["groups"]:
         t = time.perf_counter()
-        out.append(_run_job(job, plan, task))
-        print(f"job {job['id']}: {time.perf_counter() - t:.1f} s", flush=True)
+        out.extend(_run_group(group, plan, task))
+        print(f"group {group['id']}: {time.perf_counter() - t:.1f} s", flush=True)
     return out
 
 
@@ -255,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--task", type=int, required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as the tracer: TF's own kernels
     with open(args.plan) as f:
         plan = json.load(f)
     try:
@@ -262,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommschedError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    atomic_write_text(args.out, json.dumps({"task": args.task, "jobs": results}))
+    atomic_write_text(args.out, json.dumps({"task": args.task, "results": results}))
     return 0
 
 

@@ -11,6 +11,7 @@ with the same priority are issued concurrently").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import networkx as nx
@@ -47,8 +48,10 @@ def variable_priorities(view: nx.DiGraph, priorities: Mapping[str, float]) -> di
     return out
 
 
-def _strip_root(name: str) -> str:
-    return name.split("/", 1)[1] if "/" in name else name
+def _canonical(name: str) -> str:
+    """``name`` without the ``_<n>`` suffixes Keras appends to auto-generated names that
+    repeat within a process (``seed_generator_2/state`` -> ``seed_generator/state``)."""
+    return "/".join(re.sub(r"_\d+$", "", part) for part in name.split("/"))
 
 
 def match_variables(
@@ -56,35 +59,37 @@ def match_variables(
 ) -> dict[str, str]:
     """Map each traced variable name to the live job's variable of the same parameter.
 
-    Both arguments map names to shapes, in creation order. Tried in turn: equal names;
-    equal names once the first path component (the model's auto-generated name, which
-    depends on how many models a process built before) is dropped; equal creation order
-    when the two shape sequences are identical. Raises :class:`CommschedError` when none
-    of them gives a one-to-one map with equal shapes.
+    Both arguments map names to shapes, in creation order; ``live`` may have more
+    variables than ``traced`` (a live step also reads variables the trace's
+    parameter-server view does not transfer, e.g. a batch-norm moving mean read only by
+    its own update). A traced variable matches the live variable of the same name; failing
+    that, the only not yet matched live variable with the same name up to Keras'
+    ``_<n>`` uniquifying suffixes (which depend on how many models a process built
+    before). When that leaves a variable unmatched and both sides have the same number
+    of variables, creation order decides. Shapes must agree; otherwise
+    :class:`CommschedError`.
 
-    >>> match_variables({"m/d/kernel": [2, 3]}, {"m_1/d/kernel": [2, 3]})
-    {'m/d/kernel': 'm_1/d/kernel'}
+    >>> match_variables({"d/kernel": [2, 3], "seed_generator/state": [2]},
+    ...                 {"d/kernel": [2, 3], "seed_generator_3/state": [2]})
+    {'d/kernel': 'd/kernel', 'seed_generator/state': 'seed_generator_3/state'}
     """
-    if len(traced) != len(live):
-        raise CommschedError(
-            f"the trace has {len(traced)} variables, the live model {len(live)}: not the same model"
-        )
     t_shapes = {k: list(v) for k, v in traced.items()}
     l_shapes = {k: list(v) for k, v in live.items()}
-    if set(traced) == set(live):
-        candidate = {k: k for k in traced}
-    else:
-        stripped = {_strip_root(k): k for k in live}
-        if len(stripped) == len(live) and all(_strip_root(k) in stripped for k in traced):
-            candidate = {k: stripped[_strip_root(k)] for k in traced}
-        elif list(t_shapes.values()) == list(l_shapes.values()):
-            candidate = dict(zip(traced, live, strict=True))
-        else:
-            missing = next(k for k in traced if k not in live)
+    candidate = {k: k for k in traced if k in live}
+    free = [v for v in live if v not in candidate.values()]
+    for k in traced:
+        if k in candidate:
+            continue
+        same = [v for v in free if _canonical(v) == _canonical(k)]
+        if len(same) == 1:
+            candidate[k] = same[0]
+            free.remove(same[0])
+    if len(candidate) < len(traced):
+        if len(traced) != len(live):
+            missing = next(k for k in traced if k not in candidate)
             raise CommschedError(
-                f"traced variable {missing!r} has no counterpart in the live model "
-                "(names and creation order both differ)"
-            )
+                f"traced variable {missing!r} has no counterpart in the live model")
+        candidate = dict(zip(traced, live, strict=True))
     for t, lv in candidate.items():
         if t_shapes[t] != l_shapes[lv]:
             raise CommschedError(

@@ -66,7 +66,7 @@ def transfers(node_stats: Iterable[Mapping[str, Any]], t0_us: int) -> list[Trans
         parsed = parse_label(n["timeline_label"])
         if parsed is None:
             continue
-        start = (int(n["all_start_micros"]) - t0_us) / 1e6
-        out.append(Transfer(parsed[0], parsed[1], parsed[2], start,
-                            start + int(n["op_end_rel_micros"]) / 1e6))
+        start = int(n["all_start_micros"]) - t0_us
+        end = start + int(n["op_end_rel_micros"])
+        out.append(Transfer(parsed[0], parsed[1], parsed[2], start / 1e6, end / 1e6))
     return sorted(out, key=lambda t: (t.start, t.src_op))

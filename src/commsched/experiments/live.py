@@ -1,0 +1,517 @@
+"""Live experiment: TIC and TAC enforced in a real TensorFlow parameter-server cluster.
+
+TicTac (Hashemi, Jyothi & Campbell, SysML 2019) measured its gains on a real cluster with
+the order enforced inside TensorFlow's runtime (Sec. 5-6). This driver does the same on an
+emulated cluster (:mod:`commsched.cluster`: P servers and N workers in network namespaces,
+every link shaped to the configured bandwidth) or on a real one (``live.hosts``), and puts
+the simulator's prediction beside every measurement.
+
+For every configured model and mode (inference, training):
+
+1. **Orders.** The model's trace at the live batch and thread settings (written by
+   ``commsched trace``, rule ``live_trace``) becomes a parameter-server view
+   (:func:`commsched.views.ps_view`, P servers, links of the model's bandwidth);
+   :func:`commsched.tictac.tic` and :func:`commsched.tictac.tac` rank its recvs, and each
+   recv's priority becomes its variable's (:func:`commsched.enforce.variable_priorities`).
+2. **Configs.** ``baseline`` (hook ``none``: TensorFlow's own order) and one config per
+   order and hook (``tic-sender``, ``tac-dag``, ...), all measured in the same worker
+   processes with interleaved steps (:mod:`commsched.enforce.job`).
+3. **Prediction.** The multi-worker simulator (:mod:`commsched.sim.multiworker`) runs the
+   same view with N workers sharing each server's channel: the baseline as independent
+   random orders per worker and iteration (``sim_iterations`` of them, mean), TIC and TAC
+   with their order (deterministic). ``pred_error = predicted / measured - 1`` on the mean
+   iteration time.
+
+Measured per step and worker: the work and barrier times; the *iteration time* of a step is
+the largest ``work + barrier`` over the workers, the *straggler effect* the longest barrier
+wait over the iteration time (TicTac Sec. 6.3, as :mod:`commsched.sim.multiworker` reads
+it). Throughput = N x batch / mean iteration time; gain = baseline mean iteration time /
+config mean iteration time - 1. From the traced steps: every parameter transfer's start
+(the sender's send start) and end, and the *order agreement*: the fraction of pairs of
+transfers of different priority (TAC's, for the baseline) that started in priority order
+(0.5 = unordered, 1 = perfectly ordered).
+
+Without root or namespace support (and without ``live.hosts``) nothing runs: the tables
+hold one row ``skipped: <reason>`` and the metrics table is empty, so the claims stay
+*pending*. Run as ``python -m commsched.experiments.live --config-json '{...}' --traces
+T.json ... --steps S.csv --transfers X.csv --summary Y.csv --metrics M.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import yaml
+
+from commsched.cluster import net
+from commsched.cluster.emulated import ClusterConfig, HostCluster, emulated_cluster, guard
+from commsched.cluster.procs import ProcRecord, end_processes, start_time
+from commsched.cost import LinkModel
+from commsched.enforce.order import variable_priorities
+from commsched.errors import CommschedError
+from commsched.results import write_metrics, write_table
+from commsched.sim.multiworker import compose
+from commsched.sim.multiworker import run as simulate_workers
+from commsched.tictac import tac, tic
+from commsched.trace.format import load_trace
+from commsched.views import ps_view
+
+__all__ = [
+    "LiveParams",
+    "Workload",
+    "agreement",
+    "load_workloads",
+    "main",
+    "metrics",
+    "skipped_reason",
+    "summarize",
+    "trace_path",
+]
+
+ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
+HOOKS = ("sender", "dag")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of the live experiment: batch per mode, input size, link bandwidth."""
+
+    model: str
+    batch: dict[str, int]
+    size: int | None
+    bandwidth: str
+
+
+@dataclass(frozen=True)
+class LiveParams:
+    """The ``live:`` config section, validated (see ``config/config.yaml``)."""
+
+    raw: dict[str, Any]
+    models: list[ModelEntry]
+    modes: list[str]
+    orders: list[str]
+    hooks: list[str]
+    hosts: dict[str, list[str]] | None
+    ps: int
+    workers: int
+    burst: str
+    latency: str
+    threads: int
+    warmup: int
+    iterations: int
+    trace_iterations: int
+    timeout_s: float
+    step_timeout_s: float
+    sim_iterations: int
+    seed: int
+    enabled: bool = True
+
+    @staticmethod
+    def from_config(cfg: Mapping[str, Any]) -> LiveParams:
+        def need(key: str) -> Any:
+            if key not in cfg:
+                raise CommschedError(f"live: missing key {key!r}")
+            return cfg[key]
+
+        modes = list(need("modes"))
+        models = []
+        for m in need("models"):
+            batch = m["batch"] if isinstance(m["batch"], dict) else dict.fromkeys(
+                modes, m["batch"])
+            for mode in modes:
+                if int(batch.get(mode, 0)) < 1:
+                    raise CommschedError(f"live.models {m['model']}: no batch for {mode}")
+            net.parse_rate(m.get("bandwidth", cfg.get("bandwidth", "1gbit")))
+            models.append(ModelEntry(str(m["model"]), {k: int(v) for k, v in batch.items()},
+                                     m.get("size"), m.get("bandwidth", need("bandwidth"))))
+        for o in need("orders"):
+            if o not in ORDERS:
+                raise CommschedError(f"live.orders: unknown order {o!r} (tic, tac)")
+        for h in need("hooks"):
+            if h not in HOOKS:
+                raise CommschedError(f"live.hooks: unknown hook {h!r} (sender, dag)")
+        for mode in modes:
+            if mode not in ("infer", "train"):
+                raise CommschedError(f"live.modes: unknown mode {mode!r} (infer, train)")
+        return LiveParams(
+            raw=dict(cfg), models=models, modes=modes, orders=list(cfg["orders"]),
+            hooks=list(cfg["hooks"]), hosts=cfg.get("hosts"), ps=int(need("ps")),
+            workers=int(need("workers")), burst=str(need("burst")),
+            latency=str(need("latency")), threads=int(need("threads")),
+            warmup=int(need("warmup")), iterations=int(need("iterations")),
+            trace_iterations=int(need("trace_iterations")),
+            timeout_s=float(need("timeout_s")), step_timeout_s=float(need("step_timeout_s")),
+            sim_iterations=int(need("sim_iterations")), seed=int(need("seed")),
+            enabled=bool(cfg.get("enabled", True)),
+        )
+
+
+def trace_path(directory: str | Path, model: str, mode: str, batch: int) -> Path:
+    """Where rule ``live_trace`` writes the trace of ``model`` in ``mode`` at ``batch``."""
+    return Path(directory) / f"{model}-{mode}-b{batch}.json"
+
+
+@dataclass
+class Workload:
+    """One model and mode: its view, orders, configs for the job and predictions."""
+
+    model: str
+    mode: str
+    batch: int
+    size: int | None
+    bandwidth: str
+    view: nx.DiGraph
+    orders: dict[str, dict[str, float]]  # order name -> {variable: priority}
+    configs: list[dict[str, Any]]
+    predicted: dict[str, float]  # config name -> predicted mean iteration time (s)
+    comm_comp: float
+
+    @property
+    def group_id(self) -> str:
+        return f"{self.model.replace('_', '-')}.{self.mode}"
+
+
+def _prediction(view: nx.DiGraph, n_workers: int, order: Mapping[str, float] | None,
+                iterations: int, seed: int) -> float:
+    mw = compose(view, n_workers)
+    res = simulate_workers(mw, order, iterations, seed=seed,
+                           validate_every=max(1, iterations // 10))
+    return float(np.mean(res.iteration_time))
+
+
+def load_workloads(params: LiveParams, traces: Mapping[tuple[str, str], str]) -> list[Workload]:
+    """Views, orders, configs and predictions of every configured model and mode."""
+    out = []
+    for m in params.models:
+        bw = net.parse_rate(m.bandwidth)
+        for mode in params.modes:
+            trace = load_trace(traces[(m.model, mode)])
+            view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
+            recv_orders = {name: ORDERS[name](view) for name in params.orders}
+            var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
+                          for name, o in recv_orders.items()}
+            recv_vars = view.graph["recvs"]
+            traced_vars = {v: list(trace.graph["variables"][v]["shape"])
+                           for v in recv_vars.values()}
+            configs: list[dict[str, Any]] = [{"name": "baseline", "order": "none",
+                                              "enforce": "none", "priorities": {}}]
+            predicted = {"baseline": _prediction(view, params.workers, None,
+                                                 params.sim_iterations, params.seed)}
+            for name in params.orders:
+                p = _prediction(view, params.workers, recv_orders[name],
+                                params.sim_iterations, params.seed)
+                for hook in params.hooks:
+                    cname = f"{name}-{hook}"
+                    configs.append({"name": cname, "order": name, "enforce": hook,
+                                    "priorities": var_orders[name],
+                                    "traced_variables": traced_vars})
+                    predicted[cname] = p
+            comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
+                                        if a["kind"] == "recv") / bw
+            comp = sum(a["duration"] for _, a in view.nodes(data=True)
+                       if a["kind"] not in ("recv", "send"))
+            out.append(Workload(m.model, mode, m.batch[mode], m.size, m.bandwidth, view,
+                                var_orders, configs, predicted, comm / comp if comp else
+                                math.inf))
+    return out
+
+
+def skipped_reason(params: LiveParams) -> str | None:
+    """Why the live experiment cannot run here, or None."""
+    if not params.enabled:
+        return "disabled in the config (live.enabled: false)"
+    if params.hosts:
+        return None
+    return net.check_support()
+
+
+def _plan(params: LiveParams, cluster: Any, loads: Sequence[Workload]) -> dict[str, Any]:
+    groups = []
+    for w in loads:
+        groups.append({
+            "id": w.group_id, "model": w.model, "mode": w.mode, "batch": w.batch,
+            "size": w.size, "seed": params.seed, "warmup": params.warmup,
+            "iterations": params.iterations, "trace_iterations": params.trace_iterations,
+            "configs": w.configs,
+        })
+    return {"cluster": cluster.spec, "targets": cluster.targets, "threads": params.threads,
+            "timeout_s": params.step_timeout_s, "groups": groups}
+
+
+def _run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: float,
+                 say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Start one job client per worker, wait for all (bounded by ``deadline``)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan_path = workdir / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    procs = []
+    for i in range(len(plan["targets"])):
+        out = workdir / f"result-w{i}.json"
+        out.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "commsched.enforce.job", "--plan", str(plan_path),
+                "--task", str(i), "--out", str(out)]
+        p = cluster.spawn_client(i, argv, workdir / f"client-w{i}.log",
+                                 env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+        procs.append((p, out, workdir / f"client-w{i}.log"))
+    try:
+        while any(p.poll() is None for p, _, _ in procs):
+            for p, _, log in procs:
+                if p.poll() not in (None, 0):
+                    raise CommschedError(f"job client {log.name} failed (exit "
+                                         f"{p.returncode}): {_log_tail(log)}")
+            cluster.check()
+            if time.monotonic() > deadline:
+                raise CommschedError("live jobs did not finish within live.timeout_s")
+            time.sleep(0.5)
+        for p, _, log in procs:
+            if p.returncode != 0:
+                raise CommschedError(f"job client {log.name} failed (exit {p.returncode}): "
+                                     f"{_log_tail(log)}")
+    finally:
+        left = [ProcRecord(p.pid, st, "client", None, "") for p, _, _ in procs
+                if p.poll() is None and (st := start_time(p.pid)) is not None]
+        end_processes(left, popens={p.pid: p for p, _, _ in procs})
+    results = []
+    for _, out, _ in procs:
+        results.extend(json.loads(out.read_text())["results"])
+    say(f"collected {len(results)} config results")
+    return results
+
+
+def _log_tail(path: Path, lines: int = 4) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    keep = [x for x in text if x.strip() and not x.startswith(("I0000", "W0000", "WARNING"))]
+    return " | ".join(keep[-lines:]) or "(empty log)"
+
+
+def agreement(starts: Mapping[str, float], priorities: Mapping[str, float]) -> float:
+    """Fraction of pairs of transfers with different priorities that started in priority
+    order (ties in start time count one half); NaN when there is no such pair.
+
+    >>> agreement({"a": 0.0, "b": 1.0, "c": 2.0}, {"a": 0, "b": 1, "c": 2})
+    1.0
+    >>> agreement({"a": 2.0, "b": 1.0}, {"a": 0, "b": 1})
+    0.0
+    """
+    names = [n for n in starts if n in priorities]
+    good = total = 0.0
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if priorities[a] == priorities[b]:
+                continue
+            first, second = (a, b) if priorities[a] < priorities[b] else (b, a)
+            total += 1
+            d = starts[second] - starts[first]
+            good += 1.0 if d > 0 else 0.5 if d == 0 else 0.0
+    return good / total if total else math.nan
+
+
+def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
+           n_workers: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-step table and the per-transfer table of the collected results."""
+    by_group = {w.group_id: w for w in loads}
+    step_rows, xfer_rows = [], []
+    for r in results:
+        w = by_group[r["group"]]
+        cfg = next(c for c in w.configs if c["name"] == r["config"])
+        for k, s in enumerate(r["steps"]):
+            step_rows.append({"model": w.model, "mode": w.mode, "config": r["config"],
+                              "order": cfg["order"], "hook": cfg["enforce"], "step": k,
+                              "worker": r["task"], "work_s": s["work"],
+                              "barrier_s": s["barrier"], "step_s": s["work"] + s["barrier"]})
+        ref = r["priorities"] or _live_reference(w, r)
+        for k, tr in enumerate(r["traces"]):
+            for kind in ("recvs", "grads"):
+                for x in tr[kind]:
+                    xfer_rows.append({
+                        "model": w.model, "mode": w.mode, "config": r["config"],
+                        "trace_step": k, "worker": r["task"], "kind": kind[:-1],
+                        "variable": x["var"], "bytes": r["variables"].get(x["var"], {}).get(
+                            "bytes", 0), "priority": ref.get(x["var"], math.nan),
+                        "start_s": x["start"], "end_s": x["end"]})
+    steps = pd.DataFrame(step_rows)
+    if not steps.empty:
+        per = steps.groupby(["model", "mode", "config", "step"])
+        steps["iteration_s"] = per["step_s"].transform("max")
+        steps["straggler"] = per["barrier_s"].transform("max") / steps["iteration_s"]
+    return steps, pd.DataFrame(xfer_rows)
+
+
+def _live_reference(w: Workload, r: Mapping[str, Any]) -> dict[str, float]:
+    """TAC's variable priorities under the live names (for the baseline's agreement)."""
+    from commsched.enforce.order import match_variables
+
+    ref = w.orders.get("tac") or next(iter(w.orders.values()), {})
+    traced = {v: list(w.view.graph["variables"][v]["shape"]) for v in ref}
+    live = {v: list(info["shape"]) for v, info in r["variables"].items()}
+    mapping = match_variables(traced, live)
+    return {mapping[v]: p for v, p in ref.items()}
+
+
+def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload],
+              n_workers: int) -> pd.DataFrame:
+    """One row per model, mode and config: throughput, gain, straggler, prediction."""
+    rows = []
+    for w in loads:
+        it = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.worker == 0)]
+        base = it[it.config == "baseline"]["iteration_s"].mean()
+        base_strag = it[it.config == "baseline"]["straggler"].mean()
+        for c in w.configs:
+            x = it[it.config == c["name"]]
+            mean = float(x["iteration_s"].mean())
+            agree = []
+            if not xfers.empty:
+                sel = xfers[(xfers.model == w.model) & (xfers["mode"] == w.mode)
+                            & (xfers.config == c["name"]) & (xfers.kind == "recv")]
+                for _, grp in sel.groupby(["trace_step", "worker"]):
+                    agree.append(agreement(dict(zip(grp.variable, grp.start_s, strict=True)),
+                                           dict(zip(grp.variable, grp.priority, strict=True))))
+            strag = float(x["straggler"].mean())
+            rows.append({
+                "model": w.model, "mode": w.mode, "batch": w.batch, "bandwidth": w.bandwidth,
+                "workers": n_workers, "config": c["name"], "order": c["order"],
+                "hook": c["enforce"], "steps": len(x), "iteration_mean_s": mean,
+                "iteration_median_s": float(x["iteration_s"].median()),
+                "iteration_p95_s": float(x["iteration_s"].quantile(0.95)),
+                "throughput": n_workers * w.batch / mean,
+                "gain": float(base / mean - 1.0),
+                "straggler": strag,
+                "straggler_reduction": float(base_strag / strag) if strag > 0 else math.nan,
+                "order_agreement": float(np.nanmean(agree)) if agree else math.nan,
+                "predicted_s": w.predicted[c["name"]],
+                "pred_error": w.predicted[c["name"]] / mean - 1.0,
+                "predicted_gain": w.predicted["baseline"] / w.predicted[c["name"]] - 1.0,
+                "comm_comp_ratio": w.comm_comp,
+            })
+    return pd.DataFrame(rows)
+
+
+def metrics(summary: pd.DataFrame) -> dict[str, float]:
+    """Headline numbers for the claims table (``live.*``)."""
+    out: dict[str, float] = {}
+    ordered = summary[summary.config != "baseline"]
+    for r in ordered.itertuples():
+        key = f"live.{r.model}.{r.mode}.{r.config}"
+        out[f"{key}.gain"] = r.gain
+        out[f"{key}.pred_error"] = r.pred_error
+    for mode in ("infer", "train"):
+        sel = ordered[ordered["mode"] == mode]
+        if not sel.empty:
+            out[f"live.{mode}.best_gain"] = float(sel.gain.max())
+            out[f"live.{mode}.mean_gain"] = float(sel.gain.mean())
+            out[f"live.{mode}.best_straggler_reduction"] = float(
+                sel.straggler_reduction.max())
+    for hook in sorted(set(ordered.hook)):
+        out[f"live.{hook}.order_agreement"] = float(
+            ordered[ordered.hook == hook].order_agreement.mean())
+    base = summary[summary.config == "baseline"]
+    if not base.empty:
+        out["live.none.order_agreement"] = float(base.order_agreement.mean())
+    if not summary.empty:
+        out["live.pred_error.median_abs"] = float(summary.pred_error.abs().median())
+        out["live.pred_error.max_abs"] = float(summary.pred_error.abs().max())
+    return out
+
+
+def _cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
+                 say: Callable[[str], None]) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + params.timeout_s
+    by_bw: dict[str, list[Workload]] = {}
+    for w in loads:
+        by_bw.setdefault(w.bandwidth, []).append(w)
+    results: list[dict[str, Any]] = []
+    if params.hosts:
+        hc = HostCluster(dict(params.hosts), net.parse_rate(loads[0].bandwidth), workdir)
+        with guard(params.timeout_s):
+            for bw, ws in by_bw.items():
+                hc.set_bandwidth(bw)
+                results += _run_clients(hc, _plan(params, hc, ws), workdir / bw, deadline,
+                                        say)
+        return results
+    first = next(iter(by_bw))
+    cfg = ClusterConfig(n_ps=params.ps, n_workers=params.workers, bandwidth=first,
+                        burst=params.burst, latency=params.latency, threads=params.threads)
+    with emulated_cluster(cfg, timeout=params.timeout_s) as c:
+        say(f"cluster {c.run_id} up: {c.spec}")
+        for bw, ws in by_bw.items():
+            c.set_bandwidth(bw)
+            say(f"bandwidth {bw}: {', '.join(w.group_id for w in ws)}")
+            results += _run_clients(c, _plan(params, c, ws), workdir / bw, deadline, say)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m commsched.experiments.live",
+                                description=__doc__.splitlines()[0] if __doc__ else None)
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--config", default="config/config.yaml",
+                     help="config file with a 'live' section (default %(default)s)")
+    src.add_argument("--config-json", help="the 'live' section as a JSON object")
+    p.add_argument("--trace-dir", default="results/live/traces",
+                   help="directory of the live traces (rule live_trace)")
+    p.add_argument("--workdir", default="results/live/run", help="plans, client logs")
+    p.add_argument("--steps", required=True, help="per-step table (CSV)")
+    p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
+    p.add_argument("--summary", required=True, help="per-config summary table (CSV)")
+    p.add_argument("--metrics", required=True, help="metrics table (CSV)")
+    args = p.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    try:
+        if args.config_json:
+            section = json.loads(args.config_json)
+        else:
+            with open(args.config) as f:
+                section = (yaml.safe_load(f) or {}).get("live")
+        if not isinstance(section, dict):
+            raise CommschedError("no 'live' section in the config")
+        params = LiveParams.from_config(section)
+        reason = skipped_reason(params)
+        if reason:
+            say(f"live experiment skipped: {reason}")
+            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
+            for path in (args.steps, args.transfers, args.summary):
+                write_table(skip, path, params.raw)
+            write_metrics({}, args.metrics, {**params.raw, "skipped": reason})
+            return 0
+        traces = {(m.model, mode): str(trace_path(args.trace_dir, m.model, mode,
+                                                  m.batch[mode]))
+                  for m in params.models for mode in params.modes}
+        t = time.perf_counter()
+        loads = load_workloads(params, traces)
+        for w in loads:
+            say(f"{w.group_id}: comm/comp {w.comm_comp:.2f}, predicted "
+                + ", ".join(f"{k} {v:.3f}s" for k, v in w.predicted.items()))
+        results = _cluster_run(params, loads, Path(args.workdir), say)
+        steps, xfers = tables(results, loads, params.workers)
+        summary = summarize(steps, xfers, loads, params.workers)
+        cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
+        write_table(steps, args.steps, cfg)
+        write_table(xfers, args.transfers, cfg)
+        write_table(summary, args.summary, cfg)
+        write_metrics(metrics(summary), args.metrics, cfg)
+        say(summary.to_string(index=False))
+    except CommschedError as e:
+        print(f"live: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
