@@ -26,26 +26,40 @@ gRPC*. Three hooks, selected by ``enforce``:
     this option.
 
 ``sender``
-    The paper's choice (Sec. 5.1-5.2): order the *activation* of transfers at the sender
-    and let them pipeline on the wire. Our hook is a graph rewrite on the PS side: on each
-    PS device, a ``NoOp`` gate waits for the reads of priority group *k*, and every read
-    of group *k+1* on that device gets a control input from the gate. A read's output goes
-    to its Send at once, so each PS hands the values to gRPC in priority order, one group
-    after the other, while the transfers themselves overlap on the link and with
-    computation (reads take microseconds; transfers take milliseconds).
+    The paper's choice (Sec. 5.1-5.2): order the *activation* of transfers at the sender,
+    before they are handed to gRPC, and let them pipeline on the wire. Our hook is a graph
+    rewrite on the PS side, in three parts:
+
+    * *chain*: on each PS device, a ``NoOp`` gate waits for the reads of one priority
+      group and every read of the next group gets a control input from it, so the PS
+      produces the values group after group (reads take microseconds; nothing waits for a
+      transfer, so transfers still pipeline);
+    * *start gate*: the first group's reads wait for a control token from the worker's
+      step start, so the worker's ``RecvTensor`` requests are (mostly) already waiting at
+      the PS when the values appear; a value that is ready before its request arrives is
+      answered in request-arrival order, which is the worker's arbitrary order;
+    * *dispatch order*: a PS with one inter-op thread runs the whole chain in one executor
+      pass, and TensorFlow 2.21 then hands the responses that became ready during the pass
+      to gRPC *last-in first-out* (the pass schedules each response on its own thread
+      pool's local queue, which Eigen pops from the front). We measured this: with the chain
+      in priority order, the send-start order of the transfers was exactly reversed (order
+      agreement 0.0) and the step slower than the baseline. So with ``sender_lifo`` (the
+      default, for one inter-op thread) the chain runs the groups in *reverse* priority
+      order and the responses leave in priority order (measured agreement 0.8-0.9).
 
     How this differs from the authors' implementation: TicTac patches TensorFlow's gRPC
-    runtime (about 40 lines) so that the PS *holds each RecvTensor request until the
-    transfers of higher priority have been handed to gRPC*, i.e. it orders the responses
-    inside the RPC layer, for every recv including those the graph cannot see. Our hook
-    orders the same events one layer up, in the PS's dataflow graph, with stock
-    TensorFlow: the responses still leave the PS in the order their values become ready,
-    and we make the values ready in priority order. Two consequences: (1) ordering acts
-    only on values produced by ReadVariableOps (parameter transfers), which is what TIC
-    and TAC rank; (2) if a request arrives after its value was produced (a late worker),
-    gRPC answers it immediately and the PS-side order is not re-imposed among late
-    requests, whereas the patched runtime queues them. We measure the resulting order from
-    the distributed FULL_TRACE (PS read start times and worker RecvTensor times).
+    runtime (about 40 lines) so that the PS *holds each RecvTensor response until the
+    transfers of higher priority have been handed to gRPC*: ordering inside the RPC layer,
+    independent of when requests arrive, of the executor's thread pool and of how many
+    threads it has. Our hook orders the same events one layer up, in the PS's dataflow
+    graph, with stock TensorFlow. Consequences: (1) it orders only values produced by
+    ``ReadVariableOp``s, i.e. parameter transfers (what TIC and TAC rank); (2) a request
+    that arrives after its value was produced (a late worker) is answered at once, so
+    the order is not re-imposed among late requests, whereas the patched runtime would
+    queue them; (3) it depends on the LIFO dispatch described above, an implementation
+    detail of TensorFlow's executor. That is why every live run measures what order the
+    transfers actually took (``order_agreement`` in :mod:`commsched.experiments.live`,
+    from the sender's send-start times in the distributed FULL_TRACE).
 
 TensorFlow is imported by the functions, never at module import.
 """
@@ -127,6 +141,9 @@ def apply_hook(
     ``reads`` comes from :func:`reads_by_variable`, ``priorities`` maps the same variable
     names to numbers (lower first; variables without one are never held back). Every read
     must already be placed, i.e. the graph was built under ``replica_device_setter``.
+    ``sender_lifo`` chains the sender hook's groups in reverse priority order, for a PS
+    whose executor dispatches the responses of one pass last-in first-out (one inter-op
+    thread; see the module docstring).
     """
     import tensorflow as tf
 

@@ -182,7 +182,9 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
-    recvs, grads, ps_reads = [], [], []
+    recvs: list[dict[str, Any]] = []
+    grads: list[dict[str, Any]] = []
+    ps_reads: list[dict[str, Any]] = []
     for dev, ns in devs:
         for t in transfers(ns, t0):
             if t.src_op in read_var and "/job:worker" in t.dst_device:
