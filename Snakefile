@@ -15,6 +15,7 @@ include: "workflow/rules/toys.smk"
 include: "workflow/rules/tictac_bruteforce.smk"
 include: "workflow/rules/tictac.smk"
 include: "workflow/rules/comm.smk"
+include: "workflow/rules/live.smk"
 include: "workflow/rules/claims.smk"
 
 

@@ -68,6 +68,8 @@ from commsched.trace.format import load_trace
 from commsched.views import ps_view
 
 __all__ = [
+    "FIGURE_KINDS",
+    "FigureConfig",
     "LiveParams",
     "Workload",
     "agreement",
@@ -81,6 +83,32 @@ __all__ = [
 
 ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
 HOOKS = ("sender", "dag")
+#: The figures of ``notebooks/live.ipynb``.
+FIGURE_KINDS = ("steptime_cdf", "gain", "prediction", "transfers")
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/live.ipynb``, checked before plotting."""
+
+    summary: str
+    steps: str
+    transfers: str
+    figure: str  # the PDF; the PNG is written beside it
+    kind: str
+
+    def __post_init__(self) -> None:
+        for what, path in (("summary", self.summary), ("steps", self.steps),
+                           ("transfers", self.transfers)):
+            if not Path(path).is_file():
+                raise CommschedError(f"live figure: {what} table {path!r} does not exist; "
+                                     "run rule live_run first")
+        if Path(self.figure).suffix != ".pdf":
+            raise CommschedError(f"live figure: {self.figure!r} must end in .pdf "
+                                 "(the PNG is written beside it)")
+        if self.kind not in FIGURE_KINDS:
+            raise CommschedError(f"live figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(FIGURE_KINDS)}")
 
 
 @dataclass(frozen=True)
@@ -100,8 +128,7 @@ class LiveParams:
     raw: dict[str, Any]
     models: list[ModelEntry]
     modes: list[str]
-    orders: list[str]
-    hooks: list[str]
+    configs: list[tuple[str, str]]  # (order, hook) of every config besides the baseline
     hosts: dict[str, list[str]] | None
     ps: int
     workers: int
@@ -135,18 +162,19 @@ class LiveParams:
             net.parse_rate(m.get("bandwidth", cfg.get("bandwidth", "1gbit")))
             models.append(ModelEntry(str(m["model"]), {k: int(v) for k, v in batch.items()},
                                      m.get("size"), m.get("bandwidth", need("bandwidth"))))
-        for o in need("orders"):
-            if o not in ORDERS:
-                raise CommschedError(f"live.orders: unknown order {o!r} (tic, tac)")
-        for h in need("hooks"):
-            if h not in HOOKS:
-                raise CommschedError(f"live.hooks: unknown hook {h!r} (sender, dag)")
+        configs = []
+        for c in need("configs"):
+            order, _, hook = str(c).partition("-")
+            if order not in ORDERS or hook not in HOOKS:
+                raise CommschedError(f"live.configs: {c!r} is not <order>-<hook> with order "
+                                     f"in {', '.join(ORDERS)} and hook in {', '.join(HOOKS)}")
+            configs.append((order, hook))
         for mode in modes:
             if mode not in ("infer", "train"):
                 raise CommschedError(f"live.modes: unknown mode {mode!r} (infer, train)")
         return LiveParams(
-            raw=dict(cfg), models=models, modes=modes, orders=list(cfg["orders"]),
-            hooks=list(cfg["hooks"]), hosts=cfg.get("hosts"), ps=int(need("ps")),
+            raw=dict(cfg), models=models, modes=modes, configs=configs,
+            hosts=cfg.get("hosts"), ps=int(need("ps")),
             workers=int(need("workers")), burst=str(need("burst")),
             latency=str(need("latency")), threads=int(need("threads")),
             warmup=int(need("warmup")), iterations=int(need("iterations")),
@@ -198,7 +226,8 @@ def load_workloads(params: LiveParams, traces: Mapping[tuple[str, str], str]) ->
         for mode in params.modes:
             trace = load_trace(traces[(m.model, mode)])
             view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
-            recv_orders = {name: ORDERS[name](view) for name in params.orders}
+            recv_orders = {name: ORDERS[name](view) for name in
+                           dict.fromkeys(o for o, _ in params.configs)}
             var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
                           for name, o in recv_orders.items()}
             recv_vars = view.graph["recvs"]
@@ -208,15 +237,14 @@ def load_workloads(params: LiveParams, traces: Mapping[tuple[str, str], str]) ->
                                               "enforce": "none", "priorities": {}}]
             predicted = {"baseline": _prediction(view, params.workers, None,
                                                  params.sim_iterations, params.seed)}
-            for name in params.orders:
-                p = _prediction(view, params.workers, recv_orders[name],
-                                params.sim_iterations, params.seed)
-                for hook in params.hooks:
-                    cname = f"{name}-{hook}"
-                    configs.append({"name": cname, "order": name, "enforce": hook,
-                                    "priorities": var_orders[name],
-                                    "traced_variables": traced_vars})
-                    predicted[cname] = p
+            order_pred = {name: _prediction(view, params.workers, o, params.sim_iterations,
+                                            params.seed) for name, o in recv_orders.items()}
+            for name, hook in params.configs:
+                cname = f"{name}-{hook}"
+                configs.append({"name": cname, "order": name, "enforce": hook,
+                                "priorities": var_orders[name],
+                                "traced_variables": traced_vars})
+                predicted[cname] = order_pred[name]
             comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
                                         if a["kind"] == "recv") / bw
             comp = sum(a["duration"] for _, a in view.nodes(data=True)
