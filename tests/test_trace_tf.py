@@ -36,8 +36,8 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("traces")
     counts = tmp / "counts.json"
     subprocess.run(
-        [sys.executable, "-m", "commsched", "trace", "--count", "thesis_cnn", "--out",
-         str(counts)], check=True, timeout=300, capture_output=True,
+        [sys.executable, "-m", "commsched", "trace", "--count", "thesis_cnn", "--batch", "4",
+         "--out", str(counts)], check=True, timeout=300, capture_output=True,
     )
     return {"train": _trace(tmp, "thesis_cnn", "train"),
             "infer": _trace(tmp, "thesis_cnn", "infer"),

@@ -28,6 +28,14 @@ def test_cli_unknown_model_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]
     assert "\n" not in err
     assert main(["trace", "--count", "vgg16", "nope", "--out", "x.json"]) == 2
     assert "unknown model 'nope'" in capsys.readouterr().err
+    assert main(["trace", "--count", "vgg16"]) == 2
+    assert "--count needs --out" in capsys.readouterr().err
+    assert main(["trace", "--batch", "2"]) == 2
+    assert "--model is required" in capsys.readouterr().err
+    assert main(["trace", "--model", "vgg16", "--size", "64"]) == 2
+    assert "needs input size 224" in capsys.readouterr().err
+    assert main(["trace", "--model", "thesis_cnn", "--iters", "0"]) == 2
+    assert "iterations >= 1" in capsys.readouterr().err
 
 
 def test_zoo_covers_the_papers() -> None:

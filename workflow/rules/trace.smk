@@ -47,10 +47,14 @@ rule trace:
         device=TRACE["device"],
         coverage=TRACE["min_coverage"],
         seed=TRACE["seed"],
+    threads: TRACE["intra_threads"]  # one trace at a time per 2 cores: times stay clean
     resources:
         gpu=TRACE_GPUS,
+        mem_mb=4000,
     log:
         "logs/trace/{model}-{mode}-b{batch}.log",
+    conda:
+        CONDA_ENV
     shell:
         "commsched trace --model {wildcards.model} --mode {wildcards.mode} "
         "--batch {wildcards.batch} --warmup {params.warmup} --iters {params.iters} "
@@ -65,8 +69,11 @@ rule trace_counts:
         counts="results/models/counts.json",
     params:
         models=" ".join(TRACE["count_models"]),
+    threads: TRACE["intra_threads"]
     log:
         "logs/trace/counts.log",
+    conda:
+        CONDA_ENV
     shell:
         "commsched trace --count {params.models} --out {output.counts} > {log} 2>&1"
 
@@ -81,6 +88,8 @@ rule trace_model_table:
         metrics=TRACE_METRICS,
     log:
         "logs/trace/model_table.log",
+    conda:
+        CONDA_ENV
     shell:
         "python -m commsched.experiments.model_table --counts {input.counts} "
         "--paper {input.paper} --table {output.table} --metrics {output.metrics} "

@@ -70,14 +70,14 @@ def _check(graph_path: str, raw_path: str) -> int:
     return 0
 
 
-def _count(models: list[str], out: str | None, size: int | None) -> int:
+def _count(models: list[str], out: str | None, size: int | None, batch: int | None) -> int:
     from commsched.trace.tf import count_model
 
     if not out:
         raise CommschedError("--count needs --out FILE")
     for m in models:
         zoo.get(m)  # unknown names fail before TensorFlow is imported
-    counts = {m: count_model(m, size) for m in models}
+    counts = {m: count_model(m, size, batch) for m in models}
     atomic_write_text(out, json.dumps(counts, indent=1, sort_keys=True) + "\n")
     print(f"{out}: {len(counts)} models")
     return 0
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         return _check(*args.check)
     if args.count:
-        return _count(args.count, args.out, args.size)
+        return _count(args.count, args.out, args.size, args.batch)
     if not args.model:
         raise CommschedError("--model is required (see commsched trace --list)")
     spec = zoo.get(args.model)

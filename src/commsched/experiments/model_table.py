@@ -5,10 +5,11 @@ Input: the model counts ``commsched trace --count`` wrote (committed under
 training graph of every model, counted on graphs built exactly as the tracer builds them),
 and the paper's values (``papers/model_table.yaml``, unknown cells null). Output:
 
-* ``results/tables/model_table.csv``: one row per model of :mod:`commsched.trace.zoo`
-  with ours and the paper's columns (params = trainable variables, param_mib = their total
-  size in MiB, ops_infer, ops_train, batch = the per-worker batch of our default traces;
-  ``paper_*`` the same from TicTac's Table 1) and why ours may differ (``note``);
+* ``results/tables/model_table.csv``: one row per model of :mod:`commsched.trace.zoo`:
+  params (trainable variables), param_mib (their total size in MiB), ops_infer and
+  ops_train (ops of the inference and the training graph at the batch and input size of
+  our default traces; Keras' LSTM builds other ops for a batch of 1), batch (that batch);
+  ``paper_*``, the same columns from TicTac's Table 1; and ``note``, why ours may differ;
 * ``results/metrics/model_table.csv``: ``model.<name>.{params,param_mib,ops_infer,
   ops_train}`` for the claims table.
 
@@ -97,7 +98,8 @@ def model_table(
             "model": name, "title": spec.title, "families": " ".join(spec.families),
             "params": int(c["params"]), "param_mib": round(c["param_bytes"] / 2**20, 2),
             "ops_infer": int(c["ops_infer"]), "ops_train": int(c["ops_train"]),
-            "batch": spec.standard_batch, "size": int(c.get("size", spec.size)),
+            "batch": int(c.get("batch", spec.standard_batch)),
+            "size": int(c.get("size", spec.size)),
             **{f"paper_{k}": p.get(k) for k in COLUMNS},
             "note": spec.note,
         })

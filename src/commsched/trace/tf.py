@@ -232,23 +232,27 @@ def _build(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str, size
     return _Built(g, net, targets, init, names, grad_ops & set(names), dict(grad_of))
 
 
-def count_model(model: str, size: int | None = None, seed: int = 0) -> dict[str, Any]:
+def count_model(
+    model: str, size: int | None = None, batch: int | None = None, seed: int = 0
+) -> dict[str, Any]:
     """TicTac Table 1 columns of ``model`` without running it.
 
     Builds the inference and the training graph exactly as :func:`trace_model` does and
     counts their ops (the ops an iteration runs: the ancestors of its targets), the
-    trainable variables and their bytes. Op counts do not depend on the batch size; they
-    do on the sequence length of the unrolled recurrent models.
+    trainable variables and their bytes. The defaults are the model's size and standard
+    batch, those of the committed traces: op counts depend on the sequence length of the
+    unrolled recurrent models and, for Keras' LSTM, on whether the batch is 1.
     """
     spec = zoo.get(model)
     size = spec.size if size is None else size
+    batch = spec.standard_batch if batch is None else batch
     spec.check_size(size)
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     tf, keras = zoo.load_tensorflow()
     tf.compat.v1.disable_eager_execution()
-    out: dict[str, Any] = {"model": model, "size": size}
+    out: dict[str, Any] = {"model": model, "size": size, "batch": batch}
     for mode in ("infer", "train"):
-        b = _build(tf, keras, spec, 1, mode, size, seed, 0.01)
+        b = _build(tf, keras, spec, batch, mode, size, seed, 0.01)
         out[f"ops_{mode}"] = len(b.names)
         tvars = b.net.trainable_variables
         out["params"] = len(tvars)
