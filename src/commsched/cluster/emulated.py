@@ -373,8 +373,11 @@ def status(clean: bool = False) -> dict[str, Any]:
     """Every run and every leftover namespace; with ``clean``, remove stale ones.
 
     A run is *stale* when its owner exited without tearing it down, or when it is detached
-    and none of its servers runs any more. A namespace with our prefix that no run claims
-    is an *orphan*. Live runs of other processes are never touched.
+    and none of its servers runs any more. A namespace with our prefix that no run under
+    :func:`commsched.cluster.state.run_base` claims, and in whose run no process lives, is
+    an *orphan* (left by a run whose state was lost, or by a support probe killed midway).
+    Live runs of other processes are never touched; every commsched process on a machine
+    should use the same run directory, so that their runs claim their namespaces.
     """
     runs = list_runs()
     claimed = {ns for r in runs for ns in r.namespaces}
@@ -392,18 +395,27 @@ def status(clean: bool = False) -> dict[str, Any]:
         if clean and (stale or r.status == "down"):
             _teardown(r)
             report["removed"].append(r.run_id)
-    for ns in present:
-        if ns in claimed or ns.startswith(f"{net.NS_PREFIX}probe-"):
-            continue
+    unclaimed = [ns for ns in present if ns not in claimed]
+    busy = {_run_of(ns) for ns in unclaimed if net.namespace_pids(ns)}
+    for ns in unclaimed:
+        rid = _run_of(ns)
+        if rid.startswith("probe-"):
+            pid = rid.removeprefix("probe-")
+            if pid.isdigit() and start_time(int(pid)) is not None:
+                continue  # a support check in progress
+        elif rid in busy:
+            continue  # processes still live in this run's namespaces: not ours to judge
         report["orphans"].append(ns)
         if clean:
-            recs = [ProcRecord(pid, st, f"orphan-in-{ns}", ns, "")
-                    for pid in net.namespace_pids(ns)
-                    if (st := start_time(pid)) is not None]
-            end_processes(recs)
             net.delete_namespace(ns)
             report["removed"].append(ns)
     return report
+
+
+def _run_of(namespace: str) -> str:
+    """The run id part of ``cs-<run id>-<host>`` (``probe-<pid>`` for a support probe)."""
+    rest = namespace.removeprefix(net.NS_PREFIX)
+    return rest if rest.startswith("probe-") else rest.split("-", 1)[0]
 
 
 def attach(run_id: str) -> RunState:

@@ -443,6 +443,12 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
             out[f"live.{mode}.mean_gain"] = float(sel.gain.mean())
             out[f"live.{mode}.best_straggler_reduction"] = float(
                 sel.straggler_reduction.max())
+    pairs = ordered.pivot_table(index=["model", "mode", "order"], columns="hook",
+                                values="gain")
+    if {"sender", "dag"} <= set(pairs.columns):
+        diff = (pairs["sender"] - pairs["dag"]).dropna()
+        if not diff.empty:
+            out["live.sender_minus_dag_gain"] = float(diff.mean())
     for hook in sorted(set(ordered.hook)):
         out[f"live.{hook}.order_agreement"] = float(
             ordered[ordered.hook == hook].order_agreement.mean())

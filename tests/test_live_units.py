@@ -1,0 +1,293 @@
+"""Live area, the parts that need neither root nor TensorFlow: priorities and groups,
+variable matching, step-trace parsing, order agreement, config checks, run state, signal
+guard, the experiment's tables and metrics, and the skipped path."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from commsched.claims import evaluate, load_claims
+from commsched.cluster import net
+from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
+from commsched.cluster.procs import ProcRecord, alive, start_time
+from commsched.cluster.state import RunState, list_runs
+from commsched.enforce.order import match_variables, priority_groups, variable_priorities
+from commsched.enforce.steptrace import parse_label, transfers
+from commsched.errors import CommschedError
+from commsched.experiments import live
+from commsched.graph import add_op, new_graph
+from commsched.results import read_metrics, read_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# --- priorities, groups, matching ----------------------------------------------------
+
+
+def test_variable_priorities_take_the_smallest_recv_priority():
+    g = new_graph({"net": 1, "cpu": 1})
+    add_op(g, "r1", "recv", "net", 1.0, param="w")
+    add_op(g, "r2", "recv", "net", 1.0, param="w")  # a variable may have two recvs
+    add_op(g, "r3", "recv", "net", 1.0, param="b")
+    add_op(g, "c", "compute", "cpu", 1.0)
+    out = variable_priorities(g, {"r1": 3, "r2": 1, "r3": 2, "c": 0})
+    assert out == {"w": 1, "b": 2}  # compute ops are ignored
+    with pytest.raises(CommschedError, match="not in the view"):
+        variable_priorities(g, {"nope": 1})
+    add_op(g, "r4", "recv", "net", 1.0)
+    with pytest.raises(CommschedError, match="no 'param'"):
+        variable_priorities(g, {"r4": 1})
+
+
+@given(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 3)),
+       st.lists(st.sampled_from("abcdefghij"), unique=True))
+def test_priority_groups_partition_the_prioritized_names(prios, names):
+    groups = priority_groups(prios, names)
+    flat = [n for grp in groups for n in grp]
+    assert sorted(flat) == sorted(n for n in names if n in prios)  # each once, none extra
+    levels = [prios[grp[0]] for grp in groups]
+    assert levels == sorted(set(levels))  # strictly increasing priority
+    assert all(prios[n] == prios[grp[0]] for grp in groups for n in grp)
+    for grp in groups:  # the order of `names` is kept inside a group
+        assert grp == [n for n in names if n in grp]
+
+
+def test_match_variables_exact_suffix_order_and_errors():
+    assert match_variables({"a/k": [2]}, {"a/k": [2], "x": [1]}) == {"a/k": "a/k"}
+    # Keras' per-process suffixes on auto-generated names
+    assert match_variables({"seed_generator/s": [2], "d/k": [3]},
+                           {"d/k": [3], "seed_generator_4/s": [2]}) == {
+        "seed_generator/s": "seed_generator_4/s", "d/k": "d/k"}
+    # names differ entirely but creation order and shapes agree
+    assert match_variables({"p": [2], "q": [3]}, {"u": [2], "v": [3]}) == {"p": "u", "q": "v"}
+    with pytest.raises(CommschedError, match="shape"):
+        match_variables({"a": [2]}, {"a": [3]})
+    with pytest.raises(CommschedError, match="no counterpart"):
+        match_variables({"a": [2]}, {"b": [2], "c": [2]})
+    # two live candidates with the same canonical name: ambiguous, so order decides
+    assert match_variables({"s/x": [1], "t": [2]}, {"s_1/x": [1], "s_2/x": [2]}) == {
+        "s/x": "s_1/x", "t": "s_2/x"}
+
+
+# --- step traces and order agreement ----------------------------------------------------
+
+
+def test_parse_label_and_transfers():
+    label = ("[14.1MB] [662.3Mb/s] edge_18_m/d_1/Cast/ReadVariableOp from "
+             "/job:ps/replica:0/task:0/device:CPU:0 to /job:worker/replica:0/task:0/device:CPU:0")
+    assert parse_label(label) == ("m/d_1/Cast/ReadVariableOp",
+                                  "/job:ps/replica:0/task:0/device:CPU:0",
+                                  "/job:worker/replica:0/task:0/device:CPU:0")
+    assert parse_label("m/d = MatMul(a, b)") is None
+    stats = [
+        {"node_name": "RecvTensor", "timeline_label": label, "all_start_micros": 1_000_500,
+         "op_end_rel_micros": 2_000},
+        {"node_name": "MatMul", "timeline_label": "x = MatMul(a)", "all_start_micros": 1_000_000,
+         "op_end_rel_micros": 10},
+        {"node_name": "RecvTensor", "timeline_label": "[1B] [1Mb/s] edge_3_a from /x to /y",
+         "all_start_micros": 1_000_100, "op_end_rel_micros": 1},
+    ]
+    out = transfers(stats, 1_000_000)
+    assert [t.src_op for t in out] == ["a", "m/d_1/Cast/ReadVariableOp"]  # sorted by start
+    assert out[1].start == pytest.approx(0.0005) and out[1].end == pytest.approx(0.0025)
+
+
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=8),
+       st.lists(st.integers(0, 3), min_size=2, max_size=8))
+def test_agreement_is_a_fraction_and_symmetric_under_reversal(starts, prios):
+    n = min(len(starts), len(prios))
+    s = {str(i): starts[i] for i in range(n)}
+    p = {str(i): prios[i] for i in range(n)}
+    a = live.agreement(s, p)
+    if len(set(p.values())) < 2:
+        assert math.isnan(a)
+        return
+    assert 0.0 <= a <= 1.0
+    # reversing time reverses every strict pair and keeps ties: a -> 1 - a
+    assert live.agreement({k: -v for k, v in s.items()}, p) == pytest.approx(1.0 - a)
+
+
+# --- network names and parameters ------------------------------------------------------
+
+
+def test_rates_sizes_and_names():
+    assert net.parse_rate("1gbit") == 125e6
+    assert net.parse_rate("100mbit") == 12.5e6
+    assert net.parse_size("64kb") == 65536
+    for bad in ("fast", "1 parsec", "-3mbit", "0gbit"):
+        with pytest.raises(CommschedError):
+            net.parse_rate(bad)
+    br, links = net.names("r1", ["ps0", "w0", "w1"])
+    assert br == "cs-r1-br"
+    assert [lk.namespace for lk in links] == ["cs-r1-ps0", "cs-r1-w0", "cs-r1-w1"]
+    assert len({lk.address for lk in links}) == 3
+    assert all(len(lk.bridge_dev) <= 15 for lk in links)  # Linux interface name limit
+    with pytest.raises(CommschedError, match="run id"):
+        net.names("Bad_Id", ["ps0"])
+
+
+def test_cluster_config_and_host_cluster_checks(tmp_path):
+    cfg = ClusterConfig(n_ps=2, n_workers=3)
+    assert cfg.hosts() == ["ps0", "ps1", "w0", "w1", "w2"]
+    assert cfg.bandwidth_bytes == 125e6
+    for bad in ({"n_workers": 0}, {"port": 70000}, {"bandwidth": "fast"}, {"threads": 0}):
+        with pytest.raises(CommschedError):
+            ClusterConfig(**bad)
+    hc = HostCluster({"ps": ["h1:2222"], "worker": ["h2:2222", "h3:2222"]}, 125e6, tmp_path)
+    assert hc.targets == ["grpc://h2:2222", "grpc://h3:2222"]
+    with pytest.raises(CommschedError, match="host:port"):
+        HostCluster({"ps": ["h1"], "worker": ["h2:1"]}, 1.0, tmp_path)
+
+
+# --- run state and processes -------------------------------------------------------------
+
+
+def test_run_state_roundtrip_and_staleness(tmp_path, monkeypatch):
+    monkeypatch.setenv("COMMSCHED_RUN_DIR", str(tmp_path))
+    me = f"{os.getpid()}:{start_time(os.getpid())}"
+    live_run = RunState("aaa", tmp_path / "aaa", me, "up", ["cs-aaa-br"],
+                        [ProcRecord(os.getpid(), start_time(os.getpid()) or 0, "ps0", None, "")])
+    live_run.save()
+    dead = RunState("bbb", tmp_path / "bbb", "1:1", "up", ["cs-bbb-br"])  # pid 1, wrong start
+    dead.save()
+    runs = {r.run_id: r for r in list_runs(tmp_path)}
+    assert set(runs) == {"aaa", "bbb"}
+    assert runs["aaa"].processes[0].role == "ps0" and alive(runs["aaa"].processes[0])
+    assert not runs["aaa"].stale and runs["bbb"].stale
+    assert not alive(ProcRecord(os.getpid(), 1, "x", None, ""))  # same PID, other start
+
+
+def test_guard_turns_alarm_and_sigterm_into_errors_and_restores_handlers():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(ClusterInterrupted, match="time limit"), guard(timeout=0.2):
+        time.sleep(5)
+    with pytest.raises(ClusterInterrupted, match="SIGTERM"), guard():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+# --- experiment: config, tables, metrics, skipped path -----------------------------------
+
+SECTION = {
+    "enabled": True, "hosts": None, "ps": 1, "workers": 2, "bandwidth": "1gbit",
+    "burst": "64kb", "latency": "10ms", "threads": 1, "modes": ["infer"],
+    "configs": ["tac-sender"], "models": [{"model": "toy", "batch": 4}],
+    "trace": {"warmup": 1, "iterations": 1}, "warmup": 1, "iterations": 3,
+    "trace_iterations": 1, "sim_iterations": 5, "timeout_s": 60, "step_timeout_s": 10,
+    "seed": 0,
+}
+
+
+def test_live_params_reject_bad_sections():
+    p = live.LiveParams.from_config(SECTION)
+    assert p.configs == [("tac", "sender")] and p.models[0].batch == {"infer": 4}
+    for key, value, msg in [("configs", ["toc-sender"], "order"), ("modes", ["fly"], "mode"),
+                            ("models", [{"model": "m", "batch": {"train": 2}}], "no batch")]:
+        with pytest.raises(CommschedError, match=msg):
+            live.LiveParams.from_config({**SECTION, key: value})
+    with pytest.raises(CommschedError, match="missing key"):
+        live.LiveParams.from_config({k: v for k, v in SECTION.items() if k != "ps"})
+
+
+def test_config_file_section_parses():
+    import yaml
+
+    section = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["live"]
+    params = live.LiveParams.from_config(section)
+    assert params.workers >= 2 and len(params.models) >= 2 and set(params.modes) == {
+        "infer", "train"}
+
+
+def _toy_workload() -> live.Workload:
+    g = new_graph({"net:ps0": 1, "cpu": 1}, variables={
+        "a": {"bytes": 8, "shape": [2]}, "b": {"bytes": 8, "shape": [2]}})
+    add_op(g, "recv:a", "recv", "net:ps0", 1.0, param="a", bytes=8)
+    add_op(g, "recv:b", "recv", "net:ps0", 1.0, param="b", bytes=8)
+    add_op(g, "c", "compute", "cpu", 1.0)
+    g.add_edges_from([("recv:a", "c"), ("recv:b", "c")])
+    g.graph["recvs"] = {"recv:a": "a", "recv:b": "b"}
+    configs = [{"name": "baseline", "order": "none", "enforce": "none", "priorities": {}},
+               {"name": "tac-sender", "order": "tac", "enforce": "sender",
+                "priorities": {"a": 0, "b": 1}}]
+    return live.Workload("toy", "infer", 4, None, "1gbit", g, {"tac": {"a": 0, "b": 1}},
+                         configs, {"baseline": 3.0, "tac-sender": 2.0}, 1.0)
+
+
+def _result(config: str, task: int, work: list[float], barrier: list[float],
+            starts: dict[str, float]) -> dict:
+    return {"group": "toy.infer", "config": config, "task": task,
+            "steps": [{"wall_start": 0.0, "work": w, "barrier": b}
+                      for w, b in zip(work, barrier, strict=True)],
+            "traces": [{"recvs": [{"var": v, "start": s, "end": s + 0.1}
+                                  for v, s in starts.items()], "grads": [], "ps_reads": []}],
+            "priorities": {} if config == "baseline" else {"a": 0, "b": 1},
+            "variables": {"a": {"shape": [2], "bytes": 8}, "b": {"shape": [2], "bytes": 8}},
+            "enforce_edges": 0}
+
+
+def test_tables_summary_and_metrics_from_known_results():
+    w = _toy_workload()
+    results = [
+        _result("baseline", 0, [3.0, 3.0], [1.0, 0.0], {"a": 0.2, "b": 0.1}),
+        _result("baseline", 1, [4.0, 2.0], [0.0, 1.0], {"a": 0.2, "b": 0.1}),
+        _result("tac-sender", 0, [2.0, 2.0], [0.0, 0.0], {"a": 0.1, "b": 0.2}),
+        _result("tac-sender", 1, [2.0, 1.5], [0.0, 0.5], {"a": 0.1, "b": 0.2}),
+    ]
+    steps, xfers = live.tables(results, [w], 2)
+    # iteration time = slowest worker's work + barrier: baseline 4 and 3, tac 2 and 2
+    base = steps[(steps.config == "baseline") & (steps.worker == 0)]
+    assert base.iteration_s.tolist() == [4.0, 3.0]
+    assert base.straggler.tolist() == pytest.approx([1 / 4, 1 / 3])
+    summary = live.summarize(steps, xfers, [w], 2).set_index("config")
+    assert summary.loc["tac-sender", "gain"] == pytest.approx(3.5 / 2.0 - 1)
+    assert summary.loc["tac-sender", "throughput"] == pytest.approx(2 * 4 / 2.0)
+    assert summary.loc["tac-sender", "order_agreement"] == 1.0
+    assert summary.loc["baseline", "order_agreement"] == 0.0  # b before a, TAC says a first
+    assert summary.loc["tac-sender", "pred_error"] == pytest.approx(2.0 / 2.0 - 1)
+    assert summary.loc["baseline", "pred_error"] == pytest.approx(3.0 / 3.5 - 1)
+    m = live.metrics(summary.reset_index())
+    assert m["live.infer.best_gain"] == pytest.approx(0.75)
+    assert m["live.sender.order_agreement"] == 1.0
+    assert m["live.pred_error.median_abs"] == pytest.approx((0 + 0.5 / 3.5) / 2)
+
+
+def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
+    out = {k: tmp_path / f"{k}.csv" for k in ("steps", "transfers", "summary", "metrics")}
+    import json
+
+    rc = live.main(["--config-json", json.dumps({**SECTION, "enabled": False}),
+                    *[a for k, p in out.items() for a in (f"--{k}", str(p))]])
+    assert rc == 0
+    summ = read_table(out["summary"])
+    assert summ.status.tolist() == ["skipped"] and "disabled" in summ.reason[0]
+    assert read_metrics([out["metrics"]]) == {}
+    claims = [c for c in load_claims(ROOT / "papers" / "claims.yaml")
+              if c["metric"].startswith("live.")]
+    assert claims, "the live claims rows are missing"
+    for r in evaluate(claims, [out["metrics"]]):
+        assert r.status == "pending"
+
+
+def test_bad_section_is_a_one_line_error(capsys):
+    rc = live.main(["--config-json", '{"enabled": true}', "--steps", "s", "--transfers", "t",
+                    "--summary", "u", "--metrics", "m"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_frames_are_pandas():  # the notebook relies on these columns
+    w = _toy_workload()
+    steps, xfers = live.tables([_result("baseline", 0, [1.0], [0.0], {"a": 0.0})], [w], 1)
+    assert isinstance(steps, pd.DataFrame)
+    assert {"iteration_s", "straggler", "config", "model", "mode"} <= set(steps.columns)
+    assert {"variable", "priority", "start_s", "end_s", "kind"} <= set(xfers.columns)
