@@ -76,6 +76,7 @@ __all__ = [
     "load_workloads",
     "main",
     "metrics",
+    "run_clients",
     "skipped_reason",
     "summarize",
     "trace_path",
@@ -277,7 +278,7 @@ def _plan(params: LiveParams, cluster: Any, loads: Sequence[Workload]) -> dict[s
             "timeout_s": params.step_timeout_s, "groups": groups}
 
 
-def _run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: float,
+def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: float,
                  say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Start one job client per worker, wait for all (bounded by ``deadline``)."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -473,7 +474,7 @@ def _cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
         with guard(params.timeout_s):
             for bw, ws in by_bw.items():
                 hc.set_bandwidth(bw)
-                results += _run_clients(hc, _plan(params, hc, ws), workdir / bw, deadline,
+                results += run_clients(hc, _plan(params, hc, ws), workdir / bw, deadline,
                                         say)
         return results
     first = next(iter(by_bw))
@@ -484,7 +485,7 @@ def _cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
         for bw, ws in by_bw.items():
             c.set_bandwidth(bw)
             say(f"bandwidth {bw}: {', '.join(w.group_id for w in ws)}")
-            results += _run_clients(c, _plan(params, c, ws), workdir / bw, deadline, say)
+            results += run_clients(c, _plan(params, c, ws), workdir / bw, deadline, say)
     return results
 
 
