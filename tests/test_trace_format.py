@@ -121,7 +121,7 @@ def test_load_trace_round_trip(tmp_path: object) -> None:
     data["graph"].pop("meta")
     with open(p, "w") as f:
         json.dump(data, f)
-    with pytest.raises(GraphError, match="t.json: not a traced graph"):
+    with pytest.raises(GraphError, match=r"t\.json: not a traced graph"):
         F.load_trace(p)
 
 

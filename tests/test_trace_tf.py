@@ -106,10 +106,7 @@ def test_infer_trace_and_counts(traced: dict[str, Path]) -> None:
 def test_raw_trace_checks(traced: dict[str, Path], tmp_path: Path) -> None:
     graph_path = traced["train"]
     raw_path = graph_path.with_name(graph_path.name[:-5] + ".raw.json.gz")
-    ok = subprocess.run([sys.executable, "-m", "commsched", "trace", "--check",
-                         str(graph_path), str(raw_path)], capture_output=True, text=True,
-                        timeout=120)
-    assert ok.returncode == 0, ok.stderr
+    F.check_trace(F.load_trace(graph_path), F.load_raw(raw_path))
     raw = json.loads(gzip.decompress(raw_path.read_bytes()))
     victim = next(e for e in raw["iterations"][1]["events"] if e[1] == "MatMul")
     victim[7] += 12345
