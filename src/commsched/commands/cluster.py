@@ -5,13 +5,16 @@ server per namespace) and prints its run id and cluster spec; it stays up until 
 or the servers' ``--ttl``. ``status`` lists runs and leftover namespaces; ``--clean``
 removes the stale ones (a run whose owner died, a detached run whose servers are gone,
 a namespace with our prefix that no run claims). ``serve`` runs one server of a real
-cluster from a host list (config ``live.hosts``), in the foreground.
+cluster from a host list (config ``live.hosts``), in the foreground; ``hosts`` writes such a
+host list for a SLURM allocation (see ``docs/scale-out.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 from typing import Any
 
 import yaml
@@ -19,6 +22,7 @@ import yaml
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, down, status
 from commsched.cluster.state import list_runs
 from commsched.errors import CommschedError
+from commsched.io.atomic import atomic_write_text
 
 
 def register(sub: Any) -> None:
@@ -41,12 +45,57 @@ def register(sub: Any) -> None:
     st.add_argument("--clean", action="store_true", help="remove stale runs and orphans")
     st.add_argument("--json", action="store_true", help="print the report as JSON")
     sv = csub.add_parser("serve", help="run one server of a real cluster (live.hosts)")
-    sv.add_argument("--config", default="config/config.yaml", help="config with live.hosts")
-    sv.add_argument("--job", required=True, choices=["ps", "worker"])
-    sv.add_argument("--task", type=int, required=True)
+    sv.add_argument("--config", nargs="+", default=["config/config.yaml"],
+                    help="config file(s); the last one with live.hosts wins")
+    sv.add_argument("--job", choices=["ps", "worker"])
+    sv.add_argument("--task", type=int)
+    sv.add_argument("--slurm", action="store_true",
+                    help="take job and task from SLURM_PROCID (ps tasks first, then workers)")
     sv.add_argument("--threads", type=int, default=1)
     sv.add_argument("--ttl", type=float, default=0.0, help="exit after s (0: never)")
+    hs = csub.add_parser("hosts", help="write a live.hosts config for a real cluster")
+    hs.add_argument("--ps", type=int, default=1)
+    hs.add_argument("--workers", type=int, default=2)
+    hs.add_argument("--port", type=int, default=2222, help="first port on every node")
+    hs.add_argument("--nodes", help="comma-separated host names (default: the SLURM "
+                    "allocation, scontrol show hostnames)")
+    hs.add_argument("-o", "--out", required=True, help="YAML file to write")
     p.set_defaults(func=run)
+
+
+def host_list(nodes: list[str], n_ps: int, n_workers: int, port: int) -> dict[str, list[str]]:
+    """``live.hosts`` for tasks dealt cyclically over ``nodes`` (ps tasks first).
+
+    Task ``i`` (the i-th ps, then the workers) runs on ``nodes[i % len(nodes)]`` with port
+    ``port + i // len(nodes)``, which is where ``srun --distribution=cyclic`` puts
+    ``SLURM_PROCID`` ``i``.
+
+    >>> host_list(["a", "b"], 1, 2, 2222)
+    {'ps': ['a:2222'], 'worker': ['b:2222', 'a:2223']}
+    """
+    if not nodes or n_ps < 1 or n_workers < 1:
+        raise CommschedError("need at least one node, one ps and one worker")
+    addr = [f"{nodes[i % len(nodes)]}:{port + i // len(nodes)}" for i in range(n_ps + n_workers)]
+    return {"ps": addr[:n_ps], "worker": addr[n_ps:]}
+
+
+def _hosts(args: argparse.Namespace) -> int:
+    if args.nodes:
+        nodes = [n for n in args.nodes.split(",") if n]
+    else:
+        nodelist = os.environ.get("SLURM_JOB_NODELIST")
+        if not nodelist:
+            raise CommschedError("give --nodes or run inside a SLURM allocation")
+        try:
+            out = subprocess.run(["scontrol", "show", "hostnames", nodelist], check=True,
+                                 capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError) as e:
+            raise CommschedError(f"scontrol show hostnames failed: {e}") from None
+        nodes = out.split()
+    hosts = host_list(nodes, args.ps, args.workers, args.port)
+    atomic_write_text(args.out, yaml.safe_dump({"live": {"hosts": hosts}}))
+    print(json.dumps(hosts))
+    return 0
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -69,16 +118,28 @@ def _up(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from commsched.cluster import server
 
-    try:
-        with open(args.config) as f:
-            hosts = (yaml.safe_load(f) or {}).get("live", {}).get("hosts")
-    except (OSError, yaml.YAMLError) as e:
-        raise CommschedError(f"{args.config}: cannot read: {e}") from None
-    if not hosts or not hosts.get(args.job) or args.task >= len(hosts[args.job]):
-        raise CommschedError(f"{args.config}: live.hosts.{args.job} has no task {args.task}")
-    return server.main(["--cluster", json.dumps(hosts), "--job", args.job,
-                        "--task", str(args.task), "--threads", str(args.threads),
-                        "--ttl", str(args.ttl)])
+    hosts = None
+    for path in args.config:
+        try:
+            with open(path) as f:
+                hosts = ((yaml.safe_load(f) or {}).get("live") or {}).get("hosts") or hosts
+        except (OSError, yaml.YAMLError) as e:
+            raise CommschedError(f"{path}: cannot read: {e}") from None
+    if not hosts:
+        raise CommschedError(f"{', '.join(args.config)}: no live.hosts")
+    job, task = args.job, args.task
+    if args.slurm:
+        procid = int(os.environ.get("SLURM_PROCID", "-1"))
+        if procid < 0:
+            raise CommschedError("--slurm needs SLURM_PROCID (run it under srun)")
+        n_ps = len(hosts["ps"])
+        job, task = ("ps", procid) if procid < n_ps else ("worker", procid - n_ps)
+    if job is None or task is None:
+        raise CommschedError("give --job and --task, or --slurm")
+    if task >= len(hosts.get(job, [])):
+        raise CommschedError(f"live.hosts.{job} has no task {task}")
+    return server.main(["--cluster", json.dumps(hosts), "--job", job, "--task", str(task),
+                        "--threads", str(args.threads), "--ttl", str(args.ttl)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         return _up(args)
     if args.action == "serve":
         return _serve(args)
+    if args.action == "hosts":
+        return _hosts(args)
     if args.action == "down":
         if args.all == bool(args.run_id):
             raise CommschedError("give a run id or --all")
