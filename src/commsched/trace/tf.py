@@ -22,8 +22,8 @@ Route
       parameter server (``replica_device_setter``), so priorities computed on a trace can be
       applied to a live graph built the same way.
 
-    Grappler and the classic graph optimizer (constant folding, CSE, inlining) are switched
-    off, so the session runs the graph's nodes under their own names (FACTS.md: the misses
+    Grappler, the classic graph optimizer (constant folding, CSE, inlining) and oneDNN's
+    op fusion are switched off, so the session runs the graph's nodes under their own names (FACTS.md: the misses
     of the other settings are renamed nodes); TensorFlow still lowers functional control
     flow (``While`` of the dynamic RNN), whose events are charged to the functional op
     (:func:`commsched.trace.format.attribute`). The tracer measures *coverage*, the fraction
@@ -110,6 +110,19 @@ def _nbytes(tf: Any, dtype: Any, shape: Any) -> int | None:
     for d in dims:
         n *= int(d)
     return n * dt.size
+
+
+def _load_tensorflow() -> tuple[Any, Any]:
+    """Import TensorFlow for tracing: oneDNN off, INFO logs off (unless the user set them).
+
+    oneDNN's graph rewrite fuses ops under other names (Conv2D + BiasAdd become one
+    ``_MklNativeConv2DWithBias`` named like the BiasAdd), so some graph ops would get no
+    time; TensorFlow's own kernels keep every op. Has no effect if TensorFlow is already
+    imported (``meta["onednn"]`` records the setting).
+    """
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    return zoo.load_tensorflow()
 
 
 def _closure(gdef: Any, targets: list[str]) -> list[str]:
@@ -247,8 +260,7 @@ def count_model(
     size = spec.size if size is None else size
     batch = spec.standard_batch if batch is None else batch
     spec.check_size(size)
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    tf, keras = zoo.load_tensorflow()
+    tf, keras = _load_tensorflow()
     tf.compat.v1.disable_eager_execution()
     out: dict[str, Any] = {"model": model, "size": size, "batch": batch}
     for mode in ("infer", "train"):
@@ -310,10 +322,7 @@ def trace_model(
     spec.check_size(size)
     _check_args(batch, mode, warmup, iterations, intra_threads, inter_threads, device,
                 min_coverage)
-    # oneDNN's graph rewrite fuses ops under other names (Conv2D+BiasAdd ->
-    # _MklNativeConv2DWithBias): keep TensorFlow's own kernels so every op is timed.
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    tf, keras = zoo.load_tensorflow()
+    tf, keras = _load_tensorflow()
     if device == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise CommschedError("trace device 'gpu' asked for, but TensorFlow sees no GPU")
     tf.compat.v1.disable_eager_execution()
