@@ -23,8 +23,9 @@ Route
       applied to a live graph built the same way.
 
     Grappler, the classic graph optimizer (constant folding, CSE, inlining) and oneDNN's
-    op fusion are switched off, so the session runs the graph's nodes under their own names (FACTS.md: the misses
-    of the other settings are renamed nodes); TensorFlow still lowers functional control
+    op fusion are switched off, so the session runs the graph's nodes under their own
+    names (FACTS.md: the misses of the other settings are renamed nodes); TensorFlow
+    still lowers functional control
     flow (``While`` of the dynamic RNN), whose events are charged to the functional op
     (:func:`commsched.trace.format.attribute`). The tracer measures *coverage*, the fraction
     of graph ops that got a time in every traced iteration, records it in ``meta`` and
