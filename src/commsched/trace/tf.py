@@ -25,9 +25,8 @@ Route
     Grappler, the classic graph optimizer (constant folding, CSE, inlining) and oneDNN's
     op fusion are switched off, so the session runs the graph's nodes under their own
     names (FACTS.md: the misses of the other settings are renamed nodes); TensorFlow
-    still lowers functional control
-    flow (``While`` of the dynamic RNN), whose events are charged to the functional op
-    (:func:`commsched.trace.format.attribute`). The tracer measures *coverage*, the fraction
+    still lowers functional control flow (``While`` of the dynamic RNN), whose events
+    are charged to the functional op (:func:`commsched.trace.format.attribute`). The tracer measures *coverage*, the fraction
     of graph ops that got a time in every traced iteration, records it in ``meta`` and
     refuses a trace below ``min_coverage`` (0.95 by default). Ops the runtime never runs
     because they only feed a lowered functional op (unused loop accumulators) keep
