@@ -26,11 +26,12 @@ Route
     op fusion are switched off, so the session runs the graph's nodes under their own
     names (FACTS.md: the misses of the other settings are renamed nodes); TensorFlow
     still lowers functional control flow (``While`` of the dynamic RNN), whose events
-    are charged to the functional op (:func:`commsched.trace.format.attribute`). The tracer measures *coverage*, the fraction
-    of graph ops that got a time in every traced iteration, records it in ``meta`` and
-    refuses a trace below ``min_coverage`` (0.95 by default). Ops the runtime never runs
-    because they only feed a lowered functional op (unused loop accumulators) keep
-    ``samples == []`` and are left out of the fraction (``meta["pruned_ops"]`` counts them).
+    are charged to the functional op (:func:`commsched.trace.format.attribute`). The
+    tracer measures *coverage*, the fraction of graph ops that got a time in every traced
+    iteration, records it in ``meta`` and refuses a trace below ``min_coverage`` (0.95 by
+    default). Ops the runtime never runs because they only feed a lowered functional op
+    (unused loop accumulators) keep ``samples == []`` and are left out of the fraction
+    (``meta["pruned_ops"]`` counts them).
 
 Time oracle
     An op's sample is the executor's time for the node (``all_end_rel_nanos``: kernel plus
