@@ -164,14 +164,16 @@ def test_ps_view_graph_runs_end_to_end():
 
 
 @st.composite
-def worker_graphs(draw: st.DrawFn, chain: bool = False) -> nx.DiGraph:
+def worker_graphs(draw: st.DrawFn, chain: bool = False, positive: bool = False,
+                  duplex: bool = False) -> nx.DiGraph:
     """A random PS worker graph: a compute DAG, recvs feeding it, optional sends.
 
     ``chain``: the compute ops form one chain and sends use their own uplink channels, so
     the worker has no scheduling freedom left (see test_iteration_not_shorter_...).
+    ``positive``: every duration > 0; ``duplex``: sends on their own uplinks.
     """
     n_servers = draw(st.integers(1, 2))
-    duplex = chain or draw(st.booleans())
+    duplex = chain or duplex or draw(st.booleans())
     n_ops = draw(st.integers(1, 6))
     n_recv = draw(st.integers(1, 5))
     res = {"cpu": 1}
@@ -179,7 +181,7 @@ def worker_graphs(draw: st.DrawFn, chain: bool = False) -> nx.DiGraph:
         res[f"net:ps{k}"] = 1
         res[f"net:ps{k}:up"] = 1
     g = new_graph(res)
-    dur = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])
+    dur = st.sampled_from([0.5, 1.0, 2.0, 3.0] if positive else [0.0, 0.5, 1.0, 2.0, 3.0])
     for i in range(n_ops):
         add_op(g, f"c{i}", "compute", "cpu", draw(dur))
         for j in range(i):
@@ -419,3 +421,41 @@ def test_random_interleave_baseline():
                           run(mw, fixed, 3, 0.1, seed=2).worker_end)
     with pytest.raises(CommschedError, match="interleave"):
         run(mw, None, 1, interleave="fifo")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------
+# The decomposed simulation (method="auto") equals the reference event loop.
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs(positive=True, duplex=True), n=st.integers(1, 4),
+       seed=st.integers(0, 10**6), jitter=st.sampled_from([0.0, 0.3]),
+       baseline=st.booleans())
+def test_decomposed_equals_reference(g, n, seed, jitter, baseline):
+    # Unit-like durations make many ties, so the fifo tie-breaking is exercised too.
+    mw = compose(g, n)
+    assert mw.plan is not None
+    order = None if baseline else {r: (i * 3) % 4 for i, r in enumerate(mw.recvs)}
+    fast = run(mw, order, 3, jitter=jitter, seed=seed, validate_every=1)
+    ref = run(mw, order, 3, jitter=jitter, seed=seed, validate_every=1, method="reference")
+    assert np.array_equal(fast.worker_end, ref.worker_end)
+    tie = np.random.default_rng(seed).random((n, mw.n_recvs))
+    p = rank_priorities(mw, order or {}, tie=tie)
+    a = iteration(mw, p)
+    b = iteration(mw, p, method="reference")
+    assert a.schedule.start == b.schedule.start and a.schedule.end == b.schedule.end
+
+
+def test_decomposition_applies_only_where_exact():
+    assert compose(seq2(), 2).plan is not None
+    assert compose(train_graph(duplex=True), 2).plan is not None
+    # Sends sharing the recvs' channel interact with the compute: reference only.
+    assert compose(train_graph(duplex=False), 2).plan is None
+    # Zero-time ops take the reference path even with a plan (and agree with it).
+    g = seq2()
+    g.nodes["c2"]["duration"] = 0.0
+    mw = compose(g, 2)
+    p = np.array([[0.0, 1.0], [0.25, 1.25]])
+    assert iteration(mw, p).schedule.end == iteration(mw, p, method="reference").schedule.end
+    with pytest.raises(CommschedError, match="method"):
+        iteration(mw, p, method="fast")  # type: ignore[arg-type]

@@ -66,6 +66,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -83,6 +84,7 @@ __all__ = [
     "NET_KINDS",
     "Interleave",
     "IterationResult",
+    "Method",
     "MultiWorker",
     "RunResult",
     "coarsen",
@@ -97,6 +99,9 @@ __all__ = [
 
 #: Op kinds whose resources are shared by all workers (the PS links).
 NET_KINDS = frozenset({"recv", "send"})
+
+#: How :func:`iteration` computes a schedule (see there).
+Method = Literal["auto", "reference"]
 
 #: How the baseline interleaves the requests of different workers (see :func:`run`).
 Interleave = Literal["rank", "random"]
@@ -222,6 +227,7 @@ class MultiWorker:
     recvs: tuple[str, ...]
     recv_index: np.ndarray
     base_duration: np.ndarray
+    plan: _Plan | None = None
 
     @property
     def ops_per_worker(self) -> int:
@@ -230,6 +236,169 @@ class MultiWorker:
     @property
     def n_recvs(self) -> int:
         return len(self.recvs)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One worker's structure for the decomposed simulation (:func:`_decomposed`).
+
+    Local op indices are positions in the worker graph's node order. ``pred_pos[v]`` lists
+    ``(p, k)``: op ``v`` is the ``k``-th successor of its predecessor ``p``.
+    """
+
+    compute: list[int]
+    compute_succ: list[list[tuple[int, int]]]
+    compute_indeg: list[int]
+    pred_pos: list[list[tuple[int, int]]]
+    recv_pred_pos: list[list[tuple[int, int]]]
+    recv_channels: list[np.ndarray]  # per downlink: composite indices of its recvs
+    send_channels: list[np.ndarray]  # per uplink: composite indices of its sends
+
+
+def _plan(worker: nx.DiGraph, g: nx.DiGraph, cg: CompiledGraph, shared: set[str],
+          n_workers: int) -> _Plan | None:
+    """The decomposition plan, or None when the composed graph does not allow it.
+
+    Allowed when recvs have no predecessors, sends no successors, every shared channel
+    has capacity 1 and carries only recvs or only sends, and every other op runs on one
+    private resource of capacity 1.
+    """
+    res = worker.graph["resources"]
+    kinds: dict[str, set[str]] = {}
+    for n, a in worker.nodes(data=True):
+        kinds.setdefault(a["resource"], set()).add(a["kind"] if a["kind"] in NET_KINDS
+                                                   else "compute")
+        if (a["kind"] == "recv" and worker.in_degree(n)) or (
+                a["kind"] == "send" and worker.out_degree(n)):
+            return None
+    private = [r for r in kinds if r not in shared]  # used private resources
+    if len(private) > 1 or any(res[r] != 1 for r in [*private, *shared]):
+        return None
+    if any(kinds.get(r, set()) - {"recv"} and kinds.get(r, set()) - {"send"} for r in shared):
+        return None
+    if private and kinds[private[0]] - {"compute"}:
+        return None
+    per = worker.number_of_nodes()
+    kind = [worker.nodes[n]["kind"] for n in worker.nodes]
+    pred_pos: list[list[tuple[int, int]]] = [[] for _ in range(per)]
+    recv_pred_pos: list[list[tuple[int, int]]] = [[] for _ in range(per)]
+    compute_succ: list[list[tuple[int, int]]] = [[] for _ in range(per)]
+    compute_indeg = [0] * per
+    for u in range(per):  # the first worker's CSR lists are every worker's
+        for k in range(cg.succ_ptr[u], cg.succ_ptr[u + 1]):
+            v = cg.succ_idx[k]
+            pred_pos[v].append((u, k - cg.succ_ptr[u]))
+            if kind[v] in NET_KINDS:
+                continue
+            if kind[u] == "recv":
+                recv_pred_pos[v].append((u, k - cg.succ_ptr[u]))
+            else:
+                compute_succ[u].append((v, k - cg.succ_ptr[u]))
+                compute_indeg[v] += 1
+    offsets = np.arange(n_workers, dtype=np.int64)[:, None] * per
+
+    def channels(k: str) -> list[np.ndarray]:
+        out = []
+        for r in sorted(shared):
+            local = np.array([i for i, n in enumerate(worker.nodes)
+                              if kind[i] == k and worker.nodes[n]["resource"] == r],
+                             dtype=np.int64)
+            if len(local):
+                out.append((offsets + local[None, :]).ravel())
+        return out
+
+    return _Plan(
+        compute=[i for i in range(per) if kind[i] not in NET_KINDS],
+        compute_succ=compute_succ,
+        compute_indeg=compute_indeg,
+        pred_pos=pred_pos,
+        recv_pred_pos=recv_pred_pos,
+        recv_channels=channels("recv"),
+        send_channels=channels("send"),
+    )
+
+
+def _decomposed(
+    mw: MultiWorker, plan: _Plan, prio: np.ndarray, d: np.ndarray
+) -> tuple[list[float], list[float]]:
+    """Start and end times of every op, equal to :func:`simulate_compiled`'s.
+
+    With recvs that depend on nothing, sends that nothing depends on and channels that
+    carry only one of the two, an iteration decomposes exactly (tested against the
+    reference): (1) every downlink sends its recvs back to back from time 0 in priority
+    order (ties: composite op order, the executor's fifo order at time 0); (2) each worker's
+    compute unit then runs list scheduling on its own, an op being ready when its last
+    predecessor ends, fifo by (ready time, the finishing predecessor's position, the op's
+    place among that predecessor's successors) -- the order in which the executor's event
+    loop makes ops ready; (3) every uplink serves its sends in the same fifo order. Needs
+    every duration > 0 (zero-time ops start and end within one event time, which the
+    executor processes in extra rounds); :func:`iteration` falls back otherwise.
+    """
+    n = mw.cg.n
+    per = mw.ops_per_worker
+    dl = d.tolist()
+    start = [0.0] * n
+    end = [0.0] * n
+    pr = np.zeros(n)
+    pr[mw.recv_index.ravel()] = prio.ravel()
+    for idx in plan.recv_channels:
+        order = idx[np.lexsort((idx, pr[idx]))]
+        e = np.cumsum(d[order])
+        s = np.concatenate(([0.0], e[:-1]))
+        for i, a, b in zip(order.tolist(), s.tolist(), e.tolist(), strict=True):
+            start[i] = a
+            end[i] = b
+    pred_pos, succ, rpp = plan.pred_pos, plan.compute_succ, plan.recv_pred_pos
+    heappush, heappop = heapq.heappush, heapq.heappop
+    for w in range(mw.n_workers):
+        off = w * per
+        indeg = list(plan.compute_indeg)
+        heap: list[tuple[float, int, int, int]] = []
+        for v in plan.compute:
+            if indeg[v] == 0:  # ready at 0 or when its last recv ends
+                bt, bp, bk = 0.0, -1, v
+                for r, k in rpp[v]:
+                    t = end[off + r]
+                    if t > bt or (t == bt and r > bp):
+                        bt, bp, bk = t, r, k
+                heappush(heap, (bt, bp, bk, v))
+        free = 0.0
+        while heap:
+            ready, _, _, v = heappop(heap)
+            s0 = free if free > ready else ready
+            free = s0 + dl[off + v]
+            start[off + v] = s0
+            end[off + v] = free
+            for c, kc in succ[v]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    # v ended last among c's compute predecessors (one compute unit, every
+                    # duration > 0); a recv may still end later.
+                    bt, bp, bk = free, v, kc
+                    for r, k in rpp[c]:
+                        t = end[off + r]
+                        if t > bt or (t == bt and r > bp):
+                            bt, bp, bk = t, r, k
+                    heappush(heap, (bt, bp, bk, c))
+    for idx in plan.send_channels:
+        keys = []
+        for i in idx.tolist():
+            w, v = divmod(i, per)
+            off = w * per
+            best = (0.0, -1, i)
+            for p, k in pred_pos[v]:
+                cand = (end[off + p], off + p, k)
+                if cand[:2] > best[:2]:
+                    best = cand
+            keys.append((best[0], best[1], best[2], i))
+        keys.sort()
+        free = 0.0
+        for ready, _, _, i in keys:
+            s0 = free if free > ready else ready
+            free = s0 + dl[i]
+            start[i] = s0
+            end[i] = free
+    return start, end
 
 
 def _net_resources(g: nx.DiGraph) -> set[str]:
@@ -296,6 +465,7 @@ def compose(
         recvs=recvs,
         recv_index=recv_index,
         base_duration=np.array(cg.duration, dtype=float),
+        plan=_plan(worker, g, cg, shared_set, n_workers),
     )
 
 
@@ -357,6 +527,7 @@ def iteration(
     priorities: np.ndarray,
     durations: np.ndarray | None = None,
     validate_schedule: bool = True,
+    method: Method = "auto",
 ) -> IterationResult:
     """Simulate one iteration.
 
@@ -369,24 +540,42 @@ def iteration(
         Op durations in composed-graph order; default the base durations.
     validate_schedule
         Check the schedule with :func:`check_schedule` (raises ``InvalidSchedule``).
+    method
+        ``reference``: :func:`commsched.sim.priority.simulate_compiled` on the composed
+        graph. ``auto`` (default): the same schedule computed by decomposition (channels,
+        then each worker's compute unit, then the uplinks; see ``_decomposed``) when the
+        graph allows it and every duration is > 0, else the reference. The decomposition
+        exists for speed only: profiling 16 workers of a coarsened ResNet-50 (17,000 ops
+        per iteration) showed 97 % of the time in the general event loop, 0.1 s per
+        iteration, too slow for 1,000 iterations in a minute; equality with the reference
+        is tested on random graphs.
     """
     p = np.asarray(priorities, dtype=float)
     if p.shape != (mw.n_workers, mw.n_recvs):
         raise CommschedError(
             f"priorities must have shape {(mw.n_workers, mw.n_recvs)}, got {p.shape}"
         )
-    prio: list[float | None] = [None] * mw.cg.n
-    for i, v in zip(mw.recv_index.ravel().tolist(), p.ravel().tolist(), strict=True):
-        prio[i] = v
+    if method not in ("auto", "reference"):
+        raise CommschedError(f"method must be auto or reference, got {method!r}")
     d = mw.base_duration if durations is None else np.asarray(durations, dtype=float)
     if d.shape != mw.base_duration.shape:
         raise CommschedError(f"durations must have {mw.cg.n} entries, got {d.shape}")
-    cg = dataclasses.replace(mw.cg, duration=d.tolist(), priority=prio)
-    s = simulate_compiled(cg)
-    if validate_schedule:
-        check_schedule(cg, s)
-    end = np.asarray(s.end).reshape(mw.n_workers, mw.ops_per_worker).max(axis=1)
-    return IterationResult(worker_end=end, schedule=s)
+    cg = mw.cg
+    if method == "auto" and mw.plan is not None and bool(np.all(d > 0)):
+        start, end = _decomposed(mw, mw.plan, p, d)
+        s = Schedule(cg.ids, start, end)
+        if validate_schedule:
+            check_schedule(dataclasses.replace(cg, duration=d.tolist()), s)
+    else:
+        prio: list[float | None] = [None] * cg.n
+        for i, v in zip(mw.recv_index.ravel().tolist(), p.ravel().tolist(), strict=True):
+            prio[i] = v
+        cg = dataclasses.replace(cg, duration=d.tolist(), priority=prio)
+        s = simulate_compiled(cg)
+        if validate_schedule:
+            check_schedule(cg, s)
+    ends = np.asarray(s.end).reshape(mw.n_workers, mw.ops_per_worker).max(axis=1)
+    return IterationResult(worker_end=ends, schedule=s)
 
 
 @dataclass(frozen=True)
@@ -421,6 +610,7 @@ def run(
     validate_every: int = 1,
     compute_scale: float = 1.0,
     interleave: Interleave = "rank",
+    method: Method = "auto",
 ) -> RunResult:
     """Simulate ``n_iterations`` independent synchronous iterations.
 
@@ -436,6 +626,8 @@ def run(
         each worker's own order is still a uniform random permutation). Ignored when
         ``order`` is given (the sender then sends a parameter to every worker before the
         next one).
+    method
+        See :func:`iteration`.
     jitter
         Multiplicative jitter on every op time, ``0 <= jitter < 1``.
     seed
@@ -484,7 +676,7 @@ def run(
             prio = rng_order.random((n, r))
             rk = np.argsort(np.argsort(prio, axis=1), axis=1)
         check = validate_every > 0 and t % validate_every == 0
-        res = iteration(mw, prio, d, validate_schedule=check)
+        res = iteration(mw, prio, d, validate_schedule=check, method=method)
         validated += check
         ends[t] = res.worker_end
         ranks[t] = rk
