@@ -153,3 +153,18 @@ def test_random_dag_roundtrip_json(durations, seed):
     g.add_edges_from((f"o{u}", f"o{v}") for u, v in dag.edges if u < v)
     h = graph.from_json(json.loads(json.dumps(graph.to_json(g))))
     assert nx.utils.graphs_equal(g, h)
+
+
+def test_gzip_roundtrip_is_reproducible(tmp_path):
+    a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    graph.save(small(), a)
+    graph.save(small(), b)
+    assert a.read_bytes() == b.read_bytes()
+    assert nx.utils.graphs_equal(graph.load(a), small())
+
+
+def test_corrupt_gzip_one_line(tmp_path):
+    p = tmp_path / "x.json.gz"
+    p.write_bytes(b"not gzip at all")
+    with pytest.raises(GraphError, match="x.json.gz: "):
+        graph.load(p)

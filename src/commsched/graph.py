@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -45,7 +46,7 @@ from typing import Any
 import networkx as nx
 
 from commsched.errors import GraphError
-from commsched.io.atomic import atomic_write_text
+from commsched.io.atomic import atomic_write_bytes
 
 __all__ = [
     "KINDS",
@@ -186,12 +187,15 @@ def from_json(data: object, source: str | None = None) -> nx.DiGraph:
 
 
 def load(path: str | os.PathLike[str]) -> nx.DiGraph:
-    """Read and validate an op graph file; errors name the file."""
+    """Read and validate an op graph file (``.json`` or gzip ``.json.gz``); errors name it."""
     p = Path(path)
     try:
-        text = p.read_text()
+        raw = p.read_bytes()
+        text = (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
     except OSError as e:
-        raise GraphError(f"{p}: cannot read: {e.strerror}") from None
+        raise GraphError(f"{p}: cannot read: {e.strerror or e}") from None
+    except (EOFError, UnicodeDecodeError) as e:
+        raise GraphError(f"{p}: not a readable graph file: {e}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -200,9 +204,15 @@ def load(path: str | os.PathLike[str]) -> nx.DiGraph:
 
 
 def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
-    """Validate ``g`` and write it atomically as node-link JSON."""
+    """Validate ``g`` and write it atomically as node-link JSON (gzip if ``path`` ends .gz).
+
+    Gzip output is byte-for-byte reproducible (no timestamp in the header).
+    """
     validate(g)
-    atomic_write_text(path, json.dumps(to_json(g), separators=(",", ":")))
+    data = json.dumps(to_json(g), separators=(",", ":")).encode("utf-8")
+    if Path(path).suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(path, data)
 
 
 @dataclass(frozen=True)
