@@ -166,5 +166,5 @@ def test_gzip_roundtrip_is_reproducible(tmp_path):
 def test_corrupt_gzip_one_line(tmp_path):
     p = tmp_path / "x.json.gz"
     p.write_bytes(b"not gzip at all")
-    with pytest.raises(GraphError, match="x.json.gz: "):
+    with pytest.raises(GraphError, match=r"x\.json\.gz: "):
         graph.load(p)

@@ -199,7 +199,8 @@ def load(path: str | os.PathLike[str]) -> nx.DiGraph:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise GraphError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        where = f"line {e.lineno} column {e.colno}"
+        raise GraphError(f"{p}: invalid JSON at {where}: {e.msg}") from None
     return from_json(data, str(p))
 
 
