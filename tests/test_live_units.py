@@ -181,7 +181,7 @@ def test_guard_turns_alarm_and_sigterm_into_errors_and_restores_handlers():
 SECTION = {
     "enabled": True, "hosts": None, "ps": 1, "workers": 2, "bandwidth": "1gbit",
     "burst": "64kb", "latency": "10ms", "threads": 1, "modes": ["infer"],
-    "configs": ["tac-sender"], "models": [{"model": "toy", "batch": 4}],
+    "configs": ["tac-sender"], "models": [{"model": "toy", "size": 8, "batch": 4}],
     "trace": {"warmup": 1, "iterations": 1}, "warmup": 1, "iterations": 3,
     "trace_iterations": 1, "sim_iterations": 5, "timeout_s": 60, "step_timeout_s": 10,
     "seed": 0,
@@ -192,7 +192,9 @@ def test_live_params_reject_bad_sections():
     p = live.LiveParams.from_config(SECTION)
     assert p.configs == [("tac", "sender")] and p.models[0].batch == {"infer": 4}
     for key, value, msg in [("configs", ["toc-sender"], "order"), ("modes", ["fly"], "mode"),
-                            ("models", [{"model": "m", "batch": {"train": 2}}], "no batch")]:
+                            ("models", [{"model": "m", "size": 8, "batch": {"train": 2}}],
+                             "no batch"),
+                            ("models", [{"model": "m", "batch": 2}], "size")]:
         with pytest.raises(CommschedError, match=msg):
             live.LiveParams.from_config({**SECTION, key: value})
     with pytest.raises(CommschedError, match="missing key"):
@@ -219,7 +221,7 @@ def _toy_workload() -> live.Workload:
     configs = [{"name": "baseline", "order": "none", "enforce": "none", "priorities": {}},
                {"name": "tac-sender", "order": "tac", "enforce": "sender",
                 "priorities": {"a": 0, "b": 1}}]
-    return live.Workload("toy", "infer", 4, None, "1gbit", g, {"tac": {"a": 0, "b": 1}},
+    return live.Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
                          configs, {"baseline": 3.0, "tac-sender": 2.0}, 1.0)
 
 

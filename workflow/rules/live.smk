@@ -15,21 +15,16 @@ LIVE = config["live"]
 LIVE_CONFIG_JSON = json.dumps(LIVE, sort_keys=True)
 LIVE_TRACE_DIR = "results/live/traces"
 
-
-def live_batch(model, mode):
-    """The configured batch of a live model in one mode."""
-    b = model["batch"]
-    return b[mode] if isinstance(b, dict) else b
-
-
+LIVE_BATCH = {
+    (m["model"], mode): m["batch"][mode] if isinstance(m["batch"], dict) else m["batch"]
+    for m in LIVE["models"]
+    for mode in LIVE["modes"]
+}
 LIVE_TRACES = [
-    f"{LIVE_TRACE_DIR}/{m['model']}-{mode}-b{live_batch(m, mode)}.json"
+    f"{LIVE_TRACE_DIR}/{m['model']}-{mode}-b{LIVE_BATCH[m['model'], mode]}-s{m['size']}.json"
     for m in (LIVE["models"] if LIVE["enabled"] else [])
     for mode in LIVE["modes"]
 ]
-LIVE_SIZE_FLAG = {
-    m["model"]: f"--size {m['size']}" if m.get("size") else "" for m in LIVE["models"]
-}
 LIVE_TABLES = {
     name: f"results/tables/live_{name}.csv" for name in ["steps", "transfers", "summary"]
 }
@@ -43,11 +38,6 @@ ALL_TARGETS.extend(LIVE_FIGURES)
 METRICS_TABLES.append(LIVE_METRICS)
 
 
-def live_trace_size(wildcards):
-    """The ``--size`` flag of a live model's trace (empty: the zoo's default size)."""
-    return LIVE_SIZE_FLAG[wildcards.model]
-
-
 rule live:
     """Target: the live experiment's tables, metrics and figures."""
     input:
@@ -58,13 +48,13 @@ rule live:
 rule live_trace:
     """Trace a live model at the live batch with one intra-op and one inter-op thread."""
     output:
-        graph=f"{LIVE_TRACE_DIR}/{{model}}-{{mode}}-b{{batch}}.json",
+        graph=f"{LIVE_TRACE_DIR}/{{model}}-{{mode}}-b{{batch}}-s{{size}}.json",
     wildcard_constraints:
         model="[a-z0-9_]+",
         mode="train|infer",
         batch="[0-9]+",
+        size="[0-9]+",
     params:
-        size=live_trace_size,
         warmup=LIVE["trace"]["warmup"],
         iters=LIVE["trace"]["iterations"],
         threads=LIVE["threads"],
@@ -72,12 +62,12 @@ rule live_trace:
         raw=f"{LIVE_TRACE_DIR}/raw",
     threads: workflow.cores
     log:
-        "logs/live/trace_{model}-{mode}-b{batch}.log",
+        "logs/live/trace_{model}-{mode}-b{batch}-s{size}.log",
     conda:
         CONDA_ENV
     shell:
         "commsched trace --model {wildcards.model} --mode {wildcards.mode} "
-        "--batch {wildcards.batch} {params.size} --warmup {params.warmup} "
+        "--batch {wildcards.batch} --size {wildcards.size} --warmup {params.warmup} "
         "--iters {params.iters} --intra-threads {params.threads} "
         "--inter-threads {params.threads} --seed {params.seed} --out {output.graph} "
         "--raw-out {params.raw} > {log} 2>&1"
@@ -95,7 +85,6 @@ rule live_run:
         metrics=LIVE_METRICS,
     params:
         cfg=LIVE_CONFIG_JSON,
-        trace_dir=LIVE_TRACE_DIR,
         workdir="results/live/run",
     threads: workflow.cores
     log:
@@ -106,7 +95,7 @@ rule live_run:
         CONDA_ENV
     shell:
         "python -m commsched.experiments.live --config-json '{params.cfg}' "
-        "--trace-dir {params.trace_dir} --workdir {params.workdir} "
+        "--traces {input.traces} --workdir {params.workdir} "
         "--steps {output.steps} --transfers {output.transfers} "
         "--summary {output.summary} --metrics {output.metrics} > {log} 2>&1"
 

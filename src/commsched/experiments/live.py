@@ -9,8 +9,9 @@ the simulator's prediction beside every measurement.
 For every configured model and mode (inference, training):
 
 1. **Orders.** The model's trace at the live batch and thread settings (written by
-   ``commsched trace``, rule ``live_trace``) becomes a parameter-server view
-   (:func:`commsched.views.ps_view`, P servers, links of the model's bandwidth);
+   ``commsched trace``, rule ``live_trace``; matched by its ``meta``) becomes a
+   parameter-server view (:func:`commsched.views.ps_view`, P servers, links of the
+   model's bandwidth);
    :func:`commsched.tictac.tic` and :func:`commsched.tictac.tac` rank its recvs, and each
    recv's priority becomes its variable's (:func:`commsched.enforce.variable_priorities`).
 2. **Configs.** ``baseline`` (hook ``none``: TensorFlow's own order) and one config per
@@ -79,7 +80,6 @@ __all__ = [
     "run_clients",
     "skipped_reason",
     "summarize",
-    "trace_path",
 ]
 
 ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
@@ -118,7 +118,7 @@ class ModelEntry:
 
     model: str
     batch: dict[str, int]
-    size: int | None
+    size: int
     bandwidth: str
 
 
@@ -161,8 +161,11 @@ class LiveParams:
                 if int(batch.get(mode, 0)) < 1:
                     raise CommschedError(f"live.models {m['model']}: no batch for {mode}")
             net.parse_rate(m.get("bandwidth", cfg.get("bandwidth", "1gbit")))
+            if not isinstance(m.get("size"), int) or m["size"] < 1:
+                raise CommschedError(f"live.models {m['model']}: 'size' (input size) must be "
+                                     "a positive integer")
             models.append(ModelEntry(str(m["model"]), {k: int(v) for k, v in batch.items()},
-                                     m.get("size"), m.get("bandwidth", need("bandwidth"))))
+                                     int(m["size"]), m.get("bandwidth", need("bandwidth"))))
         configs = []
         for c in need("configs"):
             order, _, hook = str(c).partition("-")
@@ -186,11 +189,6 @@ class LiveParams:
         )
 
 
-def trace_path(directory: str | Path, model: str, mode: str, batch: int) -> Path:
-    """Where rule ``live_trace`` writes the trace of ``model`` in ``mode`` at ``batch``."""
-    return Path(directory) / f"{model}-{mode}-b{batch}.json"
-
-
 @dataclass
 class Workload:
     """One model and mode: its view, orders, configs for the job and predictions."""
@@ -198,7 +196,7 @@ class Workload:
     model: str
     mode: str
     batch: int
-    size: int | None
+    size: int
     bandwidth: str
     view: nx.DiGraph
     orders: dict[str, dict[str, float]]  # order name -> {variable: priority}
@@ -219,13 +217,27 @@ def _prediction(view: nx.DiGraph, n_workers: int, order: Mapping[str, float] | N
     return float(np.mean(res.iteration_time))
 
 
-def load_workloads(params: LiveParams, traces: Mapping[tuple[str, str], str]) -> list[Workload]:
-    """Views, orders, configs and predictions of every configured model and mode."""
+def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
+    """Views, orders, configs and predictions of every configured model and mode.
+
+    ``traces`` are traced graphs; each configured model and mode takes the one whose
+    ``meta`` has its model, mode, batch and input size.
+    """
+    found: dict[tuple[str, str, int, int | None], nx.DiGraph] = {}
+    for path in traces:
+        g = load_trace(path)
+        meta = g.graph.get("meta", {})
+        found[(meta.get("model"), meta.get("mode"), meta.get("batch"), meta.get("size"))] = g
     out = []
     for m in params.models:
         bw = net.parse_rate(m.bandwidth)
         for mode in params.modes:
-            trace = load_trace(traces[(m.model, mode)])
+            key = (m.model, mode, m.batch[mode], m.size)
+            if key not in found:
+                raise CommschedError(
+                    f"no trace of {m.model} ({mode}, batch {m.batch[mode]}, size {m.size}) "
+                    f"among --traces; rule live_trace makes it")
+            trace = found[key]
             view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
             recv_orders = {name: ORDERS[name](view) for name in
                            dict.fromkeys(o for o, _ in params.configs)}
@@ -496,8 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     src.add_argument("--config", default="config/config.yaml",
                      help="config file with a 'live' section (default %(default)s)")
     src.add_argument("--config-json", help="the 'live' section as a JSON object")
-    p.add_argument("--trace-dir", default="results/live/traces",
-                   help="directory of the live traces (rule live_trace)")
+    p.add_argument("--traces", nargs="*", default=[],
+                   help="traced graphs of the live models (rule live_trace)")
     p.add_argument("--workdir", default="results/live/run", help="plans, client logs")
     p.add_argument("--steps", required=True, help="per-step table (CSV)")
     p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
@@ -525,11 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 write_table(skip, path, params.raw)
             write_metrics({}, args.metrics, {**params.raw, "skipped": reason})
             return 0
-        traces = {(m.model, mode): str(trace_path(args.trace_dir, m.model, mode,
-                                                  m.batch[mode]))
-                  for m in params.models for mode in params.modes}
         t = time.perf_counter()
-        loads = load_workloads(params, traces)
+        loads = load_workloads(params, args.traces)
         for w in loads:
             say(f"{w.group_id}: comm/comp {w.comm_comp:.2f}, predicted "
                 + ", ".join(f"{k} {v:.3f}s" for k, v in w.predicted.items()))
