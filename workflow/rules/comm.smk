@@ -5,6 +5,8 @@ committed traces (TicTac Sec. 2.3, PACE Sec. IV-A)."""
 import glob
 import os
 
+from snakemake.exceptions import WorkflowError
+
 COMM = config["comm"]
 
 # The committed measurement, or a fresh one when comm.remeasure is true.
@@ -19,9 +21,13 @@ COMM_FIT_FIGURES = multiext("results/figures/allreduce_fit", ".pdf", ".png")
 COMM_TRACES = sorted(
     os.path.basename(p)[: -len(".json")]
     for p in glob.glob(os.path.join("data", "traces", COMM["traces_glob"]))
-    if ".raw." not in p
+    if p.endswith(".json") and ".raw." not in p
 )
 COMM_TRAIN = [t for t in COMM_TRACES if "-train-" in t]
+if not COMM_TRAIN:
+    raise WorkflowError(
+        f"comm: no training trace matches data/traces/{COMM['traces_glob']} (comm.traces_glob)"
+    )
 COMM_GRAD_TABLE = "results/tables/grad_sizes.csv"
 COMM_GRAD_METRICS = "results/metrics/comm_grad_sizes.csv"
 COMM_GRAD_FIGURES = multiext("results/figures/grad_sizes", ".pdf", ".png")
@@ -30,12 +36,8 @@ COMM_VIEWS = expand("results/views/{trace}-ps.json", trace=COMM_TRACES) + expand
 )
 COMM_VIEW_TABLE = "results/tables/view_summary.csv"
 
-ALL_TARGETS.extend(COMM_FIT_FIGURES)
-METRICS_TABLES.append(COMM_FIT_METRICS)
-if COMM_TRAIN:
-    ALL_TARGETS.extend(COMM_GRAD_FIGURES)
-    ALL_TARGETS.append(COMM_VIEW_TABLE)
-    METRICS_TABLES.append(COMM_GRAD_METRICS)
+ALL_TARGETS.extend([*COMM_FIT_FIGURES, *COMM_GRAD_FIGURES, COMM_VIEW_TABLE])
+METRICS_TABLES.extend([COMM_FIT_METRICS, COMM_GRAD_METRICS])
 
 
 rule comm:
@@ -43,8 +45,9 @@ rule comm:
     input:
         COMM_FIT_FIGURES,
         COMM_FIT_METRICS,
-        COMM_GRAD_FIGURES if COMM_TRAIN else [],
-        COMM_VIEW_TABLE if COMM_TRAIN else [],
+        COMM_GRAD_FIGURES,
+        COMM_GRAD_METRICS,
+        COMM_VIEW_TABLE,
 
 
 rule comm_allreduce_measure:
