@@ -61,7 +61,8 @@ def accuracy(paths: list[str], params: Params, n_workers: int, iters: int) -> li
         (model,) = load_models([path], params)
         n_servers = max(1, math.ceil(n_workers / params.workers_per_server))
         tac_order = model.orders(params, n_servers, 1.0)["tac"]
-        row: dict[str, Any] = {"trace": path, "model": model.name, "mode": model.mode,
+        row: dict[str, Any] = {"trace": str(Path(path).relative_to(ROOT)),
+                               "model": model.name, "mode": model.mode,
                                "n_workers": n_workers, "n_servers": n_servers,
                                "iterations": iters}
         for kind, simulated in (("full", False), ("coarse", True)):
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     fine_per_iter = (_clock() - t0) / args.fine_iterations
 
     rows = [] if args.no_accuracy else accuracy(
-        list(params.traces), params, args.accuracy_workers, args.accuracy_iterations)
+        [str(ROOT / t) for t in params.traces], params, args.accuracy_workers,
+        args.accuracy_iterations)
     result = {
         "benchmark": "multi-worker PS simulation (commsched.sim.multiworker.run)",
         "trace": str(trace.relative_to(ROOT) if trace.is_absolute() else trace),

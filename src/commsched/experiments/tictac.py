@@ -32,6 +32,10 @@ Setting (our choices; the paper's cluster is not available to us):
   order of :func:`commsched.tictac.tic` / :func:`commsched.tictac.tac` computed on the
   worker graph (with the scaled compute times for TAC), the same for every worker.
   Jitter, shared channels and how workers interleave: see :mod:`commsched.sim.multiworker`.
+* Simulated graph: with ``coarsen`` (default) the simulator runs the coarsened view
+  (:func:`commsched.sim.multiworker.coarsen`: compute ops merged into segments that keep
+  the communication structure; its effect on the gains is recorded by
+  ``benchmarks/bench_multiworker.py``); TIC and TAC always see the full view.
 * Throughput gain of an order = mean baseline iteration time / mean iteration time - 1
   (throughput is inversely proportional to the iteration time of a synchronous step).
   Straggler effect = mean over iterations of (longest wait at the barrier) / (iteration

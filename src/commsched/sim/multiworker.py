@@ -31,7 +31,8 @@ Orders (:func:`rank_priorities`)
     arbitrary order, Sec. 1 and Sec. 6) gives every worker an independent uniformly random
     permutation of its recvs every iteration; with ranks, the sender serves every worker's
     k-th request before any worker's (k+1)-th, as a FIFO server would when all workers
-    issue their requests at once.
+    issue their requests at once (``interleave="rank"``; ``"random"`` serves all
+    outstanding requests in one random order instead).
 
 Jitter
     Every op duration of every worker is multiplied by an independent factor drawn
@@ -48,6 +49,14 @@ Iteration metrics (:class:`IterationResult`)
 
 Every simulated schedule can be checked with :func:`commsched.sim.validate.check_schedule`
 (``validate_every`` in :func:`run`; tests validate every one).
+
+Speed
+    Traced graphs have thousands of ops per worker. :func:`coarsen` merges compute ops into
+    segments that keep the communication structure (exact for compute chains, an
+    approximation otherwise, measured in ``benchmarks/bench_multiworker.py``), and
+    :func:`iteration` computes the schedule by an exact decomposition (channels, then each
+    worker alone, then the uplinks) instead of the general event loop when the graph
+    allows it; both are tested against the reference.
 
 Examples
 --------
