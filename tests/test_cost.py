@@ -99,10 +99,12 @@ def test_fit_recovers_known_line(a, b, seed, relative):
     fit = fit_linear(sizes, exact, relative=relative)
     assert fit.a == pytest.approx(a, rel=1e-6, abs=1e-12)
     assert fit.b == pytest.approx(b, rel=1e-6)
-    # with 1% multiplicative noise the slope is still within a few percent
+    # With 1% multiplicative noise, and the size term at least the start-up cost at the
+    # largest size (else the slope drowns in the noise of a), the slope is within 5%.
     noisy = exact * (1 + 0.01 * rng.standard_normal(len(sizes)))
     fit = fit_linear(sizes, noisy, relative=relative)
-    assert fit.b == pytest.approx(b, rel=0.05)
+    if b * sizes.max() >= a:
+        assert fit.b == pytest.approx(b, rel=0.05)
     if b * sizes.max() >= 10 * a:  # the size term dominates: the line explains the data
         assert fit.r2 > 0.95
 
