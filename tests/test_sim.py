@@ -142,10 +142,10 @@ def test_validator_catches_each_rule():
     start, end = list(good.start), list(good.end)
     i = cg.ids.index("opA")
     with pytest.raises(InvalidSchedule, match="before its predecessor"):
-        check_schedule(cg, Schedule(cg.ids, start[:i] + [0.0] + start[i + 1 :],
-                                    end[:i] + [3.0] + end[i + 1 :]))
+        check_schedule(cg, Schedule(cg.ids, [*start[:i], 0.0, *start[i + 1 :]],
+                                    [*end[:i], 3.0, *end[i + 1 :]]))
     with pytest.raises(InvalidSchedule, match="its duration is"):
-        check_schedule(cg, Schedule(cg.ids, start, end[:i] + [end[i] + 1] + end[i + 1 :]))
+        check_schedule(cg, Schedule(cg.ids, start, [*end[:i], end[i] + 1, *end[i + 1 :]]))
     a, b = cg.ids.index("A"), cg.ids.index("B")
     both = list(start)
     both[b] = both[a]

@@ -37,7 +37,14 @@ from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 from commsched.results import read_metrics, write_table
 
-__all__ = ["CLAIMS_SCHEMA", "ClaimResult", "evaluate", "load_claims", "render_markdown", "write_claims"]
+__all__ = [
+    "CLAIMS_SCHEMA",
+    "ClaimResult",
+    "evaluate",
+    "load_claims",
+    "render_markdown",
+    "write_claims",
+]
 
 _NUM = {"type": "number"}
 CLAIMS_SCHEMA: dict[str, Any] = {

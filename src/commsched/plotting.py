@@ -12,8 +12,8 @@ import matplotlib
 
 matplotlib.use("agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import seaborn as sns
 
 __all__ = ["save_figure", "setup_style"]
 

@@ -120,7 +120,7 @@ def read_metrics(paths: list[str | os.PathLike[str]]) -> dict[str, tuple[float, 
         df = read_table(p)
         if list(df.columns[:2]) != ["metric", "value"]:
             raise CommschedError(f"{p}: a metrics table needs columns metric,value")
-        for name, value in zip(df["metric"], df["value"]):
+        for name, value in zip(df["metric"], df["value"], strict=True):
             if name in out:
                 raise CommschedError(f"{p}: metric {name!r} is also in {out[name][1]}")
             out[str(name)] = (float(value), str(p))

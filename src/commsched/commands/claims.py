@@ -20,7 +20,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     claims = load_claims(args.claims)
-    metrics = args.metrics if args.metrics is not None else sorted(glob.glob("results/metrics/*.csv"))
+    metrics = args.metrics
+    if metrics is None:
+        metrics = sorted(glob.glob("results/metrics/*.csv"))
     results = evaluate(claims, metrics)
     write_claims(results, args.md, args.csv)
     counts = {s: sum(r.status == s for r in results) for s in ("reproduced", "differs", "pending")}

@@ -54,7 +54,7 @@ class Schedule:
 
     @property
     def ops(self) -> dict[str, tuple[float, float]]:
-        return {n: (s, e) for n, s, e in zip(self.ids, self.start, self.end)}
+        return {n: (s, e) for n, s, e in zip(self.ids, self.start, self.end, strict=True)}
 
     def to_json(self) -> dict[str, object]:
         return {"makespan": self.makespan, "ops": {n: [s, e] for n, (s, e) in self.ops.items()}}

@@ -24,7 +24,9 @@ def check_schedule(cg: CompiledGraph, s: Schedule, tol: float = 1e-9) -> None:
     """Raise :class:`InvalidSchedule` naming the first broken rule and op."""
     if list(s.ids) != list(cg.ids):
         missing = set(cg.ids) - set(s.ids)
-        raise InvalidSchedule(f"schedule ops differ from the graph's (missing: {sorted(missing)[:3]})")
+        raise InvalidSchedule(
+            f"schedule ops differ from the graph's (missing: {sorted(missing)[:3]})"
+        )
     scale = max(1.0, s.makespan)
     eps = tol * scale
     for i, op in enumerate(cg.ids):
