@@ -42,15 +42,17 @@ def test_sender_chains_ps_reads_in_reverse_priority_order_after_a_worker_start()
     b = _build("sender")
     g = b.graph
     start = g.get_operation_by_name("enforce_sender/start")
-    gate = g.get_operation_by_name("enforce_sender/gate_0")
-    assert start.device == "/job:worker/task:1" and gate.device == "/job:ps/task:0"
-    late = [v for v, p in PRIOS.items() if p == 1]  # chained first (LIFO dispatch)
-    early = [v for v, p in PRIOS.items() if p == 0]
-    for v in late:
-        assert _ctrl(b.reads[v][0]) == {start.name}
-    assert {c.name for c in gate.control_inputs} == {b.reads[v][0].name for v in late}
-    for v in early:
-        assert _ctrl(b.reads[v][0]) == {gate.name}
+    assert start.device == "/job:worker/task:1"
+    # one chain, ties (same priority) in creation order, the whole chain reversed because
+    # the PS dispatches a pass's responses last-in first-out
+    created = list(b.variables)
+    chain = sorted(PRIOS, key=lambda v: (PRIOS[v], created.index(v)))[::-1]
+    assert _ctrl(b.reads[chain[0]][0]) == {start.name}
+    for k in range(1, len(chain)):
+        gate = g.get_operation_by_name(f"enforce_sender/gate_{k - 1}")
+        assert gate.device == "/job:ps/task:0"
+        assert _ctrl(gate) == {b.reads[chain[k - 1]][0].name}
+        assert _ctrl(b.reads[chain[k]][0]) == {gate.name}
     assert len(b.edges) == len(PRIOS)
 
 

@@ -30,10 +30,13 @@ gRPC*. Three hooks, selected by ``enforce``:
     before they are handed to gRPC, and let them pipeline on the wire. Our hook is a graph
     rewrite on the PS side, in three parts:
 
-    * *chain*: on each PS device, a ``NoOp`` gate waits for the reads of one priority
-      group and every read of the next group gets a control input from it, so the PS
-      produces the values group after group (reads take microseconds; nothing waits for a
-      transfer, so transfers still pipeline);
+    * *chain*: on each PS device, the reads form one chain, a ``NoOp`` gate between each
+      read and the next, in priority order, so the PS produces the values one after the
+      other (reads take microseconds; nothing waits for a transfer, so transfers still
+      pipeline). Reads of equal priority (TIC's groups) are chained too, in variable
+      creation order: the paper lets equal priorities go in any order, and we measured
+      that leaving a large group unchained scrambles the dispatch (TIC on Inception v1:
+      order agreement 0.30 with group gates, 0.91 with the full chain);
     * *start gate*: the first group's reads wait for a control token from the worker's
       step start, so the worker's ``RecvTensor`` requests are (mostly) already waiting at
       the PS when the values appear; a value that is ready before its request arrives is
@@ -160,8 +163,11 @@ def apply_hook(
                 by_device[reads[v][0].inputs[0].op.device].append(v)
             with tf.device(worker_device):
                 start = tf.no_op(name="enforce_sender/start")
+            created = {n: i for i, n in enumerate(ps_variables(graph))}
             for dev, vs in sorted(by_device.items()):
-                groups = priority_groups(priorities, vs)
+                # one read per step of the chain: ties (TIC's groups) in creation order
+                vs = sorted(vs, key=lambda v: created.get(v, len(created)))
+                groups = [[v] for grp in priority_groups(priorities, vs) for v in grp]
                 if sender_lifo:  # the PS dispatches a pass's responses last-in first-out
                     groups.reverse()
                 for v in groups[0] if groups else []:

@@ -95,8 +95,13 @@ def _container(group_id: str, config: str) -> str:
 
 
 def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
-                 cluster: Mapping[str, Sequence[str]], task: int) -> Built:
-    """Build the graph of one config of ``group`` for worker ``task`` (module docstring)."""
+                 cluster: Mapping[str, Sequence[str]], task: int,
+                 sender_lifo: bool = True) -> Built:
+    """Build the graph of one config of ``group`` for worker ``task`` (module docstring).
+
+    ``sender_lifo`` goes to :func:`commsched.enforce.hooks.apply_hook`: true for servers
+    with one inter-op thread (measured), false otherwise (not measured: the natural chain).
+    """
     from commsched.trace import zoo
 
     tf, keras = zoo.load_tensorflow()
@@ -150,7 +155,7 @@ def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
     reads = reads_by_variable(g, [work])
     variables = ps_variables(g)
     prios = _live_priorities(config, {v: variables[v]["shape"] for v in reads})
-    edges = apply_hook(g, reads, prios, str(config["enforce"]), worker)
+    edges = apply_hook(g, reads, prios, str(config["enforce"]), worker, sender_lifo)
     return Built(g, work, barrier, init_ps, reads, variables, prios, edges, grad_src,
                  container)
 
@@ -205,7 +210,8 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
     from commsched.cluster.server import session_config
 
     configs = list(group["configs"])
-    built = [build_config(group, c, plan["cluster"], task) for c in configs]
+    lifo = int(plan.get("threads", 1)) == 1
+    built = [build_config(group, c, plan["cluster"], task, lifo) for c in configs]
     timeout_ms = int(float(plan.get("timeout_s", 120)) * 1000)
     opts = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms)
     topts = tf.compat.v1.RunOptions(timeout_in_ms=timeout_ms,

@@ -417,7 +417,8 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
             agree = []
             if not xfers.empty:
                 sel = xfers[(xfers.model == w.model) & (xfers["mode"] == w.mode)
-                            & (xfers.config == c["name"]) & (xfers.kind == "recv")]
+                            & (xfers.config == c["name"]) & (xfers.kind == "recv")
+                            & xfers.priority.notna()]  # unranked reads: not in the order
                 for _, grp in sel.groupby(["trace_step", "worker"]):
                     agree.append(agreement(dict(zip(grp.variable, grp.start_s, strict=True)),
                                            dict(zip(grp.variable, grp.priority, strict=True))))
