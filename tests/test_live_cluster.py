@@ -37,12 +37,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _leftovers(run_id: str) -> dict[str, object]:
     """Everything of run ``run_id`` that still exists: namespaces, state, processes."""
-    procs = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
-                           timeout=10).stdout
+    cmdlines = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdlines.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
     return {
         "namespaces": net.list_namespaces(f"{net.NS_PREFIX}{run_id}-"),
         "state": (run_base() / run_id).exists(),
-        "processes": [ln for ln in procs.splitlines() if f"/{run_id}/ready/" in ln],
+        "processes": [c for c in cmdlines if f"/{run_id}/ready/" in c],
     }
 
 

@@ -254,12 +254,14 @@ def test_tables_summary_and_metrics_from_known_results():
     assert summary.loc["tac-sender", "gain"] == pytest.approx(3.5 / 2.0 - 1)
     assert summary.loc["tac-sender", "throughput"] == pytest.approx(2 * 4 / 2.0)
     assert summary.loc["tac-sender", "order_agreement"] == 1.0
+    assert summary.loc["tac-sender", "end_agreement"] == 1.0  # ends in the same order here
     assert summary.loc["baseline", "order_agreement"] == 0.0  # b before a, TAC says a first
     assert summary.loc["tac-sender", "pred_error"] == pytest.approx(2.0 / 2.0 - 1)
     assert summary.loc["baseline", "pred_error"] == pytest.approx(3.0 / 3.5 - 1)
     m = live.metrics(summary.reset_index())
     assert m["live.infer.best_gain"] == pytest.approx(0.75)
     assert m["live.sender.order_agreement"] == 1.0
+    assert m["live.none.order_agreement"] == 0.0
     assert m["live.pred_error.median_abs"] == pytest.approx((0 + 0.5 / 3.5) / 2)
 
 

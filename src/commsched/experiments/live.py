@@ -30,7 +30,9 @@ it). Throughput = N x batch / mean iteration time; gain = baseline mean iteratio
 config mean iteration time - 1. From the traced steps: every parameter transfer's start
 (the sender's send start) and end, and the *order agreement*: the fraction of pairs of
 transfers of different priority (TAC's, for the baseline) that started in priority order
-(0.5 = unordered, 1 = perfectly ordered).
+(0.5 = unordered, 1 = perfectly ordered), and the *end agreement*, the same for the order
+in which they arrived (transfers that start in order but share the link can still finish
+out of order).
 
 Without root or namespace support (and without ``live.hosts``) nothing runs: the tables
 hold one row ``skipped: <reason>`` and the metrics table is empty, so the claims stay
@@ -61,6 +63,7 @@ from commsched.cluster.procs import ProcRecord, end_processes, start_time
 from commsched.cost import LinkModel
 from commsched.enforce.order import variable_priorities
 from commsched.errors import CommschedError
+from commsched.io.atomic import atomic_write_text
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
 from commsched.sim.multiworker import run as simulate_workers
@@ -295,11 +298,12 @@ def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: 
     """Start one job client per worker, wait for all (bounded by ``deadline``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     plan_path = workdir / "plan.json"
-    plan_path.write_text(json.dumps(plan))
+    atomic_write_text(plan_path, json.dumps(plan))
     procs = []
     for i in range(len(plan["targets"])):
         out = workdir / f"result-w{i}.json"
         out.unlink(missing_ok=True)
+        (workdir / f"client-w{i}.log").unlink(missing_ok=True)
         argv = [sys.executable, "-m", "commsched.enforce.job", "--plan", str(plan_path),
                 "--task", str(i), "--out", str(out)]
         p = cluster.spawn_client(i, argv, workdir / f"client-w{i}.log",
@@ -414,14 +418,17 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
         for c in w.configs:
             x = it[it.config == c["name"]]
             mean = float(x["iteration_s"].mean())
-            agree = []
+            agree, agree_end = [], []
             if not xfers.empty:
                 sel = xfers[(xfers.model == w.model) & (xfers["mode"] == w.mode)
                             & (xfers.config == c["name"]) & (xfers.kind == "recv")
                             & xfers.priority.notna()]  # unranked reads: not in the order
                 for _, grp in sel.groupby(["trace_step", "worker"]):
+                    prio = dict(zip(grp.variable, grp.priority, strict=True))
                     agree.append(agreement(dict(zip(grp.variable, grp.start_s, strict=True)),
-                                           dict(zip(grp.variable, grp.priority, strict=True))))
+                                           prio))
+                    agree_end.append(agreement(dict(zip(grp.variable, grp.end_s, strict=True)),
+                                               prio))
             strag = float(x["straggler"].mean())
             rows.append({
                 "model": w.model, "mode": w.mode, "batch": w.batch, "bandwidth": w.bandwidth,
@@ -434,6 +441,7 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                 "straggler": strag,
                 "straggler_reduction": float(base_strag / strag) if strag > 0 else math.nan,
                 "order_agreement": float(np.nanmean(agree)) if agree else math.nan,
+                "end_agreement": float(np.nanmean(agree_end)) if agree_end else math.nan,
                 "predicted_s": w.predicted[c["name"]],
                 "pred_error": w.predicted[c["name"]] / mean - 1.0,
                 "predicted_gain": w.predicted["baseline"] / w.predicted[c["name"]] - 1.0,
@@ -463,12 +471,11 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
         diff = (pairs["sender"] - pairs["dag"]).dropna()
         if not diff.empty:
             out["live.sender_minus_dag_gain"] = float(diff.mean())
-    for hook in sorted(set(ordered.hook)):
-        out[f"live.{hook}.order_agreement"] = float(
-            ordered[ordered.hook == hook].order_agreement.mean())
-    base = summary[summary.config == "baseline"]
-    if not base.empty:
-        out["live.none.order_agreement"] = float(base.order_agreement.mean())
+    for hook, sel in [*((h, ordered[ordered.hook == h]) for h in sorted(set(ordered.hook))),
+                      ("none", summary[summary.config == "baseline"])]:
+        if not sel.empty:
+            out[f"live.{hook}.order_agreement"] = float(sel.order_agreement.mean())
+            out[f"live.{hook}.end_agreement"] = float(sel.end_agreement.mean())
     if not summary.empty:
         out["live.pred_error.median_abs"] = float(summary.pred_error.abs().median())
         out["live.pred_error.max_abs"] = float(summary.pred_error.abs().max())
