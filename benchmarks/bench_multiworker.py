@@ -2,7 +2,7 @@
 
 Issue 4, item 7 ("simulate 1000 iterations of 16 workers in under a minute"). The graph
 is the parameter-server view of the largest traced training graph in ``data/traces``
-(``*-train-*.json``, largest file; ResNet-50 when the zoo is traced), with the link and
+(``*-train-*.json.gz``, largest file; ResNet-50 when the zoo is traced), with the link and
 settings of the ``tictac:`` section of ``config/config.yaml`` (calibrated bandwidth,
 jitter, sharding, duplex), ``--servers`` servers and ``--workers`` workers.
 

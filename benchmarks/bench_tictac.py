@@ -3,7 +3,7 @@
 The authors report about 10 s for their ordering wizard on their models (TicTac, SysML
 2019). The graph is the parameter-server view (:func:`commsched.views.ps.ps_view`, one
 server, default link) of the largest traced training graph in ``data/traces``
-(``*-train-*.json``, largest file); when there is none, a seeded synthetic DNN-like
+(``*-train-*.json.gz``, largest file); when there is none, a seeded synthetic DNN-like
 training graph of similar size: ``--layers`` layers, each with a forward chain, a backward
 chain twice as long that needs the forward activations, ``--params`` parameters per layer
 (a recv each, read by one forward and one backward op) and a send per parameter.
@@ -79,7 +79,7 @@ def synthetic_training_graph(layers: int, params: int, fwd: int, seed: int) -> n
 
 
 def largest_training_trace() -> Path | None:
-    files = sorted((ROOT / "data" / "traces").glob("*-train-*.json"),
+    files = sorted((ROOT / "data" / "traces").glob("*-train-*.json.gz"),
                    key=lambda p: (p.stat().st_size, p.name))
     return files[-1] if files else None
 

@@ -63,7 +63,7 @@ def bench_one(model: str, mode: str, out_dir: Path, raw_dir: Path, log_dir: Path
     spec = zoo.get(model)
     batch = spec.standard_batch
     name = f"{model}-{mode}-b{batch}"
-    out = out_dir / f"{name}.json"
+    out = out_dir / f"{name}.json.gz"
     cmd = [sys.executable, "-m", "commsched", "trace", "--model", model, "--mode", mode,
            "--batch", str(batch), "--out", str(out), "--raw-out", str(raw_dir)]
     load_before = os.getloadavg()

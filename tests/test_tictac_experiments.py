@@ -1,6 +1,6 @@
 """TicTac Sec. 6 experiment drivers (commsched.experiments.tictac) on tiny traces.
 
-The traces are hand-built in the traced-graph format (data/traces/*.json): a chain of
+The traces are hand-built in the traced-graph format (data/traces/*.json.gz): a chain of
 layers, each reading its own variable; in training a backward chain produces the
 gradients and an optimizer op applies them (the PS view drops it).
 """
@@ -59,8 +59,10 @@ def tiny_trace(name: str, mode: str, layers: int = 5, batch: int = 4) -> nx.DiGr
 
 
 def config(traces: list[str], **over) -> dict:
+    """The tictac section naming ``traces`` (files <trace dir>/<name>.json.gz)."""
+    names = [Path(t).name.removesuffix(".json.gz") for t in traces]
     c = {
-        "traces": traces, "seed": 0, "jitter": 0.1, "comm_to_compute": 1.0,
+        "traces": names, "seed": 0, "jitter": 0.1, "comm_to_compute": 1.0,
         "latency_s": 0.0, "sharding": "round_robin", "duplex": True, "coarsen": True,
         "baseline_interleave": "rank",
         "iterations": 4,
@@ -69,7 +71,7 @@ def config(traces: list[str], **over) -> dict:
         "servers": {"n_workers": 4, "n_servers": [1, 2]},
         "batch": {"factors": [0.5, 2.0], "n_workers": 2, "n_servers": 1},
         "models": {"n_workers": 3, "n_servers": 1},
-        "steptime": {"trace": traces[0], "n_workers": 2, "n_servers": 1, "iterations": 20},
+        "steptime": {"trace": names[0], "n_workers": 2, "n_servers": 1, "iterations": 20},
     }
     c.update(over)
     return c
@@ -79,7 +81,7 @@ def config(traces: list[str], **over) -> dict:
 def traces(tmp_path: Path) -> list[str]:
     out = []
     for name, mode in (("chain", "infer"), ("chain", "train")):
-        p = tmp_path / f"{name}-{mode}-b4.json"
+        p = tmp_path / f"{name}-{mode}-b4.json.gz"
         save(tiny_trace(name, mode), p)
         out.append(str(p))
     return out
@@ -113,7 +115,8 @@ def test_order_efficiencies_match_metrics(traces):
 def test_figure_drivers_end_to_end(tmp_path, traces, figure):
     table = tmp_path / f"tictac_{figure}.csv"
     cfg = json.dumps(config(traces))
-    assert ex.main([figure, "--config-json", cfg, "--table", str(table)]) == 0
+    assert ex.main([figure, "--config-json", cfg, "--trace-dir", str(tmp_path),
+                    "--table", str(table)]) == 0
     df = read_table(table)
     assert set(df.algo) == set(ex.ALGOS) and set(df["mode"]) == {"infer", "train"}
     assert (df.validated_schedules == 4).all()
@@ -138,7 +141,8 @@ def test_steptime_and_metrics_end_to_end(tmp_path, traces):
     tables = {}
     for figure in ("workers", "models", "steptime"):
         tables[figure] = tmp_path / f"tictac_{figure}.csv"
-        assert ex.main([figure, "--config-json", cfg, "--table", str(tables[figure])]) == 0
+        assert ex.main([figure, "--config-json", cfg, "--trace-dir", str(tmp_path),
+                        "--table", str(tables[figure])]) == 0
     st = read_table(tables["steptime"])
     assert len(st) == 2 * 20 and set(st.algo) == {"baseline", "tac"}
     assert st.normalized_step_time.max() == pytest.approx(1.0)

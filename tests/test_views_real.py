@@ -19,7 +19,7 @@ from commsched.views import allreduce_view, ps_view, recv_params
 from commsched.views.allreduce import NEXT_PREFIX
 from commsched.views.common import optimizer_ops
 
-TRACE = Path(__file__).parent.parent / "data" / "traces" / "thesis_cnn-train-b8.json"
+TRACE = Path(__file__).parent.parent / "data" / "traces" / "thesis_cnn-train-b8.json.gz"
 PARAMS = {
     "conv1/kernel": 5 * 5 * 1 * 32 * 4, "conv1/bias": 32 * 4,
     "conv2/kernel": 5 * 5 * 32 * 64 * 4, "conv2/bias": 64 * 4,

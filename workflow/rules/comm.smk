@@ -2,8 +2,6 @@
 gradient tensor sizes (PACE Fig. 4 analog), parameter-server and all-reduce views of the
 committed traces (TicTac Sec. 2.3, PACE Sec. IV-A)."""
 
-import glob
-import os
 
 from snakemake.exceptions import WorkflowError
 
@@ -17,17 +15,11 @@ COMM_FIT = "results/tables/allreduce_fit.csv"
 COMM_FIT_METRICS = "results/metrics/comm_allreduce.csv"
 COMM_FIT_FIGURES = multiext("results/figures/allreduce_fit", ".pdf", ".png")
 
-# Traced graphs (data/traces/<model>-<mode>-b<batch>.json); raw traces are not graphs.
-COMM_TRACES = sorted(
-    os.path.basename(p)[: -len(".json")]
-    for p in glob.glob(os.path.join("data", "traces", COMM["traces_glob"]))
-    if p.endswith(".json") and ".raw." not in p
-)
+# Every configured trace (trace.traces, read from TRACE_DIR); train ones for Fig. 4.
+COMM_TRACES = sorted(TRACE["traces"])
 COMM_TRAIN = [t for t in COMM_TRACES if "-train-" in t]
 if not COMM_TRAIN:
-    raise WorkflowError(
-        f"comm: no training trace matches data/traces/{COMM['traces_glob']} (comm.traces_glob)"
-    )
+    raise WorkflowError("comm: trace.traces names no training trace (needed for Fig. 4)")
 COMM_GRAD_TABLE = "results/tables/grad_sizes.csv"
 COMM_GRAD_METRICS = "results/metrics/comm_grad_sizes.csv"
 COMM_GRAD_FIGURES = multiext("results/figures/grad_sizes", ".pdf", ".png")
@@ -115,7 +107,7 @@ rule comm_allreduce_figure:
 rule comm_grad_sizes:
     """List the gradient tensors (and fused all-reduces) of every training trace."""
     input:
-        traces=expand("data/traces/{trace}.json", trace=COMM_TRAIN),
+        traces=expand(f"{TRACE_DIR}/{{trace}}.json.gz", trace=COMM_TRAIN),
     output:
         table=COMM_GRAD_TABLE,
         metrics=COMM_GRAD_METRICS,
@@ -150,7 +142,7 @@ rule comm_grad_sizes_figure:
 rule comm_view_ps:
     """Derive the parameter-server worker partition of a trace (TicTac Sec. 2.3)."""
     input:
-        trace="data/traces/{trace}.json",
+        trace=f"{TRACE_DIR}/{{trace}}.json.gz",
     output:
         view="results/views/{trace}-ps.json",
     params:
@@ -169,7 +161,7 @@ rule comm_view_ps:
 rule comm_view_allreduce:
     """Derive the all-reduce DAG of a training trace (PACE Sec. IV-A), ring model."""
     input:
-        trace="data/traces/{trace}.json",
+        trace=f"{TRACE_DIR}/{{trace}}.json.gz",
     output:
         view="results/views/{trace}-allreduce.json",
     params:

@@ -29,7 +29,7 @@ rule tictac_sweep:
     """Simulate one sweep (workers: Fig. 7, servers: Fig. 9, batch: Fig. 10, models: Figs. 11
     and 13) for every traced model: random baseline, TIC and TAC orders."""
     input:
-        traces=TICTAC["traces"],
+        traces=expand(f"{TRACE_DIR}/{{name}}.json.gz", name=TICTAC["traces"]),
     output:
         table=TICTAC_TABLE,
     params:
@@ -42,13 +42,13 @@ rule tictac_sweep:
         CONDA_ENV
     shell:
         "python -m commsched.experiments.tictac {wildcards.figure} --config-json '{params.cfg}' "
-        "--table {output.table} > {log} 2>&1"
+        "--traces {input.traces} --table {output.table} > {log} 2>&1"
 
 
 rule tictac_steptime:
     """Fig. 12: per-iteration ordering efficiency and step time of one model, baseline vs TAC."""
     input:
-        trace=TICTAC["steptime"]["trace"],
+        trace=f"{TRACE_DIR}/{TICTAC['steptime']['trace']}.json.gz",
     output:
         table=TICTAC_STEPTIME,
     params:
@@ -59,7 +59,7 @@ rule tictac_steptime:
         CONDA_ENV
     shell:
         "python -m commsched.experiments.tictac steptime --config-json '{params.cfg}' "
-        "--table {output.table} > {log} 2>&1"
+        "--traces {input.trace} --table {output.table} > {log} 2>&1"
 
 
 rule tictac_metrics:

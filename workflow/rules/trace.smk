@@ -4,7 +4,7 @@ With trace.retrace false (the default) the pipeline reads the committed traces u
 data/traces/ and the committed model counts data/models/counts.json and never imports
 TensorFlow. With trace.retrace true, rule trace re-traces every configured trace into
 results/traces/ and rule trace_counts recounts the models; TRACE_DIR names the directory
-the other areas should read traces from (<TRACE_DIR>/<model>-<mode>-b<batch>.json).
+the other areas should read traces from (<TRACE_DIR>/<model>-<mode>-b<batch>.json.gz).
 """
 
 TRACE = config["trace"]
@@ -12,7 +12,7 @@ TRACE_DIR = "results/traces" if TRACE["retrace"] else "data/traces"
 TRACE_COUNTS = (
     "results/models/counts.json" if TRACE["retrace"] else "data/models/counts.json"
 )
-TRACE_FILES = expand("{dir}/{name}.json", dir=TRACE_DIR, name=TRACE["traces"])
+TRACE_FILES = expand("{dir}/{name}.json.gz", dir=TRACE_DIR, name=TRACE["traces"])
 TRACE_TABLE = "results/tables/model_table.csv"
 TRACE_METRICS = "results/metrics/model_table.csv"
 TRACE_GPUS = 1 if TRACE["device"] == "gpu" else 0
@@ -33,7 +33,7 @@ rule trace_all:
 rule trace:
     """Trace one iteration of a model with TensorFlow (commsched trace)."""
     output:
-        graph="results/traces/{model}-{mode}-b{batch}.json",
+        graph="results/traces/{model}-{mode}-b{batch}.json.gz",
         raw="results/traces/raw/{model}-{mode}-b{batch}.raw.json.gz",
     wildcard_constraints:
         model="[a-z0-9_]+",

@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
     p.add_argument("--min-coverage", type=float, default=0.95,
                    help="fail if fewer ops got a time (default 0.95)")
     p.add_argument("--out", help="traced graph to write "
-                   "(default results/traces/<model>-<mode>-b<batch>.json)")
+                   "(default results/traces/<model>-<mode>-b<batch>.json.gz)")
     p.add_argument("--raw-out", metavar="DIR", help="directory of the raw trace "
                    "(default: beside --out)")
     p.set_defaults(func=run)
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommschedError("--model is required (see commsched trace --list)")
     spec = zoo.get(args.model)
     batch = spec.standard_batch if args.batch is None else args.batch
-    out = Path(args.out or f"results/traces/{args.model}-{args.mode}-b{batch}.json")
-    stem = out.name[:-5] if out.name.endswith(".json") else out.name
+    out = Path(args.out or f"results/traces/{args.model}-{args.mode}-b{batch}.json.gz")
+    stem = out.name.removesuffix(".gz").removesuffix(".json")
     raw_out = (Path(args.raw_out) if args.raw_out else out.parent) / f"{stem}.raw.json.gz"
 
     from commsched.trace.format import save_raw

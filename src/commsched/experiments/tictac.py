@@ -4,7 +4,8 @@ TicTac (Hashemi, Jyothi & Campbell, SysML 2019) measures, on a TensorFlow cluste
 parameter servers, how much enforcing the TIC or TAC order of parameter transfers speeds
 up synchronous iterations over TensorFlow's arbitrary order. We repeat the study with the
 multi-worker simulator (:mod:`commsched.sim.multiworker`) on traced models
-(``data/traces/*.json``, converted by :func:`commsched.views.ps_view`):
+(``<trace-dir>/<name>.json.gz``, by default the committed ``data/traces``, converted by
+:func:`commsched.views.ps_view`; the config names traces, ``--trace-dir`` says where):
 
 =========  ===========================================================  ==============
 figure     what varies (everything else from the ``tictac:`` config)     table
@@ -174,7 +175,7 @@ class Params:
             raise CommschedError(f"{where}: expected a mapping")
         traces = _need(m, "traces", list, where)
         if not traces or not all(isinstance(t, str) for t in traces):
-            raise CommschedError(f"{where}.traces: must be a non-empty list of paths")
+            raise CommschedError(f"{where}.traces: must be a non-empty list of trace names")
         jitter = float(_need(m, "jitter", (int, float), where))
         if not 0 <= jitter < 1:
             raise CommschedError(f"{where}.jitter: must be in [0, 1), got {jitter}")
@@ -589,6 +590,11 @@ def _params(args: argparse.Namespace) -> Params:
     return Params.from_file(args.config)
 
 
+def _trace_file(trace_dir: str, name: str) -> str:
+    """The file of trace ``name`` (``<model>-<mode>-b<batch>``) in ``trace_dir``."""
+    return str(Path(trace_dir) / f"{name}.json.gz")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m commsched.experiments.tictac",
                                 description=__doc__.splitlines()[0] if __doc__ else None)
@@ -597,7 +603,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     src.add_argument("--config", default="config/config.yaml",
                      help="config file with a 'tictac' section (default %(default)s)")
     src.add_argument("--config-json", help="the 'tictac' section as a JSON object")
-    p.add_argument("--traces", nargs="+", help="override the config's traces")
+    p.add_argument("--trace-dir", default="data/traces",
+                   help="where the config's trace names live (default %(default)s)")
+    p.add_argument("--traces", nargs="+", help="trace files overriding the config's traces")
     p.add_argument("--table", help="result table to write (CSV)")
     p.add_argument("--tables", nargs="+", metavar="FIGURE=CSV",
                    help="metrics: the figure tables to summarize")
@@ -624,11 +632,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = _params(args)
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
-            trace = args.traces[0] if args.traces else params.steptime_trace
+            trace = args.traces[0] if args.traces else _trace_file(args.trace_dir,
+                                                                   params.steptime_trace)
             (model,) = load_models([trace], params)
             df = run_steptime(model, params)
         else:
-            models = load_models(args.traces or params.traces, params)
+            paths = args.traces or [_trace_file(args.trace_dir, t) for t in params.traces]
+            models = load_models(paths, params)
             df = run_figure(args.figure, models, params, progress=say)
         write_table(df, args.table, config)
     except CommschedError as e:
