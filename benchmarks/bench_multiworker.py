@@ -27,23 +27,16 @@ Run: ``python benchmarks/bench_multiworker.py`` (a few minutes on 2 cores).
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-from bench_sim import cpu_model
 from bench_tictac import largest_training_trace
+from benchlib import write_result
 
-from commsched import __version__
 from commsched.experiments.tictac import Params, load_models
-from commsched.io.atomic import atomic_write_text
-from commsched.results import git_revision
 from commsched.sim.multiworker import compose, run
 
 TARGET_S = 60.0
@@ -100,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "multiworker.json"))
     args = p.parse_args(argv)
 
-    load_at_start = os.getloadavg()
     params = Params.from_file(args.config)
     trace = Path(args.trace) if args.trace else largest_training_trace()
     if trace is None:
@@ -160,16 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "accuracy": rows,
         "target": f"< {TARGET_S:g} s for {args.iterations} iterations of {args.workers} workers",
         "target_met": seconds < TARGET_S,
-        "machine": {
-            "cpu": cpu_model(), "cores": os.cpu_count(), "python": sys.version.split()[0],
-            "platform": platform.platform(), "networkx": nx.__version__,
-            "load_average_at_start": load_at_start,
-        },
-        "commsched_version": __version__,
-        "git_revision": git_revision(),
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(f"{model.name}/{model.mode}: {seconds:.1f} s (target < {TARGET_S:g} s: "
           f"{'met' if result['target_met'] else 'MISSED'}); full graph would take "
           f"{fine_per_iter * args.iterations:.0f} s; wrote {args.out}")

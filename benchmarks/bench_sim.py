@@ -14,28 +14,20 @@ Run: ``python benchmarks/bench_sim.py`` (about 15 s on 2 cores, mostly building 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import networkx as nx
+from benchlib import timed, write_result
 
-from commsched import __version__
 from commsched.graph import add_op, compile_graph, new_graph
-from commsched.io.atomic import atomic_write_text
-from commsched.results import git_revision
 from commsched.sim import check_schedule, simulate_compiled
 
 RESOURCES = {"cpu": 4, "gpu": 2, "net": 1, "pcie": 1}
 TARGET_S = 2.0
-T = TypeVar("T")
 
 
 def random_dag(ops: int, edges: int, window: int, seed: int) -> nx.DiGraph:
@@ -54,26 +46,6 @@ def random_dag(ops: int, edges: int, window: int, seed: int) -> nx.DiGraph:
         chosen.add((rng.randrange(max(0, v - window), v), v))
     g.add_edges_from((f"op{u}", f"op{v}") for u, v in sorted(chosen))
     return g
-
-
-def timed(fn: Callable[[], T], repeat: int) -> tuple[list[float], T]:
-    """Run ``fn`` ``repeat`` (>= 1) times; the wall times and the last result."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return times, out
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,18 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         "schedule_valid": True,
         "target": f"< {TARGET_S:g} s for compile_graph + simulate_compiled",
         "target_met": total < TARGET_S,
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "networkx": nx.__version__,
-        },
-        "commsched_version": __version__,
-        "git_revision": git_revision(),
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(f"{result['ops']} ops, {result['edges']} edges: compile {med(compile_times):.3f} s "
           f"+ simulate {med(fifo_times):.3f} s = {total:.3f} s (target < {TARGET_S:g} s: "
           f"{'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")

@@ -19,22 +19,15 @@ Run: ``python benchmarks/bench_tictac.py`` (about 10 s on 2 cores).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import networkx as nx
-from bench_sim import cpu_model, timed
+from benchlib import timed, write_result
 
-from commsched import __version__
 from commsched.graph import add_op, compile_graph, new_graph
-from commsched.io.atomic import atomic_write_text
-from commsched.results import git_revision
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.tictac.order import tac, tic
 
@@ -137,18 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         "schedule_valid": True,
         "target": f"< {TARGET_S:g} s each (authors: about 10 s)",
         "target_met": med(tic_times) < TARGET_S and med(tac_times) < TARGET_S,
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "networkx": nx.__version__,
-        },
-        "commsched_version": __version__,
-        "git_revision": git_revision(),
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(f"{source['kind']} graph, {result['ops']} ops, {result['recvs']} recvs: "
           f"TIC {med(tic_times):.3f} s, TAC {med(tac_times):.3f} s (target < {TARGET_S:g} s "
           f"each: {'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")

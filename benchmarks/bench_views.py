@@ -12,20 +12,14 @@ Run: ``python benchmarks/bench_views.py`` (about 30 s on 2 cores).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from bench_sim import cpu_model, timed
+from benchlib import timed, write_result
 
-from commsched import __version__
 from commsched.cost import LinkModel, RingAllReduce
-from commsched.io.atomic import atomic_write_text
-from commsched.results import git_revision
 from commsched.trace.format import load_trace
 from commsched.views import allreduce_view, ps_view
 
@@ -67,13 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         "largest_trace_slowest_view_s": worst,
         "target": f"< {TARGET_S:g} s per view of the largest trace",
         "target_met": worst < TARGET_S,
-        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
-                    "python": sys.version.split()[0]},
-        "commsched_version": __version__,
-        "git_revision": git_revision(),
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+    write_result(args.out, result)
     print(f"largest trace {largest['trace']}: slowest view {worst:.3f} s "
           f"(target < {TARGET_S:g} s: {'met' if result['target_met'] else 'MISSED'}); "
           f"wrote {args.out}")
