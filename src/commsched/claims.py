@@ -31,10 +31,10 @@ from typing import Any
 
 import jsonschema
 import pandas as pd
-import yaml
 
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
+from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, write_table
 
 __all__ = [
@@ -89,13 +89,7 @@ CLAIMS_SCHEMA: dict[str, Any] = {
 
 def load_claims(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read and validate a claims file; one-line errors name the file and the claim."""
-    try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise CommschedError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise CommschedError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from None
+    data = read_yaml(path)
     try:
         jsonschema.validate(data, CLAIMS_SCHEMA)
     except jsonschema.ValidationError as e:

@@ -6,6 +6,7 @@ Notebooks load result tables and call these; they compute nothing a rule should.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -15,7 +16,9 @@ matplotlib.use("agg")
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-__all__ = ["save_figure", "setup_style"]
+from commsched.errors import CommschedError
+
+__all__ = ["check_figure_inputs", "save_figure", "setup_style"]
 
 
 def setup_style() -> None:
@@ -32,3 +35,18 @@ def save_figure(fig: plt.Figure, stem: str | os.PathLike[str]) -> list[Path]:
     for p in paths:
         fig.savefig(p)
     return paths
+
+
+def check_figure_inputs(what: str, tables: Mapping[str, str], figure: str, hint: str) -> None:
+    """Check a notebook's parameters before plotting: one-line errors, nothing drawn.
+
+    Every non-empty path in ``tables`` must exist (``hint`` says which rule makes it) and
+    ``figure`` must be the PDF path (the PNG is written beside it).
+    """
+    for name, path in tables.items():
+        if path and not Path(path).is_file():
+            raise CommschedError(f"{what} figure: {name} {path!r} does not exist; {hint}")
+    if Path(figure).suffix != ".pdf":
+        raise CommschedError(
+            f"{what} figure: figure {figure!r} must end in .pdf (the PNG is written beside it)"
+        )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
+from commsched.io.structured import read_json
 
 __all__ = ["load_priorities", "write_priorities"]
 
@@ -21,12 +22,7 @@ __all__ = ["load_priorities", "write_priorities"]
 def load_priorities(path: str | os.PathLike[str]) -> dict[str, float]:
     """Read a priorities JSON file; one-line errors name the file and the op."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except OSError as e:
-        raise CommschedError(f"{p}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise CommschedError(f"{p}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    data = read_json(p)
     prios = data.get("priorities") if isinstance(data, dict) else None
     if not isinstance(prios, dict):
         raise CommschedError(f"{p}: missing field 'priorities' (an object op -> number)")

@@ -29,12 +29,12 @@ import itertools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 
 from commsched.cost import fit_linear
 from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
 from commsched.results import read_provenance, read_table, write_metrics, write_table
 
 __all__ = ["FigureConfig", "fit_table", "main", "metrics", "summarize"]
@@ -100,12 +100,8 @@ class FigureConfig:
     figure: str  # the PDF; the PNG is written beside it
 
     def __post_init__(self) -> None:
-        for table in (self.summary, self.fit):
-            if not Path(table).is_file():
-                raise CommschedError(f"all-reduce figure: table {table!r} does not exist; "
-                                     "run `snakemake comm_allreduce_fit`")
-        if Path(self.figure).suffix != ".pdf":
-            raise CommschedError(f"all-reduce figure: figure {self.figure!r} must end in .pdf")
+        check_figure_inputs("all-reduce", {"summary": self.summary, "fit": self.fit},
+                            self.figure, "run `snakemake comm_allreduce_fit`")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

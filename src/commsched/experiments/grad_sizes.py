@@ -31,6 +31,7 @@ import pandas as pd
 
 from commsched import graph
 from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.views.common import check_trace, grad_producers, variable_bytes
 
@@ -79,11 +80,8 @@ class FigureConfig:
     figure: str  # the PDF; the PNG is written beside it
 
     def __post_init__(self) -> None:
-        if not Path(self.table).is_file():
-            raise CommschedError(f"gradient-size figure: table {self.table!r} does not exist; "
-                                 "run `snakemake comm_grad_sizes`")
-        if Path(self.figure).suffix != ".pdf":
-            raise CommschedError(f"gradient-size figure: {self.figure!r} must end in .pdf")
+        check_figure_inputs("gradient-size", {"table": self.table}, self.figure,
+                            "run `snakemake comm_grad_sizes`")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -64,6 +64,7 @@ from commsched.cost import LinkModel
 from commsched.enforce.order import variable_priorities
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
+from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
 from commsched.sim.multiworker import run as simulate_workers
@@ -102,14 +103,9 @@ class FigureConfig:
     kind: str
 
     def __post_init__(self) -> None:
-        for what, path in (("summary", self.summary), ("steps", self.steps),
-                           ("transfers", self.transfers)):
-            if not Path(path).is_file():
-                raise CommschedError(f"live figure: {what} table {path!r} does not exist; "
-                                     "run rule live_run first")
-        if Path(self.figure).suffix != ".pdf":
-            raise CommschedError(f"live figure: {self.figure!r} must end in .pdf "
-                                 "(the PNG is written beside it)")
+        check_figure_inputs("live", {"summary": self.summary, "steps": self.steps,
+                                     "transfers": self.transfers},
+                            self.figure, "run rule live_run first")
         if self.kind not in FIGURE_KINDS:
             raise CommschedError(f"live figure: kind {self.kind!r} is not one of "
                                  f"{', '.join(FIGURE_KINDS)}")

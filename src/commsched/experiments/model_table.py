@@ -20,15 +20,14 @@ data/models/counts.json --paper papers/model_table.yaml --table T.csv --metrics 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from commsched.errors import CommschedError
+from commsched.io.structured import read_json, read_yaml
 from commsched.results import write_metrics, write_table
 from commsched.trace import zoo
 
@@ -41,13 +40,7 @@ _COUNT_FIELDS = ("params", "param_bytes", "ops_infer", "ops_train")
 
 def load_counts(path: str) -> dict[str, dict[str, Any]]:
     """Read a ``commsched trace --count`` file; errors name the file and the model."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except OSError as e:
-        raise CommschedError(f"{path}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise CommschedError(f"{path}: invalid JSON: {e.msg}") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise CommschedError(f"{path}: expected an object {{model: counts}}")
     for model, c in data.items():
@@ -60,13 +53,7 @@ def load_counts(path: str) -> dict[str, dict[str, Any]]:
 
 def load_paper(path: str) -> dict[str, dict[str, Any]]:
     """Read the paper's table (``models: {name: {column: value or null}}``)."""
-    try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise CommschedError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise CommschedError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from None
+    data = read_yaml(path)
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
         raise CommschedError(f"{path}: expected a mapping 'models'")

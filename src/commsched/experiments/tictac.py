@@ -71,11 +71,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pandas as pd
-import yaml
 
 from commsched import graph
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
+from commsched.io.structured import read_yaml
+from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.sim.multiworker import (
@@ -233,12 +234,7 @@ class Params:
     @classmethod
     def from_file(cls, path: str | Path) -> Params:
         """Read the ``tictac`` section of a YAML (or JSON) config file."""
-        try:
-            data = yaml.safe_load(Path(path).read_text())
-        except OSError as e:
-            raise CommschedError(f"{path}: cannot read: {e.strerror}") from None
-        except yaml.YAMLError as e:
-            raise CommschedError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from None
+        data = read_yaml(path)
         if not isinstance(data, dict) or "tictac" not in data:
             raise CommschedError(f"{path}: no 'tictac' section")
         return cls.from_mapping(data["tictac"], f"{path}: tictac")
@@ -568,13 +564,8 @@ class FigureConfig:
     metrics: str = ""  # the metrics table (Fig. 12 prints R^2 and percentiles from it)
 
     def __post_init__(self) -> None:
-        for what, path in (("table", self.table), ("metrics", self.metrics)):
-            if path and not Path(path).is_file():
-                raise CommschedError(f"tictac figure: {what} {path!r} does not exist; "
-                                     "run its snakemake rule first")
-        if Path(self.figure).suffix != ".pdf":
-            raise CommschedError(f"tictac figure: figure {self.figure!r} must end in .pdf "
-                                 "(the PNG is written beside it)")
+        check_figure_inputs("tictac", {"table": self.table, "metrics": self.metrics},
+                            self.figure, "run its snakemake rule first")
         if self.kind not in FIGURE_KINDS:
             raise CommschedError(f"tictac figure: kind {self.kind!r} is not one of "
                                  f"{', '.join(FIGURE_KINDS)}")

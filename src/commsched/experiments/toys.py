@@ -31,7 +31,6 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -39,6 +38,7 @@ import pandas as pd
 
 from commsched import graph
 from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.trace.synthetic import layer_order, order_priorities
@@ -120,12 +120,8 @@ class FigureConfig:
     figure: str  # the PDF; the PNG is written beside it
 
     def __post_init__(self) -> None:
-        if not Path(self.table).is_file():
-            raise CommschedError(f"toys figure: table {self.table!r} does not exist; "
-                                 "run `snakemake results/tables/toys_makespans.csv`")
-        if Path(self.figure).suffix != ".pdf":
-            raise CommschedError(f"toys figure: figure {self.figure!r} must end in .pdf "
-                                 "(the PNG is written beside it)")
+        check_figure_inputs("toys", {"table": self.table}, self.figure,
+                            "run `snakemake results/tables/toys_makespans.csv`")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
