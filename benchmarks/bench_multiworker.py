@@ -36,7 +36,7 @@ from typing import Any
 from bench_tictac import largest_training_trace
 from benchlib import write_result
 
-from commsched.experiments.tictac import Params, load_models
+from commsched.experiments.tictac import Params, load_models, trace_file
 from commsched.sim.multiworker import compose, run
 
 TARGET_S = 60.0
@@ -124,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     run(mw_fine, None, args.fine_iterations, params.jitter, params.seed, validate_every=0)
     fine_per_iter = (_clock() - t0) / args.fine_iterations
 
+    committed = [trace_file(str(ROOT / "data" / "traces"), t) for t in params.traces]
     rows = [] if args.no_accuracy else accuracy(
-        [str(ROOT / t) for t in params.traces], params, args.accuracy_workers,
-        args.accuracy_iterations)
+        committed, params, args.accuracy_workers, args.accuracy_iterations)
     result = {
         "benchmark": "multi-worker PS simulation (commsched.sim.multiworker.run)",
         "trace": str(trace.relative_to(ROOT) if trace.is_absolute() else trace),

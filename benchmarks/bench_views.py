@@ -2,7 +2,7 @@
 
 Times :func:`commsched.views.ps_view` (1 server; 4 servers with size sharding) and
 :func:`commsched.views.allreduce_view` (ring of 2 over 10 GbE) on each
-``data/traces/*-train-*.json`` (median of ``--repeat`` runs, the trace already loaded),
+``data/traces/*-train-*.json.gz`` (median of ``--repeat`` runs, the trace already loaded),
 and writes ``benchmarks/results/views.json``. Target: every view of the largest trace in
 under 2 s (the TicTac experiments build views per setting).
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     link = LinkModel.preset("10GbE")
     ring = RingAllReduce(2, link)
     rows: list[dict[str, Any]] = []
-    for path in sorted((ROOT / "data" / "traces").glob("*-train-*.json")):
+    for path in sorted((ROOT / "data" / "traces").glob("*-train-*.json.gz")):
         trace = load_trace(path)
         cases = {
             "ps_1_server": lambda t=trace: ps_view(t, 1, link=link),

@@ -106,6 +106,7 @@ __all__ = [
     "main",
     "order_efficiencies",
     "run_figure",
+    "trace_file",
 ]
 
 #: Orders compared: the random baseline, TIC (Alg. 2) and TAC (Alg. 3).
@@ -581,7 +582,7 @@ def _params(args: argparse.Namespace) -> Params:
     return Params.from_file(args.config)
 
 
-def _trace_file(trace_dir: str, name: str) -> str:
+def trace_file(trace_dir: str, name: str) -> str:
     """The file of trace ``name`` (``<model>-<mode>-b<batch>``) in ``trace_dir``."""
     return str(Path(trace_dir) / f"{name}.json.gz")
 
@@ -623,12 +624,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = _params(args)
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
-            trace = args.traces[0] if args.traces else _trace_file(args.trace_dir,
+            trace = args.traces[0] if args.traces else trace_file(args.trace_dir,
                                                                    params.steptime_trace)
             (model,) = load_models([trace], params)
             df = run_steptime(model, params)
         else:
-            paths = args.traces or [_trace_file(args.trace_dir, t) for t in params.traces]
+            paths = args.traces or [trace_file(args.trace_dir, t) for t in params.traces]
             models = load_models(paths, params)
             df = run_figure(args.figure, models, params, progress=say)
         write_table(df, args.table, config)
