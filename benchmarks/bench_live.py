@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -30,29 +28,6 @@ from commsched.cluster.procs import alive
 from commsched.io.atomic import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "live.json"
-
-
-def tcp_rate(src_ns: str, dst_ns: str, dst_addr: str, nbytes: int) -> float:
-    """Bytes per second of one TCP stream of ``nbytes`` from ``src_ns`` to ``dst_ns``."""
-    recv = subprocess.Popen(
-        ["ip", "netns", "exec", dst_ns, sys.executable, "-c", textwrap.dedent("""
-            import socket, time
-            s = socket.socket(); s.bind(("0.0.0.0", 5998)); s.listen(1); s.settimeout(30)
-            c, _ = s.accept(); c.settimeout(30); n = 0; t0 = None
-            while True:
-                b = c.recv(1 << 20)
-                if not b: break
-                t0 = t0 or time.perf_counter(); n += len(b)
-            print(n, time.perf_counter() - t0)
-        """)], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    subprocess.run(["ip", "netns", "exec", src_ns, sys.executable, "-c",
-                    f"import socket; c = socket.create_connection(('{dst_addr}', 5998), "
-                    f"timeout=30); c.sendall(bytes({nbytes})); c.close()"],
-                   check=True, timeout=120)
-    out, _ = recv.communicate(timeout=120)
-    n, secs = out.split()
-    return int(n) / float(secs)
 
 
 def main() -> int:
@@ -78,7 +53,8 @@ def main() -> int:
         rates = {}
         for rate in args.rates:
             c.set_bandwidth(rate)
-            got = tcp_rate(ps.namespace, w0.namespace, w0.address, args.mbytes * 10**6)
+            _, got = net.tcp_rate(ps.namespace, w0.namespace, w0.address, args.mbytes * 10**6,
+                                  timeout=120.0)
             rates[rate] = {"MBps": round(got / 1e6, 1),
                            "fraction_of_nominal": round(got / net.parse_rate(rate), 3)}
             print(rate, rates[rate], flush=True)

@@ -12,7 +12,6 @@ import json
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,27 +79,9 @@ def test_setup_namespaces_links_and_shaping(cluster):
 def test_link_rate_is_shaped(cluster):
     """20 MB from the PS namespace to a worker's: about the tbf rate, never above it."""
     ps, w0 = cluster.links[0], cluster.links[1]
-    recv = subprocess.Popen(
-        ["ip", "netns", "exec", w0.namespace, sys.executable, "-c", textwrap.dedent("""
-            import socket, time
-            s = socket.socket(); s.bind(("0.0.0.0", 5999)); s.listen(1); s.settimeout(30)
-            c, _ = s.accept(); c.settimeout(30); n = 0; t0 = None
-            while True:
-                b = c.recv(1 << 20)
-                if not b: break
-                t0 = t0 or time.perf_counter(); n += len(b)
-            print(n, time.perf_counter() - t0)
-        """)], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    subprocess.run(["ip", "netns", "exec", ps.namespace, sys.executable, "-c", textwrap.dedent(f"""
-        import socket
-        c = socket.create_connection(("{w0.address}", 5999), timeout=30)
-        c.sendall(bytes(20_000_000)); c.close()
-    """)], check=True, timeout=60)
-    out, _ = recv.communicate(timeout=60)
-    nbytes, secs = out.split()
-    rate = int(nbytes) / float(secs)
-    assert int(nbytes) == 20_000_000
+    nbytes, rate = net.tcp_rate(ps.namespace, w0.namespace, w0.address, 20_000_000,
+                                port=5999)
+    assert nbytes == 20_000_000
     assert 0.4 * 125e6 < rate < 1.1 * 125e6, f"{rate / 1e6:.1f} MB/s"
 
 

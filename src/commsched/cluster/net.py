@@ -24,6 +24,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +47,7 @@ __all__ = [
     "parse_size",
     "run",
     "shape",
+    "tcp_rate",
 ]
 
 #: Every namespace of every run starts with this; ``status`` looks for it.
@@ -211,3 +215,48 @@ def delete_namespace(namespace: str) -> None:
     """Delete ``namespace`` (and with it its veth ends); a missing one is not an error."""
     if namespace in list_namespaces(namespace):
         run(["ip", "netns", "del", namespace])
+
+
+_SINK = textwrap.dedent("""
+    import socket, sys, time
+    s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1)
+    s.settimeout(float(sys.argv[2]))
+    c, _ = s.accept(); c.settimeout(float(sys.argv[2])); n = 0; t0 = None
+    while True:
+        b = c.recv(1 << 20)
+        if not b: break
+        t0 = t0 or time.perf_counter(); n += len(b)
+    print(n, time.perf_counter() - t0)
+""")
+
+
+def tcp_rate(
+    src_ns: str, dst_ns: str, dst_addr: str, nbytes: int, port: int = 5998,
+    timeout: float = 60.0,
+) -> tuple[int, float]:
+    """Send ``nbytes`` over one TCP stream from ``src_ns`` to ``dst_ns`` (``dst_addr``).
+
+    Returns the bytes received and their rate in bytes per second (timed from the first
+    byte). Every wait is bounded by ``timeout``; the receiver is killed on any failure.
+    """
+    recv = subprocess.Popen(
+        ["ip", "netns", "exec", dst_ns, sys.executable, "-c", _SINK, str(port), str(timeout)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        time.sleep(1.0)  # the sink is listening well within a second
+        subprocess.run(
+            ["ip", "netns", "exec", src_ns, sys.executable, "-c",
+             f"import socket; c = socket.create_connection(({dst_addr!r}, {port}), "
+             f"timeout={timeout}); c.sendall(bytes({nbytes})); c.close()"],
+            check=True, timeout=timeout,
+        )
+        out, _ = recv.communicate(timeout=timeout)
+    except (subprocess.SubprocessError, OSError) as e:
+        raise CommschedError(f"TCP rate {src_ns} -> {dst_ns}: {e}") from None
+    finally:
+        if recv.poll() is None:
+            recv.kill()
+            recv.wait()
+    received, secs = out.split()
+    return int(received), int(received) / float(secs)
