@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from commsched import graph
 from commsched.errors import CommschedError
 from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
-from commsched.views.common import check_trace, grad_producers, variable_bytes
+from commsched.trace.format import load_trace
+from commsched.views.common import grad_producers, variable_bytes
 
 __all__ = ["FigureConfig", "grad_rows", "main", "size_metrics"]
 
@@ -42,8 +42,7 @@ MIB = 1 << 20
 
 def grad_rows(trace_path: str) -> list[dict[str, object]]:
     """Rows of one trace (see the module docstring); empty for a trace without gradients."""
-    g = graph.load(trace_path)
-    check_trace(g)
+    g = load_trace(trace_path)
     meta = g.graph.get("meta", {})
     model = str(meta.get("model") or Path(trace_path).stem)
     base = {"model": model, "batch": meta.get("batch"), "trace": Path(trace_path).name}
