@@ -23,6 +23,7 @@ from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, down, sta
 from commsched.cluster.state import list_runs
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
+from commsched.io.structured import read_yaml
 
 
 def register(sub: Any) -> None:
@@ -120,11 +121,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     hosts = None
     for path in args.config:
-        try:
-            with open(path) as f:
-                hosts = ((yaml.safe_load(f) or {}).get("live") or {}).get("hosts") or hosts
-        except (OSError, yaml.YAMLError) as e:
-            raise CommschedError(f"{path}: cannot read: {e}") from None
+        hosts = ((read_yaml(path) or {}).get("live") or {}).get("hosts") or hosts
     if not hosts:
         raise CommschedError(f"{', '.join(args.config)}: no live.hosts")
     job, task = args.job, args.task

@@ -55,7 +55,6 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import pandas as pd
-import yaml
 
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, HostCluster, emulated_cluster, guard
@@ -64,6 +63,7 @@ from commsched.cost import LinkModel
 from commsched.enforce.order import variable_priorities
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
+from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
@@ -526,10 +526,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.config_json:
-            section = json.loads(args.config_json)
+            try:
+                section = json.loads(args.config_json)
+            except json.JSONDecodeError as e:
+                raise CommschedError(f"--config-json: invalid JSON: {e.msg}") from None
         else:
-            with open(args.config) as f:
-                section = (yaml.safe_load(f) or {}).get("live")
+            section = (read_yaml(args.config) or {}).get("live")
         if not isinstance(section, dict):
             raise CommschedError("no 'live' section in the config")
         params = LiveParams.from_config(section)
