@@ -61,10 +61,12 @@ from commsched.errors import CommschedError
 
 __all__ = [
     "CommIndex",
+    "ExactProperties",
     "IncrementalProperties",
     "OpProperties",
     "comm_dependencies",
     "comm_index",
+    "exact_op_properties",
     "exact_times",
     "op_properties",
     "op_times",
@@ -320,13 +322,42 @@ def op_properties(
     Returns
     -------
     OpProperties
-        ``M`` of every op, ``P`` and ``M+`` of every outstanding recv.
+        ``M`` of every op, ``P`` and ``M+`` of every outstanding recv, in seconds, rounded
+        to floats; :func:`exact_op_properties` keeps them exact (two values can round to
+        the same float and still differ).
 
     Notes
     -----
     This is the direct form of Alg. 1: every op is visited once per call. TAC uses
     :class:`IncrementalProperties`, which must agree with it.
     """
+    ex = exact_op_properties(g, outstanding, time)
+    return OpProperties(
+        M={op: v / ex.den for op, v in ex.M.items()},
+        P={r: v / ex.den for r, v in ex.P.items()},
+        M_plus={r: math.inf if v is None else v / ex.den for r, v in ex.M_plus.items()},
+    )
+
+
+@dataclass(frozen=True)
+class ExactProperties:
+    """:class:`OpProperties` in exact integer units of ``1 / den`` seconds.
+
+    ``M_plus`` is None for a recv that no multi-dependency op needs.
+    """
+
+    M: dict[str, int]
+    P: dict[str, int]
+    M_plus: dict[str, int | None]
+    den: int
+
+
+def exact_op_properties(
+    g: nx.DiGraph,
+    outstanding: Iterable[str] | None = None,
+    time: Mapping[str, float] | None = None,
+) -> ExactProperties:
+    """Alg. 1 as :func:`op_properties`, with exact integer results (see :func:`exact_times`)."""
     idx = comm_index(g)
     times, den = op_times(g, idx, time)
     R = (1 << len(idx.recvs)) - 1 if outstanding is None else idx.mask(outstanding)
@@ -342,7 +373,7 @@ def op_properties(
             per[idx.channel[i]] += times_of_recv[i]
         return max(per, default=0)
 
-    M: dict[str, float] = {}
+    M: dict[str, int] = {}
     P = dict.fromkeys(_bits(R), 0)
     M_plus: dict[int, int] = {}
     cache: dict[int, int] = {}
@@ -351,7 +382,7 @@ def op_properties(
         c = cache.get(D)
         if c is None:
             cache[D] = c = cost(D)
-        M[op] = c / den
+        M[op] = c
         if idx.is_recv[k] or not D:
             continue
         if D & (D - 1) == 0:  # exactly one outstanding dependency
@@ -360,8 +391,9 @@ def op_properties(
             for i in _bits(D):
                 if i not in M_plus or c < M_plus[i]:
                     M_plus[i] = c
-    return OpProperties(
+    return ExactProperties(
         M=M,
-        P={idx.recvs[i]: v / den for i, v in P.items()},
-        M_plus={idx.recvs[i]: M_plus[i] / den if i in M_plus else math.inf for i in _bits(R)},
+        P={idx.recvs[i]: v for i, v in P.items()},
+        M_plus={idx.recvs[i]: M_plus.get(i) for i in _bits(R)},
+        den=den,
     )
