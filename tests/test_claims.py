@@ -74,6 +74,12 @@ def test_bad_claims_file(tmp_path, capsys, bad, expect):
 def test_duplicate_claim_and_metric(tmp_path):
     with pytest.raises(CommschedError, match="appears twice"):
         load_claims(write_claims_file(tmp_path, [claim(), claim()]))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = write_claims_file(tmp_path / "one", [claim()])
+    two = write_claims_file(tmp_path / "two", [claim(id="c2"), claim()])
+    with pytest.raises(CommschedError, match=r"two/claims.yaml: claim 'c1' appears twice \(also"):
+        load_claims([one, two])
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     write_metrics({"x": 1}, a)
     write_metrics({"x": 2}, b)
@@ -106,5 +112,5 @@ def test_table_provenance_roundtrip(tmp_path):
 
 
 def test_repository_claims_file_is_valid():
-    claims = load_claims(ROOT / "papers" / "claims.yaml")
+    claims = load_claims(sorted((ROOT / "papers" / "claims").glob("*.yaml")))
     assert all(c["target"] for c in claims)

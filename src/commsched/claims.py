@@ -1,6 +1,7 @@
 """The claims table: every statement we reproduce, the paper's value beside ours.
 
-``papers/claims.yaml`` lists claims::
+``papers/claims/<work>.yaml`` (one file per work: ``tictac.yaml``, ``pace.yaml``, ...)
+list claims::
 
     claims:
       - id: tictac-seq32-one-best-order        # unique, kebab-case
@@ -87,8 +88,28 @@ CLAIMS_SCHEMA: dict[str, Any] = {
 }
 
 
-def load_claims(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read and validate a claims file; one-line errors name the file and the claim."""
+def load_claims(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                ) -> list[dict[str, Any]]:
+    """Read and validate one or more claims files; ids must be unique across all of them.
+
+    One-line errors name the file and the claim.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    claims: list[dict[str, Any]] = []
+    first_seen: dict[str, str] = {}
+    for path in paths:
+        for c in _load_claims_file(path):
+            if c["id"] in first_seen:
+                raise CommschedError(
+                    f"{path}: claim {c['id']!r} appears twice (also in {first_seen[c['id']]})"
+                )
+            first_seen[c["id"]] = str(path)
+            claims.append(c)
+    return claims
+
+
+def _load_claims_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     data = read_yaml(path)
     try:
         jsonschema.validate(data, CLAIMS_SCHEMA)
@@ -96,11 +117,7 @@ def load_claims(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         loc = "/".join(str(x) for x in e.absolute_path) or "top level"
         raise CommschedError(f"{path}: {loc}: {e.message}") from None
     claims: list[dict[str, Any]] = data["claims"]
-    seen: set[str] = set()
     for c in claims:
-        if c["id"] in seen:
-            raise CommschedError(f"{path}: claim {c['id']!r} appears twice")
-        seen.add(c["id"])
         cmp = c["compare"]
         value = cmp.get("value", c["paper_value"])
         if cmp["op"] == "between" and not isinstance(value, list):

@@ -1,7 +1,7 @@
 rule claims:
-    """Judge papers/claims.yaml against every metrics table."""
+    """Judge papers/claims/*.yaml against every metrics table."""
     input:
-        claims="papers/claims.yaml",
+        claims=sorted(glob.glob("papers/claims/*.yaml")),
         metrics=METRICS_TABLES,
     output:
         md="results/claims.md",

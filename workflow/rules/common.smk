@@ -1,5 +1,7 @@
 """Helpers shared by every rule file: config validation and the list of final targets."""
 
+import glob
+
 from snakemake.utils import validate
 
 

@@ -1,4 +1,4 @@
-"""``commsched claims``: judge papers/claims.yaml against the metrics tables."""
+"""``commsched claims``: judge papers/claims/*.yaml against the metrics tables."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from commsched.claims import evaluate, load_claims, write_claims
 
 def register(sub: Any) -> None:
     p = sub.add_parser("claims", help="write the claims table (paper value vs ours)")
-    p.add_argument("--claims", default="papers/claims.yaml", help="claims file")
+    p.add_argument("--claims", nargs="+", help="claims files (default papers/claims/*.yaml)")
     p.add_argument("--metrics", nargs="*", help="metrics tables (default results/metrics/*.csv)")
     p.add_argument("--md", default="results/claims.md", help="Markdown output")
     p.add_argument("--csv", default="results/claims.csv", help="CSV output")
@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    claims = load_claims(args.claims)
+    claims = load_claims(args.claims or sorted(glob.glob("papers/claims/*.yaml")))
     metrics = args.metrics
     if metrics is None:
         metrics = sorted(glob.glob("results/metrics/*.csv"))
