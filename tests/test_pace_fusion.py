@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
@@ -24,7 +24,7 @@ RING = RingAllReduce(8, LinkModel(50e-6, 10e9 / 8))
 def literal_maxminsize(sizes):
     """Alg. 1 lines 11-23 as written: recursion on the prefix N', memoised, strict <."""
 
-    @lru_cache(maxsize=None)
+    @cache
     def mms(start, r):
         chain = range(start, len(sizes))
         if r == 1:
@@ -112,7 +112,7 @@ def test_plan_partitions_follow_the_schedule(tmp_path):
         assert [p.priority for p in g.partitions] == [start for start, _ in rs]
         assert all(p.offset % 4 == 0 for p in g.partitions)
         # bytes in proportion to the run's slots, within one float
-        for part, (_, length) in zip(g.partitions, rs):
+        for part, (_, length) in zip(g.partitions, rs, strict=True):
             assert abs(part.bytes - g.bytes * length / res.problem.proc[i]) <= 4
     save_plan(plan, tmp_path / "p.json")
     assert load_plan(tmp_path / "p.json") == plan
