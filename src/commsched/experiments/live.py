@@ -65,6 +65,7 @@ from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
+from commsched.progress import bar, progress
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
 from commsched.sim.multiworker import run as simulate_workers
@@ -228,42 +229,42 @@ def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
         meta = g.graph.get("meta", {})
         found[(meta.get("model"), meta.get("mode"), meta.get("batch"), meta.get("size"))] = g
     out = []
-    for m in params.models:
+    pairs = [(m, mode) for m in params.models for mode in params.modes]
+    for m, mode in progress(pairs, "live views, orders, predictions"):
         bw = net.parse_rate(m.bandwidth)
-        for mode in params.modes:
-            key = (m.model, mode, m.batch[mode], m.size)
-            if key not in found:
-                raise CommschedError(
-                    f"no trace of {m.model} ({mode}, batch {m.batch[mode]}, size {m.size}) "
-                    f"among --traces; rule live_trace makes it")
-            trace = found[key]
-            view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
-            recv_orders = {name: ORDERS[name](view) for name in
-                           dict.fromkeys(o for o, _ in params.configs)}
-            var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
-                          for name, o in recv_orders.items()}
-            recv_vars = view.graph["recvs"]
-            traced_vars = {v: list(trace.graph["variables"][v]["shape"])
-                           for v in recv_vars.values()}
-            configs: list[dict[str, Any]] = [{"name": "baseline", "order": "none",
-                                              "enforce": "none", "priorities": {}}]
-            predicted = {"baseline": _prediction(view, params.workers, None,
-                                                 params.sim_iterations, params.seed)}
-            order_pred = {name: _prediction(view, params.workers, o, params.sim_iterations,
-                                            params.seed) for name, o in recv_orders.items()}
-            for name, hook in params.configs:
-                cname = f"{name}-{hook}"
-                configs.append({"name": cname, "order": name, "enforce": hook,
-                                "priorities": var_orders[name],
-                                "traced_variables": traced_vars})
-                predicted[cname] = order_pred[name]
-            comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
-                                        if a["kind"] == "recv") / bw
-            comp = sum(a["duration"] for _, a in view.nodes(data=True)
-                       if a["kind"] not in ("recv", "send"))
-            out.append(Workload(m.model, mode, m.batch[mode], m.size, m.bandwidth, view,
-                                var_orders, configs, predicted, comm / comp if comp else
-                                math.inf))
+        key = (m.model, mode, m.batch[mode], m.size)
+        if key not in found:
+            raise CommschedError(
+                f"no trace of {m.model} ({mode}, batch {m.batch[mode]}, size {m.size}) "
+                f"among --traces; rule live_trace makes it")
+        trace = found[key]
+        view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
+        recv_orders = {name: ORDERS[name](view) for name in
+                       dict.fromkeys(o for o, _ in params.configs)}
+        var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
+                      for name, o in recv_orders.items()}
+        recv_vars = view.graph["recvs"]
+        traced_vars = {v: list(trace.graph["variables"][v]["shape"])
+                       for v in recv_vars.values()}
+        configs: list[dict[str, Any]] = [{"name": "baseline", "order": "none",
+                                          "enforce": "none", "priorities": {}}]
+        predicted = {"baseline": _prediction(view, params.workers, None,
+                                             params.sim_iterations, params.seed)}
+        order_pred = {name: _prediction(view, params.workers, o, params.sim_iterations,
+                                        params.seed) for name, o in recv_orders.items()}
+        for name, hook in params.configs:
+            cname = f"{name}-{hook}"
+            configs.append({"name": cname, "order": name, "enforce": hook,
+                            "priorities": var_orders[name],
+                            "traced_variables": traced_vars})
+            predicted[cname] = order_pred[name]
+        comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
+                                    if a["kind"] == "recv") / bw
+        comp = sum(a["duration"] for _, a in view.nodes(data=True)
+                   if a["kind"] not in ("recv", "send"))
+        out.append(Workload(m.model, mode, m.batch[mode], m.size, m.bandwidth, view,
+                            var_orders, configs, predicted, comm / comp if comp else
+                            math.inf))
     return out
 
 
@@ -306,15 +307,18 @@ def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: 
                                  env={"TF_CPP_MIN_LOG_LEVEL": "1"})
         procs.append((p, out, workdir / f"client-w{i}.log"))
     try:
-        while any(p.poll() is None for p, _, _ in procs):
-            for p, _, log in procs:
-                if p.poll() not in (None, 0):
-                    raise CommschedError(f"job client {log.name} failed (exit "
-                                         f"{p.returncode}): {_log_tail(log)}")
-            cluster.check()
-            if time.monotonic() > deadline:
-                raise CommschedError("live jobs did not finish within live.timeout_s")
-            time.sleep(0.5)
+        with bar(len(plan["groups"]), "live groups (worker 0)") as shown:
+            while any(p.poll() is None for p, _, _ in procs):
+                for p, _, log in procs:
+                    if p.poll() not in (None, 0):
+                        raise CommschedError(f"job client {log.name} failed (exit "
+                                             f"{p.returncode}): {_log_tail(log)}")
+                cluster.check()
+                if time.monotonic() > deadline:
+                    raise CommschedError("live jobs did not finish within live.timeout_s")
+                if not shown.disable:
+                    shown.update(_groups_done(procs[0][2]) - shown.n)
+                time.sleep(0.5)
         for p, _, log in procs:
             if p.returncode != 0:
                 raise CommschedError(f"job client {log.name} failed (exit {p.returncode}): "
@@ -328,6 +332,14 @@ def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: 
         results.extend(json.loads(out.read_text())["results"])
     say(f"collected {len(results)} config results")
     return results
+
+
+def _groups_done(log: Path) -> int:
+    """Groups a job client has finished, from its log (``group ID: T s`` lines)."""
+    try:
+        return sum(x.startswith("group ") for x in log.read_text(errors="replace").splitlines())
+    except OSError:
+        return 0
 
 
 def _log_tail(path: Path, lines: int = 4) -> str:
