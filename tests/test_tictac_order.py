@@ -62,7 +62,7 @@ def test_fig2_two_orders():
 
 
 def two_recvs(ma: float, pa: float, mb: float, pb: float) -> nx.DiGraph:
-    """SysML Sec. 4.3, case 1: recvs A and B on one channel, each feeding its own computation a, b."""
+    """SysML Sec. 4.3, case 1: recvs A and B on one channel, each feeding its own compute."""
     g = new_graph({"net": 1, "cpu": 1})
     add_op(g, "B", "recv", "net", mb)  # B first in graph order: a graph-order tie picks B
     add_op(g, "A", "recv", "net", ma)

@@ -752,8 +752,9 @@ def _sysml_metrics(tables: Mapping[str, pd.DataFrame], out: dict[str, float]) ->
         for _, d in t.groupby("mode"):
             per = d.groupby("model").agg(ops=("ops", "first"), gain=("gain_pct", "mean"))
             corr.append(_spearman(per.ops.tolist(), per.gain.tolist()))
+        corr = [c for c in corr if not math.isnan(c)]
         if corr:
-            out["tictac.sim.servers.size_gain_rank_corr"] = float(np.nanmean(corr))
+            out["tictac.sim.servers.size_gain_rank_corr"] = float(np.mean(corr))
     if "batch" in tables:
         b = tables["batch"]
         agree = []
