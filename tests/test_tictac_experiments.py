@@ -180,6 +180,8 @@ def test_steptime_and_metrics_end_to_end(tmp_path, traces):
     got = read_metrics([metrics])
     claims = yaml.safe_load((ROOT / "papers" / "claims" / "tictac.yaml").read_text())
     wanted = {c["metric"] for c in claims["claims"] if c["target"] == "tictac"}
+    # A rank correlation over models needs three models; the tiny study has one.
+    wanted.discard("tictac.sim.servers.size_gain_rank_corr")
     assert wanted <= set(got), sorted(wanted - set(got))  # every claim's metric is produced
     # The metrics are computed from the tables, not typed in.
     w = read_table(tables["workers"])

@@ -32,10 +32,11 @@ Setting (our choices where the paper's cluster is not available to us):
   1). Every transfer also pays ``latency_s``; the same link carries the gradient sends (on
   their own uplink channel when ``duplex``). Every row reports ``comm_ratio``, the
   *effective* ratio of the setting: the busiest server channel's load per iteration (all
-  workers' transfers) over one worker's compute time. With ``sharding: size`` (TensorFlow's
-  greedy load balancing by bytes, :func:`commsched.views.ps.shard_parameters`) it stays
-  near ``comm_to_compute * n_workers / (workers_per_server * n_servers)``; round robin
-  piles most bytes on one server.
+  workers' transfers) over one worker's compute time. With ``sharding: greedy``
+  (TensorFlow's ``GreedyLoadBalancingStrategy`` by bytes) or ``size`` (largest first;
+  :func:`commsched.views.ps.shard_parameters`) it stays near ``comm_to_compute *
+  n_workers / (workers_per_server * n_servers)`` unless one tensor dominates (VGG's fc6);
+  round robin piles most bytes on one server.
 * ``ratio`` (Sec. 6.1's threshold): 4 workers, 1 server, the link set per ratio ``r`` so
   that ``comm_ratio = r`` (latency aside).
 * Batch factor (Fig. 10): every compute duration is multiplied by the factor (compute time
@@ -257,8 +258,9 @@ class Params:
         if not (rho > 0 and math.isfinite(rho)) or not (lat >= 0 and math.isfinite(lat)):
             raise CommschedError(f"{where}: comm_to_compute must be > 0 and latency_s >= 0")
         sharding = _need(m, "sharding", str, where)
-        if sharding not in ("round_robin", "size"):
-            raise CommschedError(f"{where}.sharding: round_robin or size, got {sharding!r}")
+        if sharding not in ("round_robin", "greedy", "size"):
+            raise CommschedError(f"{where}.sharding: round_robin, greedy or size, "
+                                 f"got {sharding!r}")
         interleave = _need(m, "baseline_interleave", str, where)
         if interleave not in ("rank", "random"):
             raise CommschedError(f"{where}.baseline_interleave: rank or random, got {interleave!r}")
