@@ -19,6 +19,14 @@ Composition (:func:`compose`)
     other resource (compute) is private and renamed ``w<i>/<resource>``.
     Choice (documented, tested): one channel per server resource of the view; whether
     downlink and uplink are one channel or two is decided by the view.
+    Known consequence: a whole tensor is sent to one worker at a time. When one tensor
+    dominates a model's bytes (the first fully connected kernel: 74% of VGG-16's bytes,
+    52% of AlexNet v2's) and every worker uses the same order, the server
+    sends that tensor to the workers one after another and the last one waits for the
+    others' copies: a shared order then *raises* the straggler effect of those models,
+    where a link shared fairly between the workers' streams (gRPC's per-worker channels
+    on one NIC) would deliver the copies together. The random baseline spreads the big
+    tensor over the iteration and hides this.
 
 Orders (:func:`rank_priorities`)
     An order is given per worker as a priority per recv (lower first). The sender of a
