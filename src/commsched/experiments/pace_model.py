@@ -42,7 +42,7 @@ from commsched.pace.schedule import jackson, objective
 from commsched.results import write_metrics, write_table
 from commsched.trace.format import load_trace
 
-__all__ = ["main", "random_problem", "solver_rows", "table_rows"]
+__all__ = ["SETTINGS", "check_config", "main", "random_problem", "solver_rows", "table_rows"]
 
 MB = 10**6
 
@@ -95,9 +95,43 @@ def _lp14(problem: SlotProblem) -> tuple[float | None, str]:
         return None, f"failed: {e}"
 
 
+#: The settings :func:`solver_rows` reads from the ``pace`` config section, and their types.
+SETTINGS: dict[str, tuple[type, ...]] = {
+    "workers": (int,), "bandwidth_gbps": (int, float), "latency_us": (int, float),
+    "cost": (str,), "slot_ms": (int, float), "compute_scale": (int, float),
+}
+
+
+def check_config(cfg: Any) -> None:
+    """One-line :class:`CommschedError` unless ``cfg`` has every setting :func:`solver_rows`
+    reads, with its type (the values themselves are checked where they are used).
+
+    >>> check_config({"workers": "8"})
+    Traceback (most recent call last):
+    ...
+    commsched.errors.CommschedError: pace setting 'workers' must be int, got '8'
+    """
+    if not isinstance(cfg, Mapping):
+        raise CommschedError(f"the pace settings must be a mapping, got {type(cfg).__name__}")
+    for key, types in SETTINGS.items():
+        if key not in cfg:
+            raise CommschedError(f"the pace settings lack {key!r}")
+        value = cfg[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            kind = "a number" if float in types else types[0].__name__
+            raise CommschedError(f"pace setting {key!r} must be {kind}, got {value!r}")
+    rnd = cfg.get("lp14_random")
+    if not (isinstance(rnd, Mapping) and all(
+            isinstance(rnd.get(k), int) and not isinstance(rnd.get(k), bool)
+            for k in ("instances", "seed"))):
+        raise CommschedError("pace setting 'lp14_random' must be {instances: int, seed: int}, "
+                             f"got {rnd!r}")
+
+
 def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
                 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Solver agreement (module docstring)."""
+    """Solver agreement (module docstring); ``cfg`` is checked by :func:`check_config`."""
+    check_config(cfg)
     slot_s = cfg["slot_ms"] / 1e3
     cost = allreduce_cost(cfg["cost"], cfg["workers"], cfg["bandwidth_gbps"] * 1e9 / 8,
                           cfg["latency_us"] * 1e-6)
@@ -166,9 +200,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = {"what": args.what, "traces": args.traces, "pace": cfg}
         write_table(df, args.table, config)
         write_metrics(metrics, args.metrics, config)
-    except KeyError as e:
-        print(f"pace_model: error: --config-json lacks the pace setting {e}", file=sys.stderr)
-        return 2
     except (CommschedError, json.JSONDecodeError) as e:
         print(f"pace_model: error: {e}", file=sys.stderr)
         return 2
