@@ -15,6 +15,18 @@ import math
 from typing import Any
 
 from commsched.errors import CommschedError
+from commsched.pace.fusion import balanced_fusion, make_plan
+from commsched.pace.model import (
+    DEFAULT_MEASUREMENT,
+    DEFAULT_SLOT_S,
+    allreduce_cost,
+    build_model,
+    check_slot,
+    to_problem,
+)
+from commsched.pace.plan import save_plan
+from commsched.pace.schedule import jackson, objective
+from commsched.trace.format import load_trace
 
 __all__ = ["register", "run_plan"]
 
@@ -27,17 +39,15 @@ def register(sub: Any) -> None:
     pl.add_argument("--workers", type=int, required=True, help="data-parallel workers W")
     pl.add_argument("--bandwidth", type=float, required=True,
                     help="link bandwidth between workers, Gbit/s")
-    pl.add_argument("--slot", type=float, default=None,
-                    help="time slot, ms (default 5, PACE Sec. IV-A: "
-                         "commsched.pace.model.DEFAULT_SLOT_S)")
+    pl.add_argument("--slot", type=float, default=DEFAULT_SLOT_S * 1e3,
+                    help="time slot, ms (default %(default)g, PACE Sec. IV-A)")
     pl.add_argument("--cost", choices=["ring", "fit"], default="ring",
                     help="all-reduce time: ring = Eq. (1) + per-step latency (default); fit = "
                          "measured start-up + Eq. (1) (commsched.pace.model.allreduce_cost)")
     pl.add_argument("--latency-us", type=float, default=50.0,
                     help="per-step link latency of --cost ring, microseconds (default 50)")
-    pl.add_argument("--measurement", default=None,
-                    help="all-reduce measurement of --cost fit (default "
-                         "data/measurements/allreduce_loopback.csv)")
+    pl.add_argument("--measurement", default=DEFAULT_MEASUREMENT,
+                    help="all-reduce measurement of --cost fit (default %(default)s)")
     pl.add_argument("--compute-scale", type=float, default=1.0,
                     help="multiply every traced compute time (default 1)")
     pl.add_argument("--no-fusion", action="store_true",
@@ -49,24 +59,6 @@ def register(sub: Any) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    # Imported here so that `commsched --help` and the other subcommands start fast.
-    from commsched.pace.fusion import balanced_fusion, make_plan
-    from commsched.pace.model import (
-        DEFAULT_MEASUREMENT,
-        DEFAULT_SLOT_S,
-        allreduce_cost,
-        build_model,
-        check_slot,
-        to_problem,
-    )
-    from commsched.pace.plan import save_plan
-    from commsched.pace.schedule import jackson, objective
-    from commsched.trace.format import load_trace
-
-    if args.slot is None:
-        args.slot = DEFAULT_SLOT_S * 1e3
-    if args.measurement is None:
-        args.measurement = DEFAULT_MEASUREMENT
     for name, value in (("--bandwidth", args.bandwidth), ("--slot", args.slot)):
         if not (math.isfinite(value) and value > 0):
             raise CommschedError(f"{name} must be a number > 0, got {value:g}")
