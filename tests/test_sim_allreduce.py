@@ -11,6 +11,7 @@ from views_graphs import bn_trace, mlp_trace, random_trace
 
 from commsched.cost import LinearModel
 from commsched.errors import CommschedError
+from commsched.graph import compile_graph
 from commsched.pace.plan import Group, Partition, Plan, PlanError
 from commsched.sim.allreduce import Workload, partition_id, simulate_plan
 
@@ -145,3 +146,28 @@ def test_plan_must_match_gradients():
     with pytest.raises(PlanError, match="not >= 0"):
         w.simulate(one_per_tensor(w), UNIT, release={(0, 0): -1.0})
     assert partition_id(3, 100) == "ar:3:100"
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n_ops=st.integers(4, 20), n_vars=st.integers(1, 5),
+       release=st.booleans())
+def test_fast_compile_equals_networkx_graph(seed, n_ops, n_vars, release):
+    w = Workload(random_trace(seed, n_ops, n_vars, 0.3))
+    if not w.sizes:
+        return
+    plan = one_per_tensor(w)
+    rel = {(gi, 0): 0.5 * gi for gi in range(len(plan.groups))} if release else None
+    fast = w.compile(plan, UNIT, rel)
+    slow = compile_graph(w.graph(plan, UNIT, rel))
+    index = {op: i for i, op in enumerate(slow.ids)}
+    assert sorted(fast.ids) == sorted(slow.ids)
+    for i, op in enumerate(fast.ids):
+        j = index[op]
+        assert fast.duration[i] == slow.duration[j]
+        assert fast.priority[i] == slow.priority[j]
+        assert fast.resource_names[fast.resource[i]] == slow.resource_names[slow.resource[j]]
+        succ_f = {fast.ids[k] for k in fast.succ_idx[fast.succ_ptr[i]:fast.succ_ptr[i + 1]]}
+        succ_s = {slow.ids[k] for k in slow.succ_idx[slow.succ_ptr[j]:slow.succ_ptr[j + 1]]}
+        assert succ_f == succ_s, op
+    assert dict(zip(fast.resource_names, fast.capacity, strict=True)) == dict(
+        zip(slow.resource_names, slow.capacity, strict=True))

@@ -83,6 +83,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -90,7 +91,7 @@ import pandas as pd
 
 from commsched.cost import AllReduceModel, LinearModel
 from commsched.errors import CommschedError
-from commsched.graph import compile_graph, register_kind
+from commsched.graph import CompiledGraph, compile_graph, register_kind
 from commsched.pace.plan import Plan, PlanError
 from commsched.sim.priority import Schedule, simulate_compiled
 from commsched.sim.validate import check_schedule
@@ -254,7 +255,9 @@ class Workload:
             a["duration"] = float(a["duration"]) * self.compute_scale
             a["priority"] = 1 if str(n).startswith(NEXT_PREFIX) else 0
         self._base = view
-        base = simulate_compiled(compile_graph(view))
+        self._compiled = compile_graph(view)
+        self._index = {n: i for i, n in enumerate(self._compiled.ids)}
+        base = simulate_compiled(self._compiled)
         end = dict(zip(base.ids, base.end, strict=True))
         self.ready: dict[str, float] = {v: end[self.producer[v]] for v in self.sizes}
         fwd = view.subgraph([n for n in view if str(n).startswith(NEXT_PREFIX)]).copy()
@@ -268,22 +271,22 @@ class Workload:
     @cached_property
     def compute_time(self) -> float:
         """Iteration time with free communication (forward + backward pass)."""
-        return simulate_compiled(compile_graph(self._base)).makespan - self.forward_time
+        return simulate_compiled(self._compiled).makespan - self.forward_time
 
-    def graph(self, plan: Plan, model: AllReduceModel,
-              release: Release | None = None) -> nx.DiGraph:
-        """The simulated op graph of ``plan`` (module docstring); partitions carry
-        ``priority`` = their rank in :meth:`Plan.priority_order`."""
+    def _partitions(self, plan: Plan, model: AllReduceModel, release: Release | None
+                    ) -> list[tuple[str, dict[str, Any], list[str], list[str], float | None]]:
+        """``(op id, attributes, predecessors, successors, release)`` of every partition."""
         plan.check_tensors(self.sizes, f"plan {plan.policy!r}")
-        g = self._base.copy()
-        g.graph["policy"] = plan.policy
         rank = {(gi, p.offset): k for k, (gi, p) in enumerate(plan.priority_order())}
-        known = set(rank)
-        for key in release or {}:
-            if key not in known:
+        release = release or {}
+        for key, at in release.items():
+            if key not in rank:
                 raise PlanError(f"plan {plan.policy!r}: release time for partition {key} "
                                 "which the plan does not have")
-        timers = 0
+            if not (math.isfinite(at) and at >= 0):
+                raise PlanError(f"plan {plan.policy!r}: release time {at!r} of partition "
+                                f"{key} is not >= 0")
+        out = []
         for gi, grp in enumerate(plan.groups):
             bounds = []
             pos = 0
@@ -292,48 +295,106 @@ class Workload:
                 pos += b
             producers = sorted({self.producer[n] for n, _ in grp.tensors})
             for part in grp.partitions:
-                pid = partition_id(gi, part.offset)
                 lo, hi = part.offset, part.offset + part.bytes
                 names = [n for n, a, b in bounds if a < hi and b > lo]
-                g.add_node(pid, kind="allreduce", resource=NET,
-                           duration=float(model.time(part.bytes)), bytes=part.bytes,
-                           params=names, group=gi, offset=part.offset,
-                           plan_priority=part.priority, priority=rank[(gi, part.offset)])
-                for prod in producers:
-                    g.add_edge(prod, pid, control=False, bytes=part.bytes)
-                for n in names:
-                    for r in self.readers.get(n, []):
-                        g.add_edge(pid, r, control=False, bytes=part.bytes)
-                at = (release or {}).get((gi, part.offset))
-                if at is not None:
-                    if not (math.isfinite(at) and at >= 0):
-                        raise PlanError(f"plan {plan.policy!r}: release time {at!r} of "
-                                        f"partition {(gi, part.offset)} is not >= 0")
-                    tid = f"release:{gi}:{part.offset}"
-                    g.add_node(tid, kind="timer", resource=CLOCK, duration=float(at))
-                    g.add_edge(tid, pid, control=True, bytes=0)
-                    timers += 1
+                attrs = {"kind": "allreduce", "resource": NET,
+                         "duration": float(model.time(part.bytes)), "bytes": part.bytes,
+                         "params": names, "group": gi, "offset": part.offset,
+                         "plan_priority": part.priority, "priority": rank[(gi, part.offset)]}
+                succ = [r for n in names for r in self.readers.get(n, [])]
+                out.append((partition_id(gi, part.offset), attrs, producers,
+                            list(dict.fromkeys(succ)), release.get((gi, part.offset))))
+        return out
+
+    def graph(self, plan: Plan, model: AllReduceModel,
+              release: Release | None = None) -> nx.DiGraph:
+        """The simulated op graph of ``plan`` (module docstring); partitions carry
+        ``priority`` = their rank in :meth:`Plan.priority_order`."""
+        g = self._base.copy()
+        g.graph["policy"] = plan.policy
+        timers = 0
+        for pid, attrs, preds, succ, at in self._partitions(plan, model, release):
+            g.add_node(pid, **attrs)
+            g.add_edges_from(((u, pid) for u in preds), control=False, bytes=attrs["bytes"])
+            g.add_edges_from(((pid, r) for r in succ), control=False, bytes=attrs["bytes"])
+            if at is not None:
+                tid = "release:" + pid[len("ar:"):]
+                g.add_node(tid, kind="timer", resource=CLOCK, duration=float(at))
+                g.add_edge(tid, pid, control=True, bytes=0)
+                timers += 1
         if timers:
             g.graph["resources"][CLOCK] = timers
         return g
 
+    def compile(self, plan: Plan, model: AllReduceModel,
+                release: Release | None = None) -> CompiledGraph:
+        """``compile_graph(self.graph(plan, model, release))``, built without networkx
+        (the base graph is compiled once; tested equal)."""
+        return self._compile(plan, model, release)[0]
+
+    def _compile(self, plan: Plan, model: AllReduceModel, release: Release | None
+                 ) -> tuple[CompiledGraph, list[tuple[int, dict[str, Any]]]]:
+        base = self._compiled
+        parts = self._partitions(plan, model, release)
+        ids = list(base.ids)
+        duration = list(base.duration)
+        resource = list(base.resource)
+        priority = list(base.priority)
+        index = self._index
+        extra: dict[int, list[int]] = {}
+        timers = sum(at is not None for *_, at in parts)
+        rnames = list(base.resource_names)
+        capacity = list(base.capacity)
+        if timers:
+            rnames.append(CLOCK)
+            capacity.append(timers)
+        net, clock = rnames.index(NET), len(rnames) - 1
+        n = base.n
+        where: list[tuple[int, dict[str, Any]]] = []
+        for pid, attrs, preds, succ, at in parts:
+            i = n
+            n += 1
+            where.append((i, attrs))
+            ids.append(pid)
+            duration.append(attrs["duration"])
+            resource.append(net)
+            priority.append(attrs["priority"])
+            for u in preds:
+                extra.setdefault(index[u], []).append(i)
+            extra[i] = [index[r] for r in succ]
+            if at is not None:
+                ids.append("release:" + pid[len("ar:"):])
+                duration.append(float(at))
+                resource.append(clock)
+                priority.append(None)
+                extra[n] = [i]
+                n += 1
+        succ_ptr = [0]
+        succ_idx: list[int] = []
+        bp, bi = base.succ_ptr, base.succ_idx
+        for k in range(n):
+            if k < base.n:
+                succ_idx.extend(bi[bp[k]:bp[k + 1]])
+            succ_idx.extend(extra.get(k, ()))
+            succ_ptr.append(len(succ_idx))
+        indeg = [0] * n
+        for j in succ_idx:
+            indeg[j] += 1
+        cg = CompiledGraph(ids=ids, duration=duration, resource=resource, priority=priority,
+                           indegree=indeg, succ_ptr=succ_ptr, succ_idx=succ_idx,
+                           resource_names=rnames, capacity=capacity)
+        return cg, where
+
     def simulate(self, plan: Plan, model: AllReduceModel, release: Release | None = None,
                  validate: bool = True) -> PlanRun:
         """Run ``plan`` with all-reduce times from ``model`` (see :func:`simulate_plan`)."""
-        g = self.graph(plan, model, release)
-        cg = compile_graph(g)
+        cg, where = self._compile(plan, model, release)
         s = simulate_compiled(cg)
         if validate:
             check_schedule(cg, s)
-        ops = s.ops
-        parts = []
-        for gi, grp in enumerate(plan.groups):
-            for part in grp.partitions:
-                pid = partition_id(gi, part.offset)
-                a = g.nodes[pid]
-                st, en = ops[pid]
-                parts.append(PartitionRun(gi, part.offset, part.bytes, part.priority,
-                                          int(a["priority"]), st, en, tuple(a["params"])))
+        parts = [PartitionRun(a["group"], a["offset"], a["bytes"], a["plan_priority"],
+                              a["priority"], s.start[i], s.end[i], tuple(a["params"]))
+                 for i, a in where]
         parts.sort(key=lambda p: (p.start, p.rank))
         return PlanRun(plan.policy, s.makespan, self.forward_time, tuple(parts), s)
 
