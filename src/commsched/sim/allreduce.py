@@ -260,13 +260,18 @@ class Workload:
         base = simulate_compiled(self._compiled)
         end = dict(zip(base.ids, base.end, strict=True))
         self.ready: dict[str, float] = {v: end[self.producer[v]] for v in self.sizes}
-        fwd = view.subgraph([n for n in view if str(n).startswith(NEXT_PREFIX)]).copy()
-        fs = simulate_compiled(compile_graph(fwd))
+        fs = simulate_compiled(compile_graph(self.forward_graph()))
         fstart = dict(zip(fs.ids, fs.start, strict=True))
         self.forward_time: float = fs.makespan
         self.need: dict[str, float] = {
             v: min((fstart[r] for r in self.readers.get(v, [])), default=math.inf)
             for v in self.sizes}
+
+    def forward_graph(self) -> nx.DiGraph:
+        """A copy of the next iteration's forward pass alone (compute ops, scaled)."""
+        fwd: nx.DiGraph = self._base.subgraph(
+            [n for n in self._base if str(n).startswith(NEXT_PREFIX)]).copy()
+        return fwd
 
     @cached_property
     def compute_time(self) -> float:
