@@ -37,7 +37,7 @@ def contexts():
         t = load_trace(TRACES / f"{name}.json.gz")
         w = Workload(t, compute_scale=0.05)
         ring = RingAllReduce(8, LinkModel(5e-5, 1.25e9))
-        yield name, PolicyContext(w, ring, t, 8, 1.25e9)
+        yield name, PolicyContext(w, ring, t, 8, 1.25e9, {"slot_ms": 0.2})
 
 
 CONTEXTS = list(contexts())

@@ -57,9 +57,19 @@ policy                    what it does (our port to the single-channel all-reduc
                           default 200 KiB (50,000 float32 values) is our assumption.
 ========================  =====================================================================
 
-The PACE entries (``pace``, and the ablations ``pace-nofusion``: the optimal preemptive
-schedule of the unfused DAG, and ``fusion-nopreempt``: PACE's fused groups run whole in the
-order their schedule starts them) call :mod:`commsched.pace`'s planner.
+The PACE entries call :mod:`commsched.pace`'s planner on the trace (its model,
+:func:`commsched.pace.model.build_model`, with the same ``compute_scale`` as the workload;
+slot length option ``slot_ms``, default 5 ms, Sec. IV-A):
+
+========================  =====================================================================
+``pace``                  Alg. 1 (balanced fusion, search over R with the exact preemptive
+                          solver as oracle) and the optimal preemptive schedule of the fused
+                          DAG, as a plan (:func:`commsched.pace.fusion.make_plan`).
+``pace-nofusion``         ablation: the optimal preemptive schedule of the unfused DAG (one
+                          all-reduce per gradient-producing op).
+``fusion-nopreempt``      ablation: PACE's fused groups, each all-reduced whole, in the order
+                          in which PACE's schedule first runs them (no preemption).
+========================  =====================================================================
 """
 
 from __future__ import annotations
@@ -75,7 +85,10 @@ import networkx as nx
 from commsched.cost import AllReduceModel
 from commsched.errors import CommschedError
 from commsched.graph import new_graph
+from commsched.pace.fusion import balanced_fusion, make_plan
+from commsched.pace.model import PaceModel, build_model, to_problem
 from commsched.pace.plan import Group, Partition, Plan
+from commsched.pace.schedule import jackson
 from commsched.sim.allreduce import NET, PlanRun, Release, Workload
 from commsched.tictac import tac
 
@@ -347,7 +360,45 @@ def bytescheduler(ctx: PolicyContext) -> Decision:
     return Decision(plan, release, dict(plan.meta))
 
 
-#: The registry: policy name -> policy. PACE's entries join it from commsched.pace.
+def _pace_model(ctx: PolicyContext) -> tuple[PaceModel, float]:
+    if ctx.trace is None:
+        raise CommschedError("PACE policies need the trace (PolicyContext.trace)")
+    slot_s = float(_opt(ctx, "slot_ms", 5.0)) / 1e3
+    return build_model(ctx.trace, compute_scale=ctx.workload.compute_scale), slot_s
+
+
+def pace(ctx: PolicyContext) -> Decision:
+    """PACE: balanced fusion (Alg. 1) + optimal preemptive schedule, as a plan."""
+    model, slot_s = _pace_model(ctx)
+    res = balanced_fusion(model, ctx.model, slot_s)
+    meta = {"R": res.r, "N": len(model.ops), "slot_s": slot_s,
+            "predicted_iter_s": res.iter_time_s}
+    plan = make_plan(res.model, res.problem, res.schedule, meta=meta, policy="pace")
+    return Decision(plan, info=meta)
+
+
+def pace_nofusion(ctx: PolicyContext) -> Decision:
+    """Ablation: the optimal preemptive schedule without fusion."""
+    model, slot_s = _pace_model(ctx)
+    problem = to_problem(model, ctx.model, slot_s)
+    schedule = jackson(problem)
+    meta = {"N": len(model.ops), "slot_s": slot_s}
+    return Decision(make_plan(model, problem, schedule, meta=meta, policy="pace-nofusion"),
+                    info=meta)
+
+
+def fusion_nopreempt(ctx: PolicyContext) -> Decision:
+    """Ablation: PACE's fused groups, whole, in the order PACE's schedule starts them."""
+    model, slot_s = _pace_model(ctx)
+    res = balanced_fusion(model, ctx.model, slot_s)
+    first = {i: min(ts) for i, ts in res.schedule.items() if ts}
+    order = sorted(range(len(res.model.ops)), key=lambda i: (first.get(i, math.inf), i))
+    groups = tuple(_whole(res.model.ops[i].tensors, k) for k, i in enumerate(order))
+    meta = {"R": res.r, "N": len(model.ops), "slot_s": slot_s}
+    return Decision(Plan("fusion-nopreempt", groups, meta), info=meta)
+
+
+#: The registry: policy name -> policy.
 POLICIES: dict[str, Policy] = {
     "wfbp": wfbp,
     "horovod-0.20": _horovod("horovod-0.20"),
@@ -356,6 +407,9 @@ POLICIES: dict[str, Policy] = {
     "tictac": tictac,
     "bytescheduler": bytescheduler,
     "p3": p3,
+    "pace": pace,
+    "pace-nofusion": pace_nofusion,
+    "fusion-nopreempt": fusion_nopreempt,
 }
 
 
