@@ -362,11 +362,16 @@ def _capacity(params: Params, trace: nx.DiGraph) -> int:
     return params.compute_capacity or max(1, trace.number_of_nodes())
 
 
-def load_models(params: Params, trace_dir: str) -> list[Model]:
-    """The config's traced models, each with its unscaled compute time."""
+def load_models(params: Params, trace_dir: str,
+                files: Sequence[str] | None = None) -> list[Model]:
+    """The config's traced models (``<trace_dir>/<trace>.json.gz``, or the file of that
+    name among ``files``), each with its unscaled compute time."""
+    given = {Path(f).name.removesuffix(".gz").removesuffix(".json"): f for f in files or []}
     out = []
     for spec in params.models:
-        t = load_trace(Path(trace_dir) / f"{spec.trace}.json.gz")
+        if files is not None and spec.trace not in given:
+            raise CommschedError(f"--traces: no file for trace {spec.trace!r}")
+        t = load_trace(given.get(spec.trace) or Path(trace_dir) / f"{spec.trace}.json.gz")
         base = Workload(t, 1.0, _capacity(params, t))
         out.append(Model(spec, t, base.compute_time))
     return out
@@ -612,6 +617,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     src.add_argument("--config-json", help="the 'pace_sim' section as a JSON object")
     p.add_argument("--trace-dir", default="data/traces",
                    help="where the config's traces live (default %(default)s)")
+    p.add_argument("--traces", nargs="+", help="trace files (named <trace>.json.gz) instead "
+                   "of --trace-dir")
     p.add_argument("--table", help="result table to write (CSV)")
     p.add_argument("--tables", nargs="+", metavar="EXPERIMENT=CSV",
                    help="metrics: the experiment tables to summarize")
@@ -639,7 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_table(run_fig2(), args.table, {"experiment": "fig2"})
             return 0
         params = _params(args)
-        models = load_models(params, args.trace_dir)
+        models = load_models(params, args.trace_dir, args.traces)
         df = run_experiment(args.experiment, models, params, progress=say)
         write_table(df, args.table, {**params.raw, "experiment": args.experiment})
     except CommschedError as e:
