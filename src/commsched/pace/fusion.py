@@ -44,6 +44,7 @@ simulator, :mod:`commsched.sim`, charges it).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -229,7 +230,7 @@ def _cuts(nbytes: int, shares: Sequence[int], align: int) -> list[int]:
     units = nbytes // unit
     total = sum(shares)
     cum = np.cumsum([0, *shares])
-    return [int(round(units * c / total)) * unit for c in cum]
+    return [round(units * int(c) / total) * unit for c in cum]
 
 
 def make_plan(model: PaceModel, problem: SlotProblem, schedule: Schedule,
@@ -242,7 +243,7 @@ def make_plan(model: PaceModel, problem: SlotProblem, schedule: Schedule,
         cuts = _cuts(op.bytes, [length for _, length in rs], align)
         parts = []
         pending: int | None = None  # priority of a run that got 0 bytes
-        for (start, _), lo, hi in zip(rs, cuts, cuts[1:]):
+        for (start, _), (lo, hi) in zip(rs, itertools.pairwise(cuts), strict=True):
             prio = start if pending is None else pending
             if hi == lo:
                 pending = prio

@@ -47,6 +47,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pulp
@@ -144,10 +145,10 @@ def _transport(problem: SlotProblem, c: float, refine: bool
                ) -> tuple[bool, Schedule | None]:
     """Transportation LP for bound ``c``: (feasible, schedule when ``refine``)."""
     dl = _deadlines(problem, c)
-    if any(d - r < p for r, d, p in zip(problem.release, dl, problem.proc)):
+    if any(d - r < p for r, d, p in zip(problem.release, dl, problem.proc, strict=True)):
         return False, None
     points = sorted(set(problem.release) | set(dl))
-    intervals = list(zip(points, points[1:]))
+    intervals = list(itertools.pairwise(points))
     lp = pulp.LpProblem("pace_transport", pulp.LpMinimize)
     x: dict[tuple[int, int], pulp.LpVariable] = {}
     for i in range(problem.n):
@@ -177,7 +178,7 @@ def _transport(problem: SlotProblem, c: float, refine: bool
         v = var.value() or 0.0
         if abs(v - round(v)) > _INT_TOL:
             raise CommschedError(f"sound LP: x{key} = {v:g} is not integral")
-        amount[key] = int(round(v))
+        amount[key] = round(v)
     schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
     for k, (a, _) in enumerate(intervals):
         t = a
@@ -204,7 +205,8 @@ def sound_lp(problem: SlotProblem) -> Schedule:
     """An optimal schedule by the bottleneck + refinement LPs (module docstring)."""
     if problem.n == 0:
         return {}
-    lower = max(r + p + q for r, p, q in zip(problem.release, problem.proc, problem.tail))
+    lower = max(r + p + q for r, p, q in
+                zip(problem.release, problem.proc, problem.tail, strict=True))
     upper = _fifo_bound(problem)
     cands = sorted({t + q for q in problem.tail for t in range(1, problem.horizon + 1)
                     if lower - _EPS <= t + q <= upper + _EPS})

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 
 from commsched.errors import CommschedError
 from commsched.pace.model import SlotProblem
@@ -139,7 +139,7 @@ def brute_force(problem: SlotProblem, max_states: int = 2_000_000) -> tuple[floa
     if states * (horizon + 1) > max_states:
         raise CommschedError(f"brute force: {states * (horizon + 1)} states > {max_states}")
 
-    @lru_cache(maxsize=None)
+    @cache
     def best(t: int, rem: tuple[int, ...]) -> tuple[float, int]:
         """(optimal value from slot t with work ``rem`` left, the op run in slot t or -1)."""
         if not any(rem):
@@ -149,7 +149,7 @@ def brute_force(problem: SlotProblem, max_states: int = 2_000_000) -> tuple[floa
         choices: list[tuple[float, int]] = [(best(t + 1, rem)[0], -1)]
         for i in range(n):
             if rem[i] and problem.release[i] <= t:
-                nrem = rem[:i] + (rem[i] - 1,) + rem[i + 1:]
+                nrem = (*rem[:i], rem[i] - 1, *rem[i + 1:])
                 done = t + 1 + problem.tail[i] if nrem[i] == 0 else -float("inf")
                 choices.append((max(done, best(t + 1, nrem)[0]), i))
         return min(choices, key=lambda c: c[0])
@@ -162,6 +162,6 @@ def brute_force(problem: SlotProblem, max_states: int = 2_000_000) -> tuple[floa
         _, i = best(t, rem)
         if i >= 0:
             schedule[i].append(t)
-            rem = rem[:i] + (rem[i] - 1,) + rem[i + 1:]
+            rem = (*rem[:i], rem[i] - 1, *rem[i + 1:])
         t += 1
     return value, {i: tuple(ts) for i, ts in schedule.items()}
