@@ -129,6 +129,11 @@ def test_compute_scale_and_capacity():
     # unbounded compute: g_mm2 and g_h both run right after loss
     wide = Workload(t, compute_capacity=8)
     assert wide.ready["w2"] == 7.0 and wide.ready["w1"] == 9.0
+    unbounded = Workload(t, compute_capacity="unbounded")
+    assert unbounded.compute_capacity == t.number_of_nodes()
+    assert unbounded.ready == wide.ready
+    with pytest.raises(CommschedError, match="capacity"):
+        Workload(t, compute_capacity="many")
     with pytest.raises(CommschedError, match="compute_scale"):
         Workload(t, compute_scale=0)
     with pytest.raises(CommschedError, match="capacity"):

@@ -73,11 +73,12 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from commsched.cost import LinearModel, LinkModel, RingAllReduce
+from commsched.cost import LinearModel, RingAllReduce
 from commsched.errors import CommschedError
 from commsched.graph import add_op, new_graph
 from commsched.io.structured import read_yaml
 from commsched.pace.baselines import POLICIES, PolicyContext, run_policy
+from commsched.pace.model import allreduce_cost
 from commsched.pace.plan import Group, Partition, Plan
 from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
@@ -149,7 +150,7 @@ class Params:
 
     models: tuple[ModelSpec, ...]
     gpu_slowdown: float
-    compute_capacity: int | None  # None: unbounded
+    compute_capacity: int | str  # an integer or 'unbounded' (sim.allreduce.compute_slots)
     latency_s: float
     overhead_s: float
     policies: tuple[str, ...]
@@ -210,7 +211,7 @@ class Params:
         return cls(
             models=tuple(models),
             gpu_slowdown=_positive(m, "gpu_slowdown", where),
-            compute_capacity=None if cap == "unbounded" else int(cap),
+            compute_capacity=cap,
             latency_s=lat, overhead_s=ovh,
             policies=policies(_need(m, "policies", list, where), f"{where}.policies"),
             options={k: dict(v) for k, v in options.items()},
@@ -242,17 +243,20 @@ class Params:
 
 def allreduce_model(n_workers: int, bandwidth_gbps: float, latency_s: float,
                     overhead_s: float) -> LinearModel:
-    """Ring all-reduce of ``n_workers`` over ``bandwidth_gbps`` links plus a per-operation
+    """Ring all-reduce of ``n_workers`` over ``bandwidth_gbps`` links
+    (:func:`commsched.pace.model.allreduce_cost`, ``ring``) plus a per-operation
     ``overhead_s`` (module docstring), in PACE's form ``a + b*S``.
 
     >>> m = allreduce_model(2, 8.0, 0.0, 0.0)  # 2(n-1)/n * S / 1 GB/s
     >>> round(m.time(1e9), 12)
     1.0
     """
-    if bandwidth_gbps <= 0:
+    if not (bandwidth_gbps > 0 and math.isfinite(bandwidth_gbps)):
         raise CommschedError(f"bandwidth must be > 0 Gbit/s, got {bandwidth_gbps!r}")
-    ring = RingAllReduce(n_workers, LinkModel(latency_s, bandwidth_gbps * 1e9 / 8)).as_linear()
-    return LinearModel(ring.a + overhead_s, ring.b)
+    ring = allreduce_cost("ring", n_workers, bandwidth_gbps * 1e9 / 8, latency_s)
+    assert isinstance(ring, RingAllReduce)
+    lin = ring.as_linear()
+    return LinearModel(lin.a + overhead_s, lin.b)
 
 
 # --- Fig. 2 -----------------------------------------------------------------------------
@@ -353,13 +357,8 @@ class Model:
         if slowdown not in self._workloads:
             scale = slowdown * self.spec.gpu_step_ms / 1e3 / self.compute_s
             self._workloads[slowdown] = Workload(self.trace, scale,
-                                                 _capacity(params, self.trace))
+                                                 params.compute_capacity)
         return self._workloads[slowdown]
-
-
-def _capacity(params: Params, trace: nx.DiGraph) -> int:
-    """The compute capacity: unbounded = one slot per op (no op ever waits for another)."""
-    return params.compute_capacity or max(1, trace.number_of_nodes())
 
 
 def load_models(params: Params, trace_dir: str,
@@ -372,7 +371,7 @@ def load_models(params: Params, trace_dir: str,
         if files is not None and spec.trace not in given:
             raise CommschedError(f"--traces: no file for trace {spec.trace!r}")
         t = load_trace(given.get(spec.trace) or Path(trace_dir) / f"{spec.trace}.json.gz")
-        base = Workload(t, 1.0, _capacity(params, t))
+        base = Workload(t, 1.0, params.compute_capacity)
         out.append(Model(spec, t, base.compute_time))
     return out
 

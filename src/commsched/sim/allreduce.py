@@ -25,7 +25,8 @@ Compute (our choices, documented here and tested):
 
 * Compute ops run on one resource ``cpu`` of capacity ``compute_capacity`` (default: the
   trace's, 1 for our traces: one op at a time, like one GPU stream). PACE's model (Sec.
-  IV-A, constraint (5)) assumes unbounded compute; pass a large capacity for that.
+  IV-A, constraint (5)) assumes unbounded compute; pass ``"unbounded"`` for that (one
+  slot per op).
 * Iteration ``k``'s compute ops have priority 0 and the next iteration's forward ops
   priority 1 on the compute resource: the next iteration's forward pass never overtakes
   this iteration's backward pass (a framework issues them in program order). Since no
@@ -101,10 +102,12 @@ from commsched.views.common import readers
 __all__ = [
     "COMPUTE",
     "NET",
+    "UNBOUNDED",
     "PartitionRun",
     "PlanRun",
     "Release",
     "Workload",
+    "compute_slots",
     "partition_id",
     "simulate_plan",
 ]
@@ -189,9 +192,25 @@ class PlanRun:
         return pd.DataFrame({"t_s": edges[:-1] - t0, "busy": busy, "wire_bytes": wire})
 
 
-def _check_capacity(capacity: int) -> int:
+#: ``compute_capacity`` value of PACE's ideal compute: no compute op ever waits for another.
+UNBOUNDED = "unbounded"
+
+
+def compute_slots(trace: nx.DiGraph, capacity: int | str | None) -> int:
+    """Ops the compute resource runs at once: ``None`` = the trace's own (1 for our
+    traces), :data:`UNBOUNDED` = one slot per op, else the integer ``capacity`` (>= 1).
+
+    >>> from commsched.graph import new_graph
+    >>> compute_slots(new_graph({"cpu": 1}), None), compute_slots(new_graph({"cpu": 1}), 3)
+    (1, 3)
+    """
+    if capacity is None:
+        capacity = int(trace.graph["resources"].get(COMPUTE, 1))
+    elif capacity == UNBOUNDED:
+        return max(1, trace.number_of_nodes())
     if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-        raise CommschedError(f"compute capacity must be an integer >= 1, got {capacity!r}")
+        raise CommschedError(f"compute capacity must be an integer >= 1 or {UNBOUNDED!r}, "
+                             f"got {capacity!r}")
     return capacity
 
 
@@ -205,7 +224,8 @@ class Workload:
     compute_scale
         Every compute duration is multiplied by it (> 0).
     compute_capacity
-        Ops the compute resource runs at once; None: the trace's (module docstring).
+        Ops the compute resource runs at once: None = the trace's, ``"unbounded"`` =
+        PACE's ideal compute (:func:`compute_slots`, module docstring).
 
     Attributes
     ----------
@@ -224,15 +244,13 @@ class Workload:
     """
 
     def __init__(self, trace: nx.DiGraph, compute_scale: float = 1.0,
-                 compute_capacity: int | None = None) -> None:
+                 compute_capacity: int | str | None = None) -> None:
         if not (isinstance(compute_scale, (int, float)) and math.isfinite(compute_scale)
                 and compute_scale > 0):
             raise CommschedError(f"compute_scale must be a number > 0, got {compute_scale!r}")
         view = allreduce_view(trace, LinearModel(0.0, 0.0), next_forward=True,
                               compute=COMPUTE, net=NET)
-        cap = _check_capacity(
-            int(trace.graph["resources"].get(COMPUTE, 1)) if compute_capacity is None
-            else compute_capacity)
+        cap = compute_slots(trace, compute_capacity)
         self.compute_scale = float(compute_scale)
         self.compute_capacity = cap
         self.meta = dict(trace.graph.get("meta") or {})
@@ -411,7 +429,7 @@ def simulate_plan(
     *,
     release: Release | None = None,
     compute_scale: float = 1.0,
-    compute_capacity: int | None = None,
+    compute_capacity: int | str | None = None,
     validate: bool = True,
 ) -> PlanRun:
     """Simulate one training iteration of ``trace`` that all-reduces by ``plan``.
