@@ -104,6 +104,8 @@ __all__ = [
 EXPERIMENTS = ("fig2", "workers", "bandwidth", "usage", "scale")
 #: The paper's baselines (Sec. VI-B) and PACE; the claims compare these.
 PAPER_POLICIES = ("wfbp", "horovod-0.20", "tictac", "pace")
+#: "A few milliseconds" (Sec. VI-E, Fig. 10 valleys), our reading: at most one 5 ms bin.
+FEW_MS = 5.0
 
 
 def _need(m: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -519,7 +521,13 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
       pace_bw95_max_gbps`` the largest over the models.
     * ``bandwidth.low_bw_spread_max_pct``: at the lowest bandwidth, the largest relative
       spread (max/min - 1) of the paper's four policies' speeds over the models.
-    * ``usage.<model>.<policy>_longest_valley_ms`` (Fig. 10).
+    * ``workers.pace_scaling_min``: over the models, the smallest ratio of PACE's speed per
+      worker at the most workers to that at the fewest (1 = linear scaling, Fig. 8).
+    * ``bandwidth.pace_earliest_bw95_frac``: the share of models where PACE's ``bw95`` is
+      at or below that of every other paper baseline (ties count).
+    * ``usage.<model>.<policy>_longest_valley_ms`` (Fig. 10); ``usage.pace_valley_few_ms_
+      frac``: the share of models whose longest PACE valley is at most :data:`FEW_MS`;
+      ``usage.pace_shorter_valley_frac``: the share where it is shorter than Horovod's.
     * ``scale.<model>.gain_vs_<policy>_x<s>_pct``.
     """
     out: dict[str, float] = {}
@@ -537,9 +545,15 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
                 gains.append(g)
             out[f"pace_sim.workers.gain_vs_{policy}_min_pct"] = float(np.nanmin(gains))
             out[f"pace_sim.workers.gain_vs_{policy}_max_pct"] = float(np.nanmax(gains))
+        eff = []
+        for _, d in df[df.policy == "pace"].groupby("model"):
+            lo, hi = d.loc[d.n_workers.idxmin()], d.loc[d.n_workers.idxmax()]
+            eff.append((hi.speed / hi.n_workers) / (lo.speed / lo.n_workers))
+        out["pace_sim.workers.pace_scaling_min"] = float(min(eff))
     if "bandwidth" in tables:
         df = tables["bandwidth"]
         bw95 = []
+        earliest = []
         for model in sorted(set(df.model)):
             for policy in sorted(set(df.policy)):
                 d = df[(df.model == model) & (df.policy == policy)].sort_values(
@@ -553,7 +567,11 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
                 out[f"pace_sim.bandwidth.{model}.{policy}_bw95_gbps"] = b95
                 if policy == "pace":
                     bw95.append(b95)
+            others = [out[f"pace_sim.bandwidth.{model}.{p}_bw95_gbps"] for p in base
+                      if p in set(df.policy)]
+            earliest.append(bw95[-1] <= min(others, default=math.inf))
         out["pace_sim.bandwidth.pace_bw95_max_gbps"] = float(max(bw95))
+        out["pace_sim.bandwidth.pace_earliest_bw95_frac"] = float(np.mean(earliest))
         low = df[np.isclose(df.bandwidth_gbps, df.bandwidth_gbps.min())
                  & df.policy.isin(PAPER_POLICIES)]
         spread = low.groupby("model").speed.agg(lambda s: s.max() / s.min() - 1.0) * 100
@@ -564,6 +582,14 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
         for (model, policy), d in df.groupby(["model", "policy"]):
             out[f"pace_sim.usage.{model}.{policy}_longest_valley_ms"] = float(
                 d.longest_valley_ms.iloc[0])
+        valley = df.groupby(["model", "policy"]).longest_valley_ms.first()
+        models = sorted(set(df.model))
+        if "pace" in set(df.policy):
+            few = [valley[(m, "pace")] <= FEW_MS for m in models]
+            out["pace_sim.usage.pace_valley_few_ms_frac"] = float(np.mean(few))
+        if {"pace", "horovod-0.20"} <= set(df.policy):
+            shorter = [valley[(m, "pace")] < valley[(m, "horovod-0.20")] for m in models]
+            out["pace_sim.usage.pace_shorter_valley_frac"] = float(np.mean(shorter))
     if "scale" in tables:
         df = tables["scale"]
         for model in sorted(set(df.model)):
