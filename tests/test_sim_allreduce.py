@@ -129,6 +129,10 @@ def test_compute_scale_and_capacity():
     # unbounded compute: g_mm2 and g_h both run right after loss
     wide = Workload(t, compute_capacity=8)
     assert wide.ready["w2"] == 7.0 and wide.ready["w1"] == 9.0
+    # free communication still links w1's gradient (ready 9) to the next mm1: the next
+    # forward pass runs [9, 15], so one iteration is backward 3 + forward 6 s (the next
+    # forward pass does not overlap the backward pass although compute slots are free)
+    assert wide.compute_time == 9.0
     unbounded = Workload(t, compute_capacity="unbounded")
     assert unbounded.compute_capacity == t.number_of_nodes()
     assert unbounded.ready == wide.ready

@@ -93,7 +93,7 @@ import pandas as pd
 from commsched.cost import AllReduceModel, LinearModel
 from commsched.errors import CommschedError
 from commsched.graph import CompiledGraph, compile_graph, register_kind
-from commsched.pace.plan import Plan, PlanError
+from commsched.pace.plan import Group, Partition, Plan, PlanError
 from commsched.sim.priority import Schedule, simulate_compiled
 from commsched.sim.validate import check_schedule
 from commsched.views.allreduce import NEXT_PREFIX, allreduce_view
@@ -293,8 +293,13 @@ class Workload:
 
     @cached_property
     def compute_time(self) -> float:
-        """Iteration time with free communication (forward + backward pass)."""
-        return simulate_compiled(self._compiled).makespan - self.forward_time
+        """Iteration time with free communication: every gradient's all-reduce takes no
+        time but still links its producer to the next forward pass's readers, so this is
+        one backward and one forward pass (they overlap only where the data allow: the
+        next forward op that reads a parameter waits for its gradient)."""
+        free = Plan("free", tuple(Group(((v, b),), (Partition(0, b, 0),))
+                                  for v, b in self.sizes.items()))
+        return self.simulate(free, LinearModel(0.0, 0.0), validate=False).iteration_time
 
     def _partitions(self, plan: Plan, model: AllReduceModel, release: Release | None
                     ) -> list[tuple[str, dict[str, Any], list[str], list[str], float | None]]:
