@@ -35,7 +35,7 @@ COMMANDS: dict[str, str] = {
     "trace": "trace a model with TensorFlow into an op graph (or check / count)",
     "cluster": "emulated TensorFlow parameter-server cluster",
     "claims": "write the claims table (paper value vs ours)",
-    "pace": "PACE: balanced fusion + optimal preemptive all-reduce plan",
+    "pace": "PACE: all-reduce plans (balanced fusion + optimal preemption), simulated",
 }
 
 
