@@ -43,9 +43,10 @@ from typing import Any
 import yaml
 from benchlib import timed, write_result
 
+from commsched.experiments.pace_model import random_problem
 from commsched.pace.fusion import balanced_fusion
 from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, paper_lp, paper_lp_max_coef, sound_lp
-from commsched.pace.model import SlotProblem, allreduce_cost, build_model, to_problem
+from commsched.pace.model import allreduce_cost, build_model, to_problem
 from commsched.pace.schedule import jackson, objective
 from commsched.trace.format import load_trace
 
@@ -108,19 +109,13 @@ def case_sound_lp(repeat: int) -> dict[str, Any]:
     return out
 
 
-def _random_problem(rng: random.Random, n: int, max_p: int) -> SlotProblem:
-    return SlotProblem(release=tuple(rng.randrange(0, 2 * max_p) for _ in range(n)),
-                       proc=tuple(rng.randint(1, max_p) for _ in range(n)),
-                       tail=tuple(float(rng.randrange(0, 4)) for _ in range(n)))
-
-
 def case_paper_lp(repeat: int) -> dict[str, Any]:
     rng = random.Random(0)
     rows = []
     for n in range(2, 9):
         for max_p in (1, 2, 3, 4, 6):
             for _ in range(3):
-                p = _random_problem(rng, n, max_p)
+                p = random_problem(rng, n, max_p)
                 tn, top = paper_lp_max_coef(p)
                 exact = objective(p, jackson(p))
                 t = time.perf_counter()
