@@ -192,6 +192,6 @@ def test_lemma2_adjacent_groups_are_ready_no_later(data, n):
     assert all(a <= o for a, o in zip(adjacent_ready, any_ready, strict=True))
     ops = tuple(AllReduceOp(f"a{i}", f"u{i}", ((f"v{i}", 4),), float(ready[i]), 0.0)
                 for i in range(n))
-    runs = [(a, b - 1) for a, b in itertools.pairwise([0, *bounds])]
-    fused = fuse(PaceModel(ops, 0.0, n), runs)
+    spans = [(a, b - 1) for a, b in itertools.pairwise([0, *bounds])]
+    fused = fuse(PaceModel(ops, 0.0, n), spans)
     assert [op.ready_s for op in fused.ops] == adjacent_ready
