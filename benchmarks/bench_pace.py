@@ -8,7 +8,8 @@ RSS after the imports and the model build is recorded beside it):
   Transformer trace (ours has 253 all-reduces; the paper's 164). Target: under 1 s.
   Also timed with the slot guidance (the ``R`` whose smallest group fills a slot).
 * ``sound_lp``: the sound LP (:func:`commsched.pace.lp.sound_lp`) on VGG-16 at 5 ms slots,
-  unfused (32 all-reduces) and fused by Alg. 1, checked equal to the exact solver.
+  unfused (32 all-reduces) and fused by Alg. 1, and on the unfused Transformer (253
+  all-reduces, its largest problem), each checked equal to the exact solver.
 * ``paper_lp``: the paper's LP (14) as written (:func:`commsched.pace.lp.paper_lp` with the
   coefficient guard off) on seeded random problems of growing size (2-8 all-reduces,
   horizons up to about 45 slots, integer tails 0-3), against the exact solver: per
@@ -21,7 +22,7 @@ Setting: the ``pace`` section of ``config/config.yaml`` (workers, bandwidth, lat
 compute scale; slot 5 ms). Writes ``benchmarks/results/pace.json``. The 2 cores are shared
 with other work; the load average is recorded with the result.
 
-Run: ``python benchmarks/bench_pace.py`` (about 30 s).
+Run: ``python benchmarks/bench_pace.py`` (about a minute).
 """
 
 from __future__ import annotations
@@ -93,9 +94,11 @@ def case_sound_lp(repeat: int) -> dict[str, Any]:
     trace = "data/traces/vgg16-train-b2.json.gz"
     model = build_model(load_trace(ROOT / trace), s["cfg"]["compute_scale"])
     fused = balanced_fusion(model, s["cost"], s["slot_s"]).model
+    big = "data/traces/transformer-train-b4.json.gz"
+    transformer = build_model(load_trace(ROOT / big), s["cfg"]["compute_scale"])
     rss = _rss_mib()
-    out: dict[str, Any] = {"trace": trace, "rss_before_mib": rss}
-    for variant, m in (("unfused", model), ("fused", fused)):
+    out: dict[str, Any] = {"trace": trace, "rss_before_mib": rss, "large_trace": big}
+    for variant, m in (("unfused", model), ("fused", fused), ("transformer_unfused", transformer)):
         p = to_problem(m, s["cost"], s["slot_s"])
         times, sched = timed(lambda p=p: sound_lp(p), repeat)
         j_times, j_sched = timed(lambda p=p: jackson(p), repeat)
