@@ -15,14 +15,16 @@ tails (:meth:`SlotProblem.integral`).
 **Where LP (14) breaks.** The coefficients grow as ``(TN)^(T + q)``: past a dozen or so
 slots they exceed what HiGHS accepts as a finite cost (``1e20``, its ``infinite_cost``
 option) and, past about 300 digits, a double. ``benchmarks/bench_pace.py`` (case
-``paper_lp``, ``benchmarks/results/pace.json``) solved 105 seeded random problems with
-the guard off: every one with a largest coefficient up to ``1e20`` came back exact, HiGHS
-returned no optimum ("Not Solved") from ``1e23``-``1e29`` on, and it never returned a
-wrong optimum; the largest horizon solved was 14 slots. A 5 ms-slot problem of a traced
-model (8 workers, 10 Gbit/s) needs ``(TN)^(T+q)`` of ``1e260`` to ``1e3000``
-(``results/tables/pace_solvers.csv``).
+``paper_lp``, ``benchmarks/results/pace.json``) solved 240 seeded random problems with
+the guard off: all 97 with a largest coefficient up to ``1e20`` came back exact; between
+``1e20`` and ``1e32.7`` HiGHS solved 32 of 48 exactly and returned no optimum ("Not
+Solved") on the others, the first from ``1e21.2``; above ``1e32.7`` it solved none. It
+never returned a wrong optimum; the largest horizon solved was 17 slots. At 5 ms slots
+(8 workers, 10 Gbit/s) the problems of our traced models need ``(TN)^(T+q)`` of ``1e35``
+(the smallest thesis CNN) and ``1e53`` to ``1e3000`` (the paper's four and the TicTac
+models, fused or not; ``results/tables/pace_solvers.csv``).
 :data:`PAPER_LP_MAX_COEF` is therefore where we stop: above it :func:`paper_lp` raises
-:class:`PaperLPError` naming the coefficient instead of trying. It also raises when
+:class:`PaperLPTooLarge` naming the coefficient instead of trying. It also raises when
 HiGHS does not report an optimum, or the optimum is not integral (Theorem 2) or not a
 valid schedule.
 
