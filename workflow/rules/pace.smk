@@ -2,7 +2,7 @@
 paper's four models (config pace.traces), agreement of the three schedulers (exact, sound
 LP, the paper's LP (14)) on every traced training iteration and on random problems, and
 one PACE plan (balanced fusion + optimal preemptive schedule) per pace trace. Target
-`pace_model` (about a minute on 2 cores)."""
+`pace_model` (about 30 s on 2 cores)."""
 
 import json
 
