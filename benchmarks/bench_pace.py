@@ -8,7 +8,8 @@ RSS after the imports and the model build is recorded beside it):
   Transformer trace (ours has 253 all-reduces; the paper's 164). Target: under 1 s.
   Also timed with the slot guidance (the ``R`` whose smallest group fills a slot).
 * ``sound_lp``: the sound LP (:func:`commsched.pace.lp.sound_lp`) on VGG-16 at 5 ms slots,
-  unfused (32 all-reduces) and fused by Alg. 1, checked equal to the exact solver.
+  unfused (32 all-reduces) and fused by Alg. 1, and on the unfused Transformer (253
+  all-reduces, its largest problem), each checked equal to the exact solver.
 * ``paper_lp``: the paper's LP (14) as written (:func:`commsched.pace.lp.paper_lp` with the
   coefficient guard off) on seeded random problems of growing size (2-8 all-reduces,
   horizons up to about 45 slots, integer tails 0-3), against the exact solver: per
@@ -21,7 +22,7 @@ Setting: the ``pace`` section of ``config/config.yaml`` (workers, bandwidth, lat
 compute scale; slot 5 ms). Writes ``benchmarks/results/pace.json``. The 2 cores are shared
 with other work; the load average is recorded with the result.
 
-Run: ``python benchmarks/bench_pace.py`` (about 30 s).
+Run: ``python benchmarks/bench_pace.py`` (about a minute).
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from typing import Any
 import yaml
 from benchlib import timed, write_result
 
+from commsched.experiments.pace_model import random_problem
 from commsched.pace.fusion import balanced_fusion
 from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, paper_lp, paper_lp_max_coef, sound_lp
-from commsched.pace.model import SlotProblem, allreduce_cost, build_model, to_problem
+from commsched.pace.model import allreduce_cost, build_model, to_problem
 from commsched.pace.schedule import jackson, objective
 from commsched.trace.format import load_trace
 
@@ -92,9 +94,11 @@ def case_sound_lp(repeat: int) -> dict[str, Any]:
     trace = "data/traces/vgg16-train-b2.json.gz"
     model = build_model(load_trace(ROOT / trace), s["cfg"]["compute_scale"])
     fused = balanced_fusion(model, s["cost"], s["slot_s"]).model
+    big = "data/traces/transformer-train-b4.json.gz"
+    transformer = build_model(load_trace(ROOT / big), s["cfg"]["compute_scale"])
     rss = _rss_mib()
-    out: dict[str, Any] = {"trace": trace, "rss_before_mib": rss}
-    for variant, m in (("unfused", model), ("fused", fused)):
+    out: dict[str, Any] = {"trace": trace, "rss_before_mib": rss, "large_trace": big}
+    for variant, m in (("unfused", model), ("fused", fused), ("transformer_unfused", transformer)):
         p = to_problem(m, s["cost"], s["slot_s"])
         times, sched = timed(lambda p=p: sound_lp(p), repeat)
         j_times, j_sched = timed(lambda p=p: jackson(p), repeat)
@@ -108,19 +112,13 @@ def case_sound_lp(repeat: int) -> dict[str, Any]:
     return out
 
 
-def _random_problem(rng: random.Random, n: int, max_p: int) -> SlotProblem:
-    return SlotProblem(release=tuple(rng.randrange(0, 2 * max_p) for _ in range(n)),
-                       proc=tuple(rng.randint(1, max_p) for _ in range(n)),
-                       tail=tuple(float(rng.randrange(0, 4)) for _ in range(n)))
-
-
 def case_paper_lp(repeat: int) -> dict[str, Any]:
     rng = random.Random(0)
     rows = []
     for n in range(2, 9):
         for max_p in (1, 2, 3, 4, 6):
             for _ in range(3):
-                p = _random_problem(rng, n, max_p)
+                p = random_problem(rng, n, max_p)
                 tn, top = paper_lp_max_coef(p)
                 exact = objective(p, jackson(p))
                 t = time.perf_counter()

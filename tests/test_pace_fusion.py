@@ -172,3 +172,26 @@ def test_without_startup_cost_fusion_never_pays(data, n):
                            for i in range(n)), 0.0, n)
     affine = LinearModel(1.0, 1 / 4)
     assert best(fuse(same, [(0, n - 1)]), affine) < best(same, affine)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(2, 8))
+def test_lemma2_adjacent_groups_are_ready_no_later(data, n):
+    """Lemma 2: on the chain sorted by ready time, fusing adjacent operators gives every
+    fused operator (the k-th to become ready) a ready time no later than any grouping with
+    the same group sizes. The k-th ready group of any grouping is ready at the max over the
+    first k groups' members, at least the (c_1 + ... + c_k)-th smallest ready time, which
+    is what the adjacent grouping achieves."""
+    ready = sorted(data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
+    labels = data.draw(st.lists(st.integers(0, n - 1), min_size=n, max_size=n))
+    groups = [[ready[i] for i in range(n) if labels[i] == g] for g in set(labels)]
+    any_ready = sorted(max(g) for g in groups)
+    sizes = [len(g) for g in sorted(groups, key=max)]
+    bounds = list(itertools.accumulate(sizes))
+    adjacent_ready = [ready[b - 1] for b in bounds]
+    assert all(a <= o for a, o in zip(adjacent_ready, any_ready, strict=True))
+    ops = tuple(AllReduceOp(f"a{i}", f"u{i}", ((f"v{i}", 4),), float(ready[i]), 0.0)
+                for i in range(n))
+    spans = [(a, b - 1) for a, b in itertools.pairwise([0, *bounds])]
+    fused = fuse(PaceModel(ops, 0.0, n), spans)
+    assert [op.ready_s for op in fused.ops] == adjacent_ready

@@ -62,7 +62,14 @@ from commsched.errors import CommschedError
 from commsched.pace.model import SlotProblem
 from commsched.pace.schedule import Schedule, check
 
-__all__ = ["PAPER_LP_MAX_COEF", "PaperLPError", "paper_lp", "paper_lp_max_coef", "sound_lp"]
+__all__ = [
+    "PAPER_LP_MAX_COEF",
+    "PaperLPError",
+    "PaperLPTooLarge",
+    "paper_lp",
+    "paper_lp_max_coef",
+    "sound_lp",
+]
 
 #: Largest objective coefficient ``(TN)^(T + max q)`` :func:`paper_lp` accepts: HiGHS
 #: treats costs of 1e20 and more as infinite (option ``infinite_cost``).
@@ -74,6 +81,10 @@ _EPS = 1e-9
 
 class PaperLPError(CommschedError):
     """LP (14) cannot give a trustworthy answer for this problem."""
+
+
+class PaperLPTooLarge(PaperLPError):
+    """LP (14)'s coefficients exceed :data:`PAPER_LP_MAX_COEF`: refused before solving."""
 
 
 def _solver() -> pulp.LpSolver:
@@ -89,16 +100,16 @@ def paper_lp_max_coef(problem: SlotProblem) -> tuple[int, float]:
 def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Schedule:
     """Solve LP (14) as written (module docstring); an optimal schedule.
 
-    Raises :class:`PaperLPError` when a tail is not integral, when the largest coefficient
-    exceeds ``max_coef`` (naming it), when HiGHS reports no optimum, or when its solution
-    is not integral or not a schedule.
+    Raises :class:`PaperLPError` when a tail is not integral, :class:`PaperLPTooLarge` when
+    the largest coefficient exceeds ``max_coef`` (naming it), and :class:`PaperLPError`
+    when HiGHS reports no optimum or its solution is not integral or not a schedule.
     """
     if any(q != math.floor(q) for q in problem.tail):
         raise PaperLPError("LP (14) needs integer tails (use SlotProblem.integral())")
     tn, top = paper_lp_max_coef(problem)
     log10_coef = top * math.log10(tn) if tn > 1 else 0.0
     if log10_coef > math.log10(max_coef):
-        raise PaperLPError(
+        raise PaperLPTooLarge(
             f"LP (14) would need coefficients up to (TN)^(T+L) = {tn}^{top:g} = 1e{log10_coef:.0f} "
             f"(T={problem.horizon} slots, N={problem.n}), above {max_coef:.0e}: its "
             "lexicographic transform does not fit floating point; use the sound LP or the "
