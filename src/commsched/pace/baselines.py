@@ -54,7 +54,7 @@ policy                    what it does (our port to the single-channel all-reduc
 ``p3``                    P3 (Jayarajan et al., SysML 2019): tensors sliced into
                           ``slice_bytes`` slices, priority = layer order, preemption at slice
                           boundaries (a static plan). Slice size: option ``slice_kib``; the
-                          default 200 KiB (50,000 float32 values) is our assumption.
+                          default 200 KiB (51,200 float32 values) is our assumption.
 ========================  =====================================================================
 
 Sources and parameters. WFBP: Zhang et al., "Poseidon", USENIX ATC 2017 (PACE's [3]), as
