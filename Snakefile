@@ -16,6 +16,8 @@ include: "workflow/rules/tictac_bruteforce.smk"
 include: "workflow/rules/tictac.smk"
 include: "workflow/rules/comm.smk"
 include: "workflow/rules/live.smk"
+include: "workflow/rules/pace.smk"
+include: "workflow/rules/pace_sim.smk"
 include: "workflow/rules/claims.smk"
 
 

@@ -1,0 +1,150 @@
+"""``commsched pace``: PACE's plan (balanced fusion + optimal preemptive schedule).
+
+``commsched pace plan TRACE --workers W --bandwidth GBPS [--slot MS] [--cost ring|fit]
+-o PLAN.json`` builds PACE's model of a traced training iteration
+(:mod:`commsched.pace.model`), runs Alg. 1 with the exact scheduler as oracle
+(:mod:`commsched.pace.fusion`) and writes the all-reduce plan
+(:mod:`commsched.pace.plan`): fused groups, their partitions and priorities.
+``--no-fusion`` schedules the unfused all-reduces instead (PACE without fusion).
+
+``commsched pace simulate PLAN TRACE --workers W --bandwidth GBPS [--cost ring|fit]
+[--compute-capacity N|unbounded] [--table CSV] [--usage CSV]`` runs a plan file (PACE's or
+any other) on the traced iteration in the all-reduce simulator
+(:func:`commsched.sim.allreduce.simulate_plan`) and prints the steady-state iteration time;
+``--table`` writes one row per executed partition, ``--usage`` the channel's use in bins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from commsched.errors import CommschedError
+from commsched.pace.fusion import balanced_fusion, make_plan
+from commsched.pace.model import (
+    DEFAULT_MEASUREMENT,
+    DEFAULT_SLOT_S,
+    allreduce_cost,
+    build_model,
+    check_slot,
+    to_problem,
+)
+from commsched.pace.plan import load_plan, save_plan
+from commsched.pace.schedule import jackson, objective
+from commsched.results import write_table
+from commsched.sim.allreduce import UNBOUNDED, simulate_plan
+from commsched.trace.format import load_trace
+
+__all__ = ["register", "run_plan", "run_simulate"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("pace", help="PACE: all-reduce plans (balanced fusion + optimal "
+                       "preemption), simulated")
+    psub = p.add_subparsers(dest="pace_command", metavar="ACTION", required=True)
+    pl = psub.add_parser("plan", help="write PACE's all-reduce plan of a traced training step")
+    pl.add_argument("trace", help="traced training iteration (*.json.gz, commsched trace)")
+    _cluster_options(pl)
+    pl.add_argument("--slot", type=float, default=DEFAULT_SLOT_S * 1e3,
+                    help="time slot, ms (default %(default)g, PACE Sec. IV-A)")
+    pl.add_argument("--no-fusion", action="store_true",
+                    help="schedule the unfused all-reduces (PACE without fusion)")
+    pl.add_argument("--no-slot-guidance", action="store_true",
+                    help="allow all-reduces shorter than a slot (Sec. IV-A advises against)")
+    pl.add_argument("-o", "--output", required=True, help="plan file to write (JSON)")
+    pl.set_defaults(func=run_plan)
+    sm = psub.add_parser("simulate", help="run an all-reduce plan on a traced training step "
+                         "in the all-reduce simulator")
+    sm.add_argument("plan", help="all-reduce plan (JSON, commsched pace plan)")
+    sm.add_argument("trace", help="traced training iteration (*.json.gz, commsched trace)")
+    _cluster_options(sm)
+    sm.add_argument("--compute-capacity", default=None,
+                    help="compute ops at once: an integer, or 'unbounded' (PACE's ideal "
+                         "compute); default: the trace's (1, one op at a time)")
+    sm.add_argument("--table", help="write one row per executed partition (CSV)")
+    sm.add_argument("--usage", help="write the channel's use in bins of --bin-ms (CSV)")
+    sm.add_argument("--bin-ms", type=float, default=5.0,
+                    help="bin length of --usage, ms (default 5, PACE Sec. VI-E)")
+    sm.set_defaults(func=run_simulate)
+
+
+def _cluster_options(p: argparse.ArgumentParser) -> None:
+    """The cluster and cost options that ``plan`` and ``simulate`` share."""
+    p.add_argument("--workers", type=int, required=True, help="data-parallel workers W")
+    p.add_argument("--bandwidth", type=float, required=True,
+                   help="link bandwidth between workers, Gbit/s")
+    p.add_argument("--cost", choices=["ring", "fit"], default="ring",
+                   help="all-reduce time: ring = Eq. (1) + per-step latency (default); fit = "
+                        "measured start-up + Eq. (1) (commsched.pace.model.allreduce_cost)")
+    p.add_argument("--latency-us", type=float, default=50.0,
+                   help="per-step link latency of --cost ring, microseconds (default 50)")
+    p.add_argument("--measurement", default=DEFAULT_MEASUREMENT,
+                   help="all-reduce measurement of --cost fit (default %(default)s)")
+    p.add_argument("--compute-scale", type=float, default=1.0,
+                   help="multiply every traced compute time (default 1)")
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    for name, value in (("--bandwidth", args.bandwidth), ("--slot", args.slot)):
+        if not (math.isfinite(value) and value > 0):
+            raise CommschedError(f"{name} must be a number > 0, got {value:g}")
+    slot_s = args.slot / 1e3
+    cost = allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
+                          args.latency_us * 1e-6, args.measurement)
+    model = build_model(load_trace(args.trace), compute_scale=args.compute_scale)
+    meta: dict[str, Any] = {
+        "trace": args.trace, "model": model.meta.get("model"), "workers": args.workers,
+        "bandwidth_gbps": args.bandwidth, "slot_s": slot_s, "cost": repr(cost),
+        "compute_scale": args.compute_scale, "allreduces": len(model.ops),
+    }
+    if args.no_fusion:
+        if not args.no_slot_guidance:
+            check_slot(model, cost, slot_s)
+        problem = to_problem(model, cost, slot_s)
+        schedule = jackson(problem)
+        fused, policy = model, "pace-nofusion"
+        meta["iter_time_s"] = objective(problem, schedule) * slot_s
+    else:
+        res = balanced_fusion(model, cost, slot_s, slot_guidance=not args.no_slot_guidance)
+        fused, problem, schedule, policy = res.model, res.problem, res.schedule, "pace"
+        meta.update(R=res.r, iter_time_s=res.iter_time_s)
+    plan = make_plan(fused, problem, schedule, meta, policy=policy)
+    plan.check_tensors(model.tensors, source=args.trace)
+    save_plan(plan, args.output)
+    parts = sum(len(g.partitions) for g in plan.groups)
+    print(f"{policy}: {len(model.ops)} all-reduces -> {len(plan.groups)} groups, {parts} "
+          f"partitions; modelled iteration {meta['iter_time_s'] * 1e3:.1f} ms -> {args.output}")
+    return 0
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    if not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
+        raise CommschedError(f"--bandwidth must be a number > 0, got {args.bandwidth:g}")
+    if not (math.isfinite(args.bin_ms) and args.bin_ms > 0):
+        raise CommschedError(f"--bin-ms must be a number > 0, got {args.bin_ms:g}")
+    capacity: int | str | None = args.compute_capacity
+    if capacity is not None and capacity != UNBOUNDED:
+        try:
+            capacity = int(capacity)
+        except ValueError:
+            raise CommschedError(f"--compute-capacity must be an integer >= 1 or "
+                                 f"{UNBOUNDED!r}, got {capacity!r}") from None
+    cost = allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
+                          args.latency_us * 1e-6, args.measurement)
+    plan = load_plan(args.plan)
+    trace = load_trace(args.trace)
+    run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,
+                        compute_capacity=capacity)
+    setting = {"plan": args.plan, "trace": args.trace, "policy": plan.policy,
+               "workers": args.workers, "bandwidth_gbps": args.bandwidth, "cost": repr(cost),
+               "compute_scale": args.compute_scale, "compute_capacity": capacity}
+    if args.table:
+        write_table(run.table(), args.table, setting)
+    if args.usage:
+        usage = run.channel_usage(args.bin_ms / 1e3, 2 * (args.workers - 1) / args.workers)
+        write_table(usage, args.usage, {**setting, "bin_ms": args.bin_ms})
+    print(f"{plan.policy}: iteration {run.iteration_time * 1e3:.2f} ms (forward pass "
+          f"{run.forward_time * 1e3:.2f} ms, channel busy {run.comm_time * 1e3:.2f} ms, "
+          f"{len(run.partitions)} partitions)")
+    return 0

@@ -1,0 +1,167 @@
+"""PACE's model of our traced models (Table II analog, tensor sizes) and solver agreement.
+
+``table``: per training trace, PACE's Table II columns counted on our traces --
+parameters (millions, trainable variables with a gradient), all-reduce operators (one per
+op that outputs gradients, :mod:`commsched.pace.model`) and computation operators (those of
+the window PACE schedules: backward of iteration k + forward of k+1; the paper does not
+say which it counts) -- and the gradient tensor sizes the paper quotes (Sec. II-C, Fig. 4):
+smallest, largest and second largest tensor and the share below 1 MB (10^6 bytes).
+Metrics ``pace.table2.<model>.{params_M,allreduce_ops,compute_ops}`` and
+``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``.
+
+``solvers``: the three solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
+on every trace (unfused, and fused by Alg. 1) at the configured setting, and the paper's
+LP (14) against the exact solver on seeded random problems small enough for it. Table rows
+per instance; metrics ``pace.solvers.{instances,sound_equals_exact,lp14_random,
+lp14_equals_exact,lp14_traced_solved}``.
+
+Run: ``python -m commsched.experiments.pace_model table|solvers --config-json '{...}'
+--traces T1.json.gz ... --table T.csv --metrics M.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from commsched.errors import CommschedError
+from commsched.pace.fusion import balanced_fusion
+from commsched.pace.lp import PaperLPError, paper_lp, paper_lp_max_coef, sound_lp
+from commsched.pace.model import PaceModel, SlotProblem, allreduce_cost, build_model, to_problem
+from commsched.pace.schedule import jackson, objective
+from commsched.results import write_metrics, write_table
+from commsched.trace.format import load_trace
+
+__all__ = ["main", "random_problem", "solver_rows", "table_rows"]
+
+MB = 10**6
+
+
+def _name(model: PaceModel, path: str) -> str:
+    return str(model.meta.get("model") or path)
+
+
+def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Table II analog and tensor sizes (module docstring)."""
+    rows, metrics = [], {}
+    for path in paths:
+        trace = load_trace(path)
+        model = build_model(trace)
+        variables = trace.graph["variables"]
+        sizes = np.array(sorted(model.tensors.values()))
+        params = sum(math.prod(variables[v].get("shape") or [1]) for v in model.tensors)
+        name = _name(model, path)
+        row = {
+            "model": name, "trace": path, "params_M": params / 1e6,
+            "allreduce_ops": len(model.ops), "compute_ops": model.n_compute,
+            "tensors": len(sizes), "min_bytes": int(sizes[0]), "max_bytes": int(sizes[-1]),
+            "second_bytes": int(sizes[-2]) if len(sizes) > 1 else 0,
+            "frac_below_1MB": float(np.mean(sizes < MB)),
+        }
+        rows.append(row)
+        for k in ("params_M", "allreduce_ops", "compute_ops"):
+            metrics[f"pace.table2.{name}.{k}"] = float(row[k])
+        for k in ("min_bytes", "max_bytes", "second_bytes", "frac_below_1MB"):
+            metrics[f"pace.tensors.{name}.{k}"] = float(row[k])
+    return pd.DataFrame(rows), metrics
+
+
+def random_problem(rng: random.Random, n: int, max_p: int) -> SlotProblem:
+    """A random problem with integer tails (LP (14) needs them)."""
+    return SlotProblem(
+        release=tuple(rng.randrange(0, 2 * max_p) for _ in range(n)),
+        proc=tuple(rng.randint(1, max_p) for _ in range(n)),
+        tail=tuple(float(rng.randrange(0, 4)) for _ in range(n)),
+    )
+
+
+def _lp14(problem: SlotProblem) -> tuple[float | None, str]:
+    try:
+        return objective(problem, paper_lp(problem)), "solved"
+    except PaperLPError as e:
+        tn, top = paper_lp_max_coef(problem)
+        return None, f"refused: coefficient {tn}^{top:g}" if "floating" in str(e) else str(e)
+
+
+def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
+                ) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Solver agreement (module docstring)."""
+    slot_s = cfg["slot_ms"] / 1e3
+    cost = allreduce_cost(cfg["cost"], cfg["workers"], cfg["bandwidth_gbps"] * 1e9 / 8,
+                          cfg["latency_us"] * 1e-6)
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        model = build_model(load_trace(path), compute_scale=cfg["compute_scale"])
+        fused = balanced_fusion(model, cost, slot_s).model
+        for variant, m in (("unfused", model), ("fused", fused)):
+            p = to_problem(m, cost, slot_s)
+            exact = objective(p, jackson(p))
+            lp14, status = _lp14(p.integral())
+            rows.append({
+                "instance": f"{_name(model, path)}/{variant}", "n": p.n, "slots": p.horizon,
+                "exact": exact, "sound_lp": objective(p, sound_lp(p)),
+                "exact_integral": objective(p.integral(), jackson(p.integral())),
+                "lp14": lp14, "lp14_status": status,
+            })
+    rng = random.Random(cfg["lp14_random"]["seed"])
+    for k in range(cfg["lp14_random"]["instances"]):
+        p = random_problem(rng, rng.randint(1, 4), rng.randint(1, 3))
+        exact = objective(p, jackson(p))
+        lp14, status = _lp14(p)
+        rows.append({"instance": f"random/{k}", "n": p.n, "slots": p.horizon, "exact": exact,
+                     "sound_lp": objective(p, sound_lp(p)), "exact_integral": exact,
+                     "lp14": lp14, "lp14_status": status})
+    df = pd.DataFrame(rows)
+    traced = ~df["instance"].str.startswith("random/")
+    solved = df["lp14_status"] == "solved"
+    metrics = {
+        "pace.solvers.instances": float(len(df)),
+        "pace.solvers.sound_equals_exact": float((df["sound_lp"] == df["exact"]).sum()),
+        "pace.solvers.traced_instances": float(traced.sum()),
+        "pace.solvers.lp14_random": float((~traced).sum()),
+        "pace.solvers.lp14_solved": float(solved.sum()),
+        "pace.solvers.lp14_equals_exact": float((solved & (df["lp14"] == df["exact_integral"]))
+                                               .sum()),
+        "pace.solvers.lp14_traced_solved": float((solved & traced).sum()),
+    }
+    return df, metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m commsched.experiments.pace_model",
+                                description=__doc__.split("\n")[0] if __doc__ else None)
+    p.add_argument("what", choices=["table", "solvers"])
+    p.add_argument("--config-json", default="{}", help="the pace config section (solvers)")
+    p.add_argument("--traces", nargs="+", required=True)
+    p.add_argument("--table", required=True)
+    p.add_argument("--metrics", required=True)
+    args = p.parse_args(argv)
+    try:
+        cfg = json.loads(args.config_json)
+        if args.what == "table":
+            df, metrics = table_rows(args.traces)
+        else:
+            df, metrics = solver_rows(args.traces, cfg)
+        config = {"what": args.what, "traces": args.traces, "pace": cfg}
+        write_table(df, args.table, config)
+        write_metrics(metrics, args.metrics, config)
+    except KeyError as e:
+        print(f"pace_model: error: --config-json lacks the pace setting {e}", file=sys.stderr)
+        return 2
+    except (CommschedError, json.JSONDecodeError) as e:
+        print(f"pace_model: error: {e}", file=sys.stderr)
+        return 2
+    print(df.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

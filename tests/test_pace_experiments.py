@@ -1,0 +1,39 @@
+"""The PACE model experiment: Table II analog, tensor sizes, solver agreement."""
+
+from __future__ import annotations
+
+from commsched.experiments.pace_model import main, solver_rows, table_rows
+from commsched.results import read_metrics
+
+
+def test_table2_and_tensor_sizes_of_vgg16():
+    df, m = table_rows(["data/traces/vgg16-train-b2.json.gz"])
+    assert m["pace.table2.vgg16.allreduce_ops"] == 32
+    assert round(m["pace.table2.vgg16.params_M"], 1) == 138.4
+    assert m["pace.tensors.vgg16.min_bytes"] == 64 * 4  # conv1_1 bias
+    assert m["pace.tensors.vgg16.max_bytes"] == 25088 * 4096 * 4  # fc6 kernel
+    assert m["pace.tensors.vgg16.second_bytes"] == 4096 * 4096 * 4  # fc7 kernel
+    assert m["pace.tensors.vgg16.frac_below_1MB"] == 20 / 32  # 16 biases + 4 small kernels
+    assert list(df["model"]) == ["vgg16"]
+
+
+def test_solver_agreement_rows(tmp_path):
+    cfg = {"workers": 4, "bandwidth_gbps": 1, "latency_us": 50, "cost": "ring",
+           "slot_ms": 5, "compute_scale": 1.0, "lp14_random": {"instances": 6, "seed": 1}}
+    df, m = solver_rows(["data/traces/thesis_cnn-train-b8.json.gz"], cfg)
+    assert m["pace.solvers.instances"] == 2 + 6
+    assert m["pace.solvers.sound_equals_exact"] == m["pace.solvers.instances"]
+    assert m["pace.solvers.lp14_equals_exact"] == m["pace.solvers.lp14_solved"]
+    assert m["pace.solvers.lp14_solved"] >= 1
+    assert set(df["lp14_status"]) <= {"solved"} | {s for s in df["lp14_status"] if s.startswith("refused")}
+
+
+def test_main_writes_tables_and_reports_bad_config(tmp_path, capsys):
+    t, mt = tmp_path / "t.csv", tmp_path / "m.csv"
+    assert main(["table", "--traces", "data/traces/thesis_cnn-train-b8.json.gz",
+                 "--table", str(t), "--metrics", str(mt)]) == 0
+    assert "pace.table2.thesis_cnn.allreduce_ops" in read_metrics([mt])
+    assert main(["solvers", "--config-json", "{}", "--traces",
+                 "data/traces/thesis_cnn-train-b8.json.gz", "--table", str(t),
+                 "--metrics", str(mt)]) == 2
+    assert "lacks the pace setting" in capsys.readouterr().err

@@ -1,0 +1,159 @@
+"""PACE Sec. VI in simulation (commsched.experiments.pace_sim): Fig. 2 golden test, config,
+metrics, a small end-to-end run."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from commsched.errors import CommschedError
+from commsched.experiments.pace_sim import (
+    FIG2_MODEL,
+    Params,
+    allreduce_model,
+    fig2_plans,
+    fig2_trace,
+    headline_metrics,
+    idle_valleys,
+    load_models,
+    main,
+    run_experiment,
+    run_fig2,
+)
+from commsched.pace.baselines import POLICIES
+from commsched.results import read_table
+from commsched.sim.allreduce import Workload
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["pace_sim"]
+
+
+def test_fig2_golden():
+    """PACE Sec. II-C / Fig. 2, derived by hand (times in s, 1 s per byte, no start-up).
+
+    Iteration k's forward pass (Mul 1, Add 2, ReLu 2) ends at 5, the backward pass runs
+    dReLu [5,6], dAdd [6,7], dMul [7,8]: AR_1 (3 B) is ready at 6, AR_2 (2 B) at 7, AR_3
+    (1 B) at 8. The next forward pass needs AR_3 for Mul, AR_2 for Add, AR_1 for ReLu.
+
+    FIFO:     AR_1 [6,9], AR_2 [9,11], AR_3 [11,12]; Mul [12,13], Add [13,15],
+              ReLu [15,17]. Iteration = 17 - 5 (the forward pass) = 12.
+    Reorder:  AR_1 [6,9] (alone when it starts); then AR_3 [9,10] before AR_2 [10,12];
+              Mul [10,11] overlaps AR_2; Add [12,14], ReLu [14,16]. Iteration 11.
+    Preempt:  AR_1's first byte [6,7] ends when AR_2 is ready; AR_2's first byte [7,8]
+              ends when AR_3 is ready; AR_3 [8,9]; AR_2's rest [9,10]; AR_1's rest
+              [10,12]. Mul [9,10], Add [10,12], ReLu [12,14]. Iteration 9.
+    Reduction of the preemptive schedule over FIFO: (12 - 9) / 12 = 25%, the paper's.
+    """
+    w = Workload(fig2_trace())
+    assert w.forward_time == 5.0
+    assert w.ready == {"w1": 6.0, "w2": 7.0, "w3": 8.0}
+    plans = fig2_plans()
+    runs = {k: w.simulate(p, FIG2_MODEL) for k, p in plans.items()}
+    assert {k: r.iteration_time for k, r in runs.items()} == {
+        "fifo": 12.0, "reorder": 11.0, "preempt": 9.0}
+    pre = [(p.tensors[0], p.start, p.end) for p in runs["preempt"].partitions]
+    assert pre == [("w1", 6, 7), ("w2", 7, 8), ("w3", 8, 9), ("w2", 9, 10), ("w1", 10, 12)]
+    fifo, best = runs["fifo"].iteration_time, runs["preempt"].iteration_time
+    assert (fifo - best) / fifo == 0.25
+    # PACE's planner (1 s slots) finds the same preemptive schedule on its own
+    df = run_fig2().set_index("strategy")
+    assert df.loc["pace", "iteration_time_s"] == 9.0
+    assert df.loc["preempt", "reduction_pct"] == 25.0
+    assert df.loc["pace", "order"] == df.loc["preempt", "order"]
+
+
+def test_schema_policies_are_the_registry():
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    enum = schema["properties"]["pace_sim"]["$defs"]["policy"]["enum"]
+    assert sorted(enum) == sorted(POLICIES)
+    assert set(CONFIG["policies"]) <= set(POLICIES)
+
+
+def test_params_one_line_errors():
+    Params.from_mapping(CONFIG)
+    for change, match in [
+        (lambda c: c["policies"].append("nope"), "unknown policy 'nope'"),
+        (lambda c: c.update(compute_capacity="many"), "compute_capacity"),
+        (lambda c: c.update(compute_capacity=0), "compute_capacity"),
+        (lambda c: c.pop("latency_s"), "missing key 'latency_s'"),
+        (lambda c: c["bandwidth"].update(gbps=[0]), "numbers > 0"),
+        (lambda c: c["models"][0].update(gpu_step_ms=-1), "gpu_step_ms"),
+    ]:
+        c = copy.deepcopy(CONFIG)
+        change(c)
+        with pytest.raises(CommschedError, match=match):
+            Params.from_mapping(c)
+    with pytest.raises(CommschedError, match="bandwidth must be > 0"):
+        allreduce_model(4, 0.0, 0.0, 0.0)
+
+
+#: The paper's model names (the claims name them), each standing for our small CNN trace.
+PAPER_MODELS = ("vgg16", "resnet50", "seq2seq", "transformer")
+
+
+def small_params(**over) -> Params:
+    c = copy.deepcopy(CONFIG)
+    c["models"] = [{"name": m, "trace": "thesis_cnn-train-b8", "batch": 8,
+                    "unit": "images", "gpu_step_ms": 2.0 + k} for k, m in enumerate(PAPER_MODELS)]
+    c["policies"] = ["wfbp", "horovod-0.20", "tictac", "pace"]
+    c["options"] = {"pace": {"slot_ms": 0.05}}
+    c["workers"]["n_workers"] = [2, 8]
+    c["bandwidth"]["gbps"] = [1, 6, 12, 14, 20]
+    c["scale"]["slowdowns"] = [1, 4]
+    c.update(over)
+    return Params.from_mapping(c)
+
+
+def test_small_end_to_end(tmp_path):
+    p = small_params()
+    models = load_models(p, str(ROOT / "data" / "traces"))
+    # compute rescaled: a step without communication takes gpu_slowdown x gpu_step_ms
+    for k, m in enumerate(models):
+        assert m.workload(p, p.gpu_slowdown).compute_time == pytest.approx(
+            p.gpu_slowdown * (2 + k) * 1e-3)
+    tables = {e: run_experiment(e, models, p) for e in ("workers", "bandwidth", "scale")}
+    tables["usage"] = run_experiment("usage", models, p)
+    tables["fig2"] = run_fig2()
+    w = tables["workers"]
+    assert set(w.policy) == {"wfbp", "horovod-0.20", "tictac", "pace"}
+    assert (w[w.policy == "pace"].pace_gain_pct == 0).all()
+    # speed = workers x batch / iteration time
+    assert list(w.speed * w.iteration_s) == pytest.approx(list(w.n_workers * 8))
+    u = tables["usage"]
+    assert u.busy.max() <= 1.0 + 1e-9 and (u.gbps <= 10 + 1e-6).all()
+    for _, d in u.groupby(["model", "policy"]):  # usage.iterations iterations in bins
+        period, bin_s = d.iteration_s.iloc[0], d.bin_ms.iloc[0] / 1e3
+        assert len(d) == max(1, -(-p.usage_iterations * period // bin_s))
+    m = headline_metrics(tables)
+    assert m["pace_sim.fig2.preempt_reduction_pct"] == 25.0
+    assert m["pace_sim.bandwidth.low_bw_gbps"] == 1.0
+    assert "pace_sim.scale.vgg16.gain_vs_tictac_x4_pct" in m
+    # every metric the claims name is produced (computed from the tables, not typed in)
+    claims = yaml.safe_load((ROOT / "papers" / "claims" / "pace-sim.yaml").read_text())
+    wanted = {c["metric"] for c in claims["claims"]}
+    assert wanted <= set(m), wanted - set(m)
+    gains = [m[f"pace_sim.workers.{x}.gain_vs_wfbp_pct"] for x in PAPER_MODELS]
+    assert m["pace_sim.workers.gain_vs_wfbp_min_pct"] == min(gains)
+    for k in ("pace_sim.usage.pace_valley_few_ms_frac", "pace_sim.usage.pace_shorter_valley_frac",
+              "pace_sim.bandwidth.pace_earliest_bw95_frac"):
+        assert m[k] in (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert 0 < m["pace_sim.workers.pace_scaling_min"] <= 1.0 + 1e-9
+    # the CLI: one-line errors, exit 2; the metrics table it writes
+    tab = tmp_path / "fig2.csv"
+    assert main(["fig2", "--table", str(tab)]) == 0
+    assert read_table(tab).shape[0] == 4
+    assert main(["workers"]) == 2
+    assert main(["metrics", "--tables", "nope=x.csv", "--metrics", str(tmp_path / "m")]) == 2
+
+
+def test_idle_valleys_wrap_around():
+    w = Workload(fig2_trace())
+    r = w.simulate(fig2_plans()["preempt"], FIG2_MODEL)
+    # channel busy [6,12] continuously; iteration 9: the idle valley is 9 - 6 = 3 s
+    assert idle_valleys(r) == [3.0]
+    fifo = w.simulate(fig2_plans()["fifo"], FIG2_MODEL)
+    assert idle_valleys(fifo) == [6.0]
+
