@@ -25,24 +25,32 @@ with its own reducer and buckets):
   parameters, the window PACE optimises (Sec. IV-A). :meth:`PlanExecutor.finish` waits for
   everything and applies the remaining updates.
 
-Policies (:data:`POLICIES`): ``ddp`` (PyTorch DDP itself: 25 MiB buckets, the first 1 MiB,
-reverse parameter order; it waits for every bucket at the end of ``backward``), ``wfbp``
-(one all-reduce per gradient, FIFO in gradient order), ``ddp_buckets`` (DDP's buckets as a
-plan, executed here: same fusion, layer-wise overlap with the next forward), ``horovod``
-(dynamic fusion: every ``cycle`` seconds the tensors ready on all workers are fused, in
-gradient order, up to ``threshold`` bytes per all-reduce; Horovod's defaults 64 MiB /
-5 ms before v0.21), ``pace`` and ``plan`` (a plan file, e.g. ``commsched pace plan``'s or a
-user's own).
+Policies (:data:`POLICIES`): ``ddp`` is PyTorch DDP itself (``DistributedDataParallel``:
+25 MiB buckets, the first 1 MiB, reverse parameter order; it waits for every bucket at the
+end of ``backward``; a communication hook only records each bucket's start and end). Every
+other policy runs in :class:`PlanExecutor` from a plan file (``WorkerConfig.plans``), which
+the caller makes with :mod:`commsched.pace.baselines` from the model's trace, so the live
+run and the simulator execute the same plan (:mod:`commsched.experiments.pace_live`):
+``wfbp`` (one all-reduce per gradient, FIFO), ``ddp_buckets`` (DDP's buckets as a plan,
+executed here: same fusion, layer-wise overlap with the next forward pass), ``horovod``
+(the plan's groups are the fusable units, usually WFBP's; every ``cycle`` seconds the
+units ready on all workers are fused, in the plan's order, up to ``threshold`` bytes per
+all-reduce: :class:`HorovodFusion`), ``pace`` (PACE's plan) and ``plan`` (a user's own plan
+file, :mod:`commsched.pace.plan`).
 
 Every wait is bounded (``timeout``): a worker that never joins the process group, or a
 peer that stops communicating, ends the run with a one-line :class:`CommschedError`.
+:func:`launch` starts the workers (on loopback, or in a cluster's namespaces), bounds the
+whole run and ends every worker it started on every exit path.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -56,83 +64,42 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
-from commsched.pace.plan import Group, Partition, Plan, PlanError, load_plan
+from commsched.pace.baselines import DDP_BUCKET_BYTES, HOROVOD
+from commsched.pace.plan import Plan, PlanError, load_plan
 
 __all__ = [
-    "DDP_BUCKETS",
+    "NO_COMM",
     "POLICIES",
     "HorovodFusion",
     "LinkSampler",
     "PlanExecutor",
     "WorkerConfig",
-    "ddp_bucket_plan",
-    "gradient_order",
+    "launch",
     "main",
     "run_worker",
-    "wfbp_plan",
 ]
 
-#: DDP's bucket size limits in bytes: the first bucket, then every other (``bucket_cap_mb``).
-DDP_BUCKETS = (1 << 20, 25 << 20)
-#: The policies a worker can run; ``plan`` and ``pace`` read a plan file.
+#: The policies a worker can run; all but ``ddp`` read a plan file (``WorkerConfig.plans``).
 POLICIES = ("ddp", "wfbp", "ddp_buckets", "horovod", "pace", "plan")
+#: Not a policy: local SGD steps without communication, the compute time under the run's
+#: own conditions (load, threads), which calibrates the simulator's compute times.
+NO_COMM = "none"
 
 
 # --------------------------------------------------------------------------------------
-# Plans of the baselines.
-
-
-def gradient_order(module: nn.Module) -> list[tuple[str, int]]:
-    """``(name, bytes)`` of the parameters in the order DDP assumes their gradients come:
-    the reverse of registration order."""
-    return [(n, p.numel() * p.element_size()) for n, p in reversed(list(module.named_parameters()))]
-
-
-def wfbp_plan(tensors: Sequence[tuple[str, int]]) -> Plan:
-    """WFBP: one group per gradient, FIFO (priority = position in gradient order).
-
-    >>> [g.names for g in wfbp_plan([("b", 4), ("a", 8)]).groups]
-    [('b',), ('a',)]
-    """
-    return Plan("wfbp", tuple(Group(((n, b),), (Partition(0, b, i),))
-                              for i, (n, b) in enumerate(tensors)))
-
-
-def ddp_bucket_plan(tensors: Sequence[tuple[str, int]],
-                    limits: Sequence[int] = DDP_BUCKETS) -> Plan:
-    """DDP's buckets: tensors in gradient order fill a bucket until it reaches its limit
-    (the first bucket's limit ``limits[0]``, every later one ``limits[-1]``), the rule of
-    ``compute_bucket_assignment_by_size``; buckets run FIFO, one partition each.
-
-    >>> p = ddp_bucket_plan([("a", 3), ("b", 3), ("c", 5), ("d", 1)], limits=(4, 6))
-    >>> [g.names for g in p.groups]
-    [('a', 'b'), ('c', 'd')]
-    """
-    groups: list[Group] = []
-    cur: list[tuple[str, int]] = []
-    for n, b in tensors:
-        cur.append((n, b))
-        limit = limits[0] if not groups else limits[-1]
-        if sum(x for _, x in cur) >= limit:
-            groups.append(_one_partition(cur, len(groups)))
-            cur = []
-    if cur:
-        groups.append(_one_partition(cur, len(groups)))
-    return Plan("ddp_buckets", tuple(groups))
-
-
-def _one_partition(tensors: list[tuple[str, int]], priority: int) -> Group:
-    return Group(tuple(tensors), (Partition(0, sum(b for _, b in tensors), priority),))
+# Horovod's fusion parameters.
 
 
 @dataclass(frozen=True)
 class HorovodFusion:
-    """Horovod's tensor fusion: ``threshold`` bytes per fused all-reduce, ``cycle`` s."""
+    """Horovod's tensor fusion: ``threshold`` bytes per fused all-reduce, ``cycle`` s
+    (defaults: Horovod before v0.21, :data:`commsched.pace.baselines.HOROVOD`)."""
 
-    threshold: int = 64 << 20
-    cycle: float = 0.005
+    threshold: int = HOROVOD["horovod-0.20"][0]
+    cycle: float = HOROVOD["horovod-0.20"][1]
 
 
 # --------------------------------------------------------------------------------------
@@ -151,7 +118,7 @@ class PlanExecutor:
     """Executes ``plan`` for ``module``'s gradients in the default process group.
 
     ``fusion`` switches from the static plan order to Horovod's dynamic fusion (the plan's
-    groups are then the fusable units, usually :func:`wfbp_plan`). ``records`` collects
+    groups are then the fusable units, usually WFBP's). ``records`` collects
     one dict per all-reduce: iteration, groups and byte ranges, start and end (Unix s).
     """
 
@@ -429,8 +396,9 @@ class WorkerConfig:
 
     ``policies`` run one after the other in the same process group, each from the same
     freshly seeded model: ``warmup`` untimed and ``iterations`` timed steps. ``plans`` maps
-    ``pace``/``plan`` to plan files. ``dump`` writes the last iteration's averaged
-    gradients and the final parameters (``torch.save``) for the gradient-equality test.
+    every policy but ``ddp`` to its plan file (:data:`NO_COMM` needs none). ``dump`` writes
+    the last iteration's averaged gradients and the final parameters (``torch.save``) for
+    the gradient-equality test.
     """
 
     rank: int
@@ -442,7 +410,7 @@ class WorkerConfig:
     batch: int = 4
     size: int | None = None
     policies: list[str] = field(default_factory=lambda: ["ddp", "wfbp"])
-    plans: dict[str, str] = field(default_factory=dict)
+    plans: dict[str, str] = field(default_factory=dict)  # policy -> plan file
     warmup: int = 1
     iterations: int = 3
     lr: float = 0.01
@@ -451,23 +419,29 @@ class WorkerConfig:
     join_timeout: float = 60.0
     threads: int = 1
     cpu: int | None = None
-    horovod_threshold: int = 64 << 20
-    horovod_cycle: float = 0.005
+    horovod_threshold: int = HOROVOD["horovod-0.20"][0]
+    horovod_cycle: float = HOROVOD["horovod-0.20"][1]
     sample_dev: str | None = None
+    sample_interval: float = 0.005
     dump: str | None = None
 
+    def __post_init__(self) -> None:
+        bad = [p for p in self.policies if p not in (*POLICIES, NO_COMM)]
+        if bad:
+            raise CommschedError(f"unknown policy {bad[0]!r}; known: "
+                                 f"{', '.join((*POLICIES, NO_COMM))}")
+        if not 0 <= self.rank < self.world or self.iterations < 1 or self.warmup < 0:
+            raise CommschedError(f"worker config: need 0 <= rank < world, iterations >= 1 "
+                                 f"and warmup >= 0 (got {self.rank}, {self.world}, "
+                                 f"{self.iterations}, {self.warmup})")
 
-def _make_plan(policy: str, module: nn.Module, cfg: WorkerConfig) -> Plan:
-    tensors = gradient_order(module)
-    if policy in ("wfbp", "horovod"):
-        return wfbp_plan(tensors)
-    if policy == "ddp_buckets":
-        return ddp_bucket_plan(tensors)
-    if policy in ("pace", "plan"):
-        if policy not in cfg.plans:
-            raise CommschedError(f"policy {policy!r} needs a plan file (plans.{policy})")
-        return load_plan(cfg.plans[policy])
-    raise CommschedError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+
+def _make_plan(policy: str, cfg: WorkerConfig) -> Plan:
+    if policy not in POLICIES:  # pragma: no cover - checked in WorkerConfig
+        raise CommschedError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    if policy not in cfg.plans:
+        raise CommschedError(f"policy {policy!r} needs a plan file (plans.{policy})")
+    return load_plan(cfg.plans[policy])
 
 
 def _run_policy(policy: str, cfg: WorkerConfig,
@@ -484,19 +458,19 @@ def _run_policy(policy: str, cfg: WorkerConfig,
 
         with warnings.catch_warnings():  # broadcast_buffers' deprecation notice
             warnings.simplefilter("ignore", FutureWarning)
-            net = DDP(module, bucket_cap_mb=DDP_BUCKETS[1] / 2**20, broadcast_buffers=False)
+            net = DDP(module, bucket_cap_mb=DDP_BUCKET_BYTES / 2**20, broadcast_buffers=False)
         # DDP checks the hook's annotations against the real classes: none given here.
         def hook(_state, bucket):  # type: ignore[no-untyped-def]
             t0 = time.time()
             buf = bucket.buffer()
-            fut = dist.all_reduce(buf, async_op=True).get_future()  # type: ignore[union-attr]
+            fut = dist.all_reduce(buf, async_op=True).get_future()
             it = len(starts) - 1
 
             def done(f: torch.futures.Future[Any]) -> torch.Tensor:
                 records.append({"iteration": it, "start": t0, "end": time.time(),
                                 "bytes": buf.numel() * buf.element_size(),
                                 "parts": [[bucket.index(), 0, buf.numel() * 4, bucket.index()]]})
-                return f.value()[0] / cfg.world  # type: ignore[no-any-return]
+                return f.value()[0] / cfg.world
 
             return fut.then(done)
 
@@ -511,8 +485,16 @@ def _run_policy(policy: str, cfg: WorkerConfig,
                          if p.grad is not None}
             opt.step()
         starts.append(time.time())
+    elif policy == NO_COMM:
+        opt = torch.optim.SGD(module.parameters(), lr=cfg.lr, foreach=False)
+        for _ in range(total):
+            starts.append(time.time())
+            opt.zero_grad(set_to_none=True)
+            loss_fn(module(*inputs), labels).backward()
+            opt.step()
+        starts.append(time.time())
     else:
-        plan = _make_plan(policy, module, cfg)
+        plan = _make_plan(policy, cfg)
         fusion = (HorovodFusion(cfg.horovod_threshold, cfg.horovod_cycle)
                   if policy == "horovod" else None)
         ex = PlanExecutor(module, plan, lr=cfg.lr, timeout=cfg.timeout, fusion=fusion)
@@ -530,7 +512,7 @@ def _run_policy(policy: str, cfg: WorkerConfig,
         finally:
             ex.close()
     params = {n: p.detach().clone() for n, p in module.named_parameters()}
-    steps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    steps = [b - a for a, b in itertools.pairwise(starts)]
     return {"policy": policy, "iteration_start": starts, "step_s": steps[cfg.warmup:],
             "warmup_step_s": steps[:cfg.warmup], "allreduces": records,
             "_grads": grads, "_params": params}
@@ -557,7 +539,8 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
         raise CommschedError(
             f"rank {cfg.rank}: the {cfg.world} workers did not all join the process group at "
             f"{cfg.master}:{cfg.port} within {cfg.join_timeout:g} s ({msg[:120]})") from None
-    sampler = LinkSampler(cfg.sample_dev).start() if cfg.sample_dev else None
+    sampler = (LinkSampler(cfg.sample_dev, cfg.sample_interval).start() if cfg.sample_dev
+               else None)
     results = []
     dumps: dict[str, Any] = {}
     try:
@@ -577,6 +560,70 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
     if cfg.dump:
         torch.save(dumps, cfg.dump)
     return out
+
+
+#: ``spawn_worker(rank, argv, log, env)``: start one worker process (see :func:`launch`).
+SpawnWorker = Callable[[int, list[str], Path, Mapping[str, str]], "subprocess.Popen[bytes]"]
+
+
+def _last_error(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    errs = [x for x in lines if "error:" in x]
+    return (errs or lines or ["(empty log)"])[-1].strip()[:300]
+
+
+def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeout: float,
+           spawn_worker: SpawnWorker | None = None, ifname: str = "lo",
+           poll: float = 0.1) -> list[dict[str, Any]]:
+    """Run one worker process per config (``python -m commsched.enforce.ddp``); return
+    their results (the JSON each wrote to ``cfg.out``) in rank order.
+
+    ``spawn_worker`` starts a process (default: on this machine, loopback; the live runs
+    pass :meth:`commsched.cluster.emulated.EmulatedCluster.spawn_client`); ``ifname`` is the
+    interface gloo uses (``GLOO_SOCKET_IFNAME``). The whole run is bounded by ``timeout``
+    seconds. On every exit path -- success, a worker's error, the time limit, an exception
+    or Ctrl-C here -- every worker still running is ended (SIGTERM, then SIGKILL), by PID.
+    A failed worker is a one-line :class:`CommschedError` quoting its error.
+    """
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    env = {"GLOO_SOCKET_IFNAME": ifname, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    started: dict[int, tuple[subprocess.Popen[bytes], ProcRecord, Path]] = {}
+
+    def local(rank: int, argv: list[str], log: Path, env: Mapping[str, str]
+              ) -> subprocess.Popen[bytes]:
+        return spawn(argv, f"ddp-w{rank}", log, env=env)[0]
+
+    start = spawn_worker or local
+    try:
+        for cfg in cfgs:
+            path = work / f"worker{cfg.rank}.json"
+            atomic_write_text(path, json.dumps(asdict(cfg)) + "\n")
+            log = work / f"worker{cfg.rank}.log"
+            log.unlink(missing_ok=True)
+            p = start(cfg.rank, [sys.executable, "-m", "commsched.enforce.ddp", str(path)],
+                      log, env)
+            started[cfg.rank] = (p, ProcRecord(p.pid, start_time(p.pid) or 0,
+                                               f"ddp-w{cfg.rank}", None, str(log)), log)
+        deadline = time.monotonic() + timeout
+        while True:
+            codes = {r: p.poll() for r, (p, _, _) in started.items()}
+            for r, code in sorted(codes.items()):
+                if code not in (None, 0):
+                    raise CommschedError(f"ddp worker {r} failed (exit {code}): "
+                                         f"{_last_error(started[r][2])}")
+            if all(c == 0 for c in codes.values()):
+                break
+            if time.monotonic() > deadline:
+                raise CommschedError(f"ddp workers still running after {timeout:g} s; ended")
+            time.sleep(poll)
+    finally:
+        end_processes([rec for _, rec, _ in started.values()],
+                      popens={p.pid: p for p, _, _ in started.values()})
+    return [json.loads(Path(cfg.out).read_text()) for cfg in cfgs]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

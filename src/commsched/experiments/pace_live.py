@@ -1,0 +1,323 @@
+"""Live all-reduce scheduling: PACE and its baselines enforced in PyTorch data-parallel
+training on the emulated cluster, with the simulator's prediction beside each measurement.
+
+PACE (Bao, Peng, Chen, Wu; INFOCOM 2020) measured its plans in Horovod + MXNet on a GPU
+cluster (Sec. VI). This driver runs the same comparison in PyTorch
+(:mod:`commsched.enforce.ddp`) on an emulated cluster (:mod:`commsched.cluster`: one
+network namespace per worker, every link shaped with ``tbf`` to the model's bandwidth; gloo
+over the shaped links), ``n_workers`` workers each pinned to one core with one thread.
+
+For every configured model (``pace_live.models``: a committed PyTorch CPU trace, its batch
+and input size, and a link rate at which communication is comparable to computation):
+
+1. **Plans** (:func:`make_plans`). From the trace, with :mod:`commsched.pace.baselines`
+   and the ring all-reduce cost model of the link (:func:`cost_model`): ``wfbp``,
+   ``ddp_buckets`` (DDP's buckets run by the plan executor), ``horovod`` (units = WFBP's
+   tensors, fused at run time every ``cycle_s`` up to ``threshold_bytes``), ``pace``
+   (Alg. 1 + the optimal preemptive schedule) and, optionally, ``plan`` (the user's plan
+   file, ``pace_live.plan_file``). ``ddp`` is PyTorch DDP itself.
+2. **Live run.** All policies, one after the other in the same worker processes
+   (``warmup`` + ``iterations`` steps each), plus :data:`commsched.enforce.ddp.NO_COMM`:
+   local steps without communication, the compute time under the run's own load.
+   Measured: every worker's step times, every all-reduce's start and end, and each
+   worker's interface counters every ``sample_ms`` (PACE Fig. 10 analog).
+3. **Prediction** (:func:`predict`). :func:`commsched.sim.allreduce.simulate_plan` runs the
+   same plan (Horovod's and DDP's realised by the policies of
+   :mod:`commsched.pace.baselines`) on the same trace with the same cost model. Our
+   choices: compute times are the trace's op times scaled so that one iteration without
+   communication (:attr:`~commsched.sim.allreduce.Workload.compute_time`) takes the
+   measured median :data:`~commsched.enforce.ddp.NO_COMM` step (``predicted_s``; the
+   unscaled trace gives ``predicted_trace_s``: the op-time minima of a trace taken on a
+   busy 2-core machine undercount a loaded step); PyTorch DDP waits for every bucket at
+   the end of the backward pass, so its step is predicted as the later of the last
+   bucket's end and the compute time; the plan executor's policies overlap the next
+   forward pass (:mod:`commsched.enforce.ddp`), as the simulator models. ``error =
+   predicted / measured - 1`` on the median step time (the largest over the workers per
+   iteration).
+
+Gains: ``gain of A over B = median step of B / median step of A - 1``.
+
+Without root or namespace support (and with ``enabled: false``) nothing runs: every table
+holds one row ``skipped: <reason>`` and the metrics are empty, so the claims stay pending.
+Run as ``python -m commsched.experiments.pace_live --config-json '{...}' --workdir DIR
+--steps S.csv --allreduces A.csv --link L.csv --summary Y.csv --metrics M.csv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pandas as pd
+
+from commsched.cluster import net
+from commsched.cluster.emulated import ClusterConfig, emulated_cluster
+from commsched.cost import LinearModel
+from commsched.errors import CommschedError
+from commsched.experiments.pace_sim import allreduce_model
+from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
+from commsched.pace.baselines import POLICIES as SIM_POLICIES
+from commsched.pace.plan import Plan, load_plan, save_plan
+from commsched.sim.allreduce import PlanRun, Workload
+from commsched.trace.format import load_trace
+
+__all__ = [
+    "LIVE_POLICIES",
+    "LiveModel",
+    "Params",
+    "cost_model",
+    "make_plans",
+    "metrics",
+    "predict",
+    "skipped_reason",
+    "summarize",
+]
+
+#: The live policies, in the order they run (``plan`` only with a plan file).
+LIVE_POLICIES = ("ddp", "ddp_buckets", "wfbp", "horovod", "pace", "plan")
+#: The simulator's policy (:data:`commsched.pace.baselines.POLICIES`) behind each live one.
+SIM_POLICY = {"ddp": "ddp", "ddp_buckets": "ddp", "wfbp": "wfbp", "horovod": "horovod-0.20",
+              "pace": "pace"}
+
+
+@dataclass(frozen=True)
+class LiveModel:
+    """One live model: its committed trace (``data/traces/<trace>.json.gz``) and link."""
+
+    trace: str
+    bandwidth: str  # tbf rate, e.g. "400mbit"
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        return net.parse_rate(self.bandwidth)
+
+
+@dataclass(frozen=True)
+class Params:
+    """The ``pace_live`` config section (see ``config/config.yaml``)."""
+
+    enabled: bool
+    models: tuple[LiveModel, ...]
+    policies: tuple[str, ...]
+    n_workers: int = 2
+    threads: int = 1
+    warmup: int = 1
+    iterations: int = 3
+    latency_s: float = 1e-4
+    overhead_s: float = 0.0
+    sample_ms: float = 5.0
+    slot_ms: float = 5.0
+    threshold_bytes: int = HOROVOD["horovod-0.20"][0]
+    cycle_s: float = HOROVOD["horovod-0.20"][1]
+    plan_file: str | None = None
+    timeout_s: float = 900.0
+    seed: int = 0
+    trace_dir: str = "data/traces"
+
+    def __post_init__(self) -> None:
+        bad = [p for p in self.policies if p not in LIVE_POLICIES]
+        if bad:
+            raise CommschedError(f"pace_live: unknown policy {bad[0]!r}; known: "
+                                 f"{', '.join(LIVE_POLICIES)}")
+        if "plan" in self.policies and not self.plan_file:
+            raise CommschedError("pace_live: policy 'plan' needs pace_live.plan_file")
+        if self.n_workers < 2 or self.iterations < 1 or self.warmup < 0:
+            raise CommschedError("pace_live: need n_workers >= 2, iterations >= 1, warmup >= 0")
+
+    @staticmethod
+    def from_config(cfg: Mapping[str, Any]) -> Params:
+        known = set(Params.__dataclass_fields__)
+        extra = sorted(set(cfg) - known)
+        if extra:
+            raise CommschedError(f"pace_live: unknown key {extra[0]!r}")
+        args = dict(cfg)
+        try:
+            args["models"] = tuple(LiveModel(**m) for m in cfg.get("models", []))
+        except TypeError as e:
+            raise CommschedError(f"pace_live.models: {e}") from None
+        args["policies"] = tuple(cfg.get("policies", ()))
+        return Params(**args)
+
+
+def cost_model(params: Params, bandwidth_Bps: float) -> LinearModel:
+    """Ring all-reduce of ``n_workers`` over the shaped links, PACE's ``a + b*S``
+    (:func:`commsched.experiments.pace_sim.allreduce_model`)."""
+    return allreduce_model(params.n_workers, bandwidth_Bps * 8 / 1e9, params.latency_s,
+                           params.overhead_s)
+
+
+def make_plans(trace: nx.DiGraph, params: Params, bandwidth_Bps: float,
+               workload: Workload | None = None) -> dict[str, tuple[Plan | None, Decision]]:
+    """``{policy: (plan the workers execute, the simulator's decision)}`` for every
+    configured policy (module docstring); ``ddp`` executes no plan (PyTorch DDP)."""
+    w = workload or Workload(trace)
+    model = cost_model(params, bandwidth_Bps)
+    opts: dict[str, Any] = {"slot_ms": params.slot_ms, "threshold_bytes": params.threshold_bytes,
+                            "cycle_s": params.cycle_s}
+    ctx = PolicyContext(w, model, trace, params.n_workers, bandwidth_Bps, opts)
+    out: dict[str, tuple[Plan | None, Decision]] = {}
+    for policy in params.policies:
+        if policy == "plan":
+            assert params.plan_file
+            user = load_plan(params.plan_file)
+            user.check_tensors(w.sizes, f"plan file {params.plan_file}")
+            out[policy] = (user, Decision(user))
+            continue
+        d = SIM_POLICIES[SIM_POLICY[policy]](ctx)
+        if policy == "ddp":
+            out[policy] = (None, d)
+        elif policy == "horovod":  # fused at run time: the units are WFBP's tensors
+            out[policy] = (SIM_POLICIES["wfbp"](ctx).plan, d)
+        elif policy == "ddp_buckets":  # the executor launches by plan order, no release
+            out[policy] = (d.plan, Decision(d.plan))
+        else:
+            out[policy] = (d.plan, d)
+    return out
+
+
+def predict(w: Workload, decision: Decision, model: LinearModel, sync: bool = False
+            ) -> tuple[float, PlanRun]:
+    """Predicted step time of ``decision`` on ``w`` (module docstring: ``sync`` = PyTorch
+    DDP, which waits for every bucket before the update)."""
+    run = w.simulate(decision.plan, model, decision.release or None)
+    if not sync:
+        return run.iteration_time, run
+    last = max((p.end for p in run.partitions), default=0.0)
+    return max(last, w.compute_time), run
+
+
+def skipped_reason(params: Params) -> str | None:
+    """Why the live run cannot run here (None: it can)."""
+    if not params.enabled:
+        return "pace_live.enabled is false"
+    return net.check_support()
+
+
+# --------------------------------------------------------------------------------------
+# The run.
+
+
+def _run_model(params: Params, lm: LiveModel, workdir: Path) -> dict[str, Any]:
+    from commsched.enforce.ddp import NO_COMM, WorkerConfig, launch
+
+    trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
+    meta = trace.graph["meta"]
+    if meta.get("framework") != "torch" or meta.get("mode") != "train":
+        raise CommschedError(f"pace_live: {lm.trace} is not a PyTorch training trace")
+    w = Workload(trace)
+    plans = make_plans(trace, params, lm.bandwidth_Bps, w)
+    work = workdir / lm.trace
+    files = {}
+    for policy, (plan, _) in plans.items():
+        if plan is not None:
+            files[policy] = str(work / f"plan-{policy}.json")
+            save_plan(plan, files[policy])
+    cfg = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
+                        burst="256kb", servers=False)
+    with emulated_cluster(cfg, timeout=params.timeout_s) as cluster:
+        master = cluster.spec["worker"][0].split(":")[0]
+        cfgs = [WorkerConfig(
+            rank=r, world=params.n_workers, master=master, port=29500,
+            out=str(work / f"result{r}.json"), model=meta["model"], batch=int(meta["batch"]),
+            size=int(meta["size"]), policies=[NO_COMM, *plans], plans=files,
+            warmup=params.warmup, iterations=params.iterations, seed=params.seed,
+            timeout=min(300.0, params.timeout_s), join_timeout=60.0, threads=params.threads,
+            cpu=r, horovod_threshold=params.threshold_bytes, horovod_cycle=params.cycle_s,
+            sample_dev="eth0", sample_interval=params.sample_ms / 1e3)
+            for r in range(params.n_workers)]
+
+        def spawn(rank: int, argv: list[str], log: Path, env: Mapping[str, str]) -> Any:
+            return cluster.spawn_client(rank, argv, log, env)
+
+        results = launch(cfgs, work, params.timeout_s, spawn, ifname="eth0")
+    return {"model": meta["model"], "trace": lm.trace, "bandwidth": lm.bandwidth,
+            "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
+            "plans": plans,
+            "results": results}
+
+
+def tables(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """Steps, all-reduces and link samples of one model's run (times relative to the
+    policy's first timed step)."""
+    steps, ars, link = [], [], []
+    key = {"model": run["model"], "trace": run["trace"], "bandwidth": run["bandwidth"]}
+    for res in run["results"]:
+        rank = res["rank"]
+        rows = res["link"]["rows"]
+        for pol in res["policies"]:
+            name, starts = pol["policy"], pol["iteration_start"]
+            warm = len(pol["warmup_step_s"])
+            t0 = starts[warm]
+            for i, s in enumerate(pol["step_s"]):
+                steps.append({**key, "policy": name, "rank": rank, "iteration": i, "step_s": s})
+            for r in pol["allreduces"]:
+                if r["iteration"] < warm:
+                    continue
+                ars.append({**key, "policy": name, "rank": rank,
+                            "iteration": r["iteration"] - warm, "start_s": r["start"] - t0,
+                            "end_s": r["end"] - t0, "bytes": r["bytes"],
+                            "partitions": len(r["parts"]),
+                            "priority": min(p[3] for p in r["parts"])})
+            end = starts[-1]
+            prev = None
+            for t, tx, rx in rows:
+                if t < t0 or t > end:
+                    continue
+                if prev is not None and t > prev[0]:
+                    dt = t - prev[0]
+                    link.append({**key, "policy": name, "rank": rank, "t_s": t - t0,
+                                 "tx_MBps": (tx - prev[1]) / dt / 1e6,
+                                 "rx_MBps": (rx - prev[2]) / dt / 1e6,
+                                 "utilisation": (tx - prev[1]) / dt / run["bandwidth_Bps"]})
+                prev = (t, tx, rx)
+    return {"steps": pd.DataFrame(steps), "allreduces": pd.DataFrame(ars),
+            "link": pd.DataFrame(link)}
+
+
+def summarize(run: Mapping[str, Any], steps: pd.DataFrame, params: Params) -> pd.DataFrame:
+    """Per policy: measured median step, predictions and errors (module docstring)."""
+    from commsched.enforce.ddp import NO_COMM
+
+    it = steps.groupby(["policy", "iteration"])["step_s"].max().reset_index()
+    measured = it.groupby("policy")["step_s"].median()
+    w: Workload = run["workload"]
+    compute = float(measured[NO_COMM])
+    scaled = Workload(run["trace_graph"], compute_scale=compute / w.compute_time)
+    model = cost_model(params, run["bandwidth_Bps"])
+    rows = []
+    for policy, (_, decision) in run["plans"].items():
+        sync = policy == "ddp"
+        pred, _ = predict(scaled, decision, model, sync)
+        pred_trace, _ = predict(w, decision, model, sync)
+        m = float(measured[policy])
+        rows.append({"model": run["model"], "trace": run["trace"],
+                     "bandwidth": run["bandwidth"], "policy": policy,
+                     "measured_s": m, "steps": int((it["policy"] == policy).sum()),
+                     "compute_s": compute, "trace_compute_s": w.compute_time,
+                     "predicted_s": pred, "error": pred / m - 1,
+                     "predicted_trace_s": pred_trace, "error_trace": pred_trace / m - 1,
+                     "allreduce_all_s": model.time(sum(w.sizes.values()))})
+    df = pd.DataFrame(rows)
+    for base in ("wfbp", "ddp"):
+        if base in measured.index:
+            df[f"gain_over_{base}"] = float(measured[base]) / df["measured_s"] - 1
+    return df
+
+
+def metrics(summary: pd.DataFrame) -> dict[str, float]:
+    """Claimed numbers: PACE's gain over WFBP and DDP per model, the simulator's error."""
+    out: dict[str, float] = {}
+    for model, df in summary.groupby("model"):
+        pace = df[df["policy"] == "pace"]
+        for base in ("wfbp", "ddp"):
+            col = f"gain_over_{base}"
+            if len(pace) and col in df:
+                out[f"{model}_pace_gain_over_{base}_pct"] = 100 * float(pace[col].iloc[0])
+    if len(summary):
+        out["median_abs_error_pct"] = 100 * float(summary["error"].abs().median())
+        out["max_abs_error_pct"] = 100 * float(summary["error"].abs().max())
+        out["median_abs_error_trace_pct"] = 100 * float(summary["error_trace"].abs().median())
+    return out
