@@ -45,7 +45,10 @@ Run as ``python -m commsched.experiments.pace_live --config-json '{...}' --workd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,7 @@ from commsched.experiments.pace_sim import allreduce_model
 from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
 from commsched.pace.baselines import POLICIES as SIM_POLICIES
 from commsched.pace.plan import Plan, load_plan, save_plan
+from commsched.results import write_metrics, write_table
 from commsched.sim.allreduce import PlanRun, Workload
 from commsched.trace.format import load_trace
 
@@ -321,3 +325,52 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
         out["max_abs_error_pct"] = 100 * float(summary["error"].abs().max())
         out["median_abs_error_trace_pct"] = 100 * float(summary["error_trace"].abs().median())
     return out
+
+
+TABLES = ("steps", "allreduces", "link", "summary")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the live experiment (module docstring); one-line errors, exit 2."""
+    ap = argparse.ArgumentParser(prog="python -m commsched.experiments.pace_live",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config-json", required=True, help="the pace_live config section")
+    ap.add_argument("--workdir", required=True, help="plans, worker configs, logs, results")
+    for name in (*TABLES, "metrics"):
+        ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
+    args = ap.parse_args(argv)
+    try:
+        raw = json.loads(args.config_json)
+        params = Params.from_config(raw)
+        reason = skipped_reason(params)
+        if reason:
+            print(f"pace_live skipped: {reason}", file=sys.stderr)
+            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
+            for name in TABLES:
+                write_table(skip, getattr(args, name), {**raw, "skipped": reason})
+            write_metrics({}, args.metrics, {**raw, "skipped": reason})
+            return 0
+        parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
+        for lm in params.models:
+            print(f"pace_live: {lm.trace} at {lm.bandwidth}", file=sys.stderr, flush=True)
+            run = _run_model(params, lm, Path(args.workdir))
+            t = tables(run)
+            for name, df in t.items():
+                parts[name].append(df)
+            parts["summary"].append(summarize(run, t["steps"], params))
+        out = {name: pd.concat(dfs, ignore_index=True) for name, dfs in parts.items()}
+        for name in TABLES:
+            write_table(out[name], getattr(args, name), raw)
+        write_metrics(metrics(out["summary"]), args.metrics, raw)
+        s = out["summary"]
+        print(s[["model", "policy", "measured_s", "predicted_s", "error"]].to_string(
+            index=False), file=sys.stderr)
+    except CommschedError as e:
+        print(f"pace_live: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
