@@ -23,17 +23,22 @@ and input size, and a link rate at which communication is comparable to computat
    worker's interface counters every ``sample_ms`` (PACE Fig. 10 analog).
 3. **Prediction** (:func:`predict`). :func:`commsched.sim.allreduce.simulate_plan` runs the
    same plan (Horovod's and DDP's realised by the policies of
-   :mod:`commsched.pace.baselines`) on the same trace with the same cost model. Our
-   choices: compute times are the trace's op times scaled so that one iteration without
-   communication (:attr:`~commsched.sim.allreduce.Workload.compute_time`) takes the
-   measured median :data:`~commsched.enforce.ddp.NO_COMM` step (``predicted_s``; the
-   unscaled trace gives ``predicted_trace_s``: the op-time minima of a trace taken on a
-   busy 2-core machine undercount a loaded step); PyTorch DDP waits for every bucket at
-   the end of the backward pass, so its step is predicted as the later of the last
-   bucket's end and the compute time; the plan executor's policies overlap the next
-   forward pass (:mod:`commsched.enforce.ddp`), as the simulator models. ``error =
-   predicted / measured - 1`` on the median step time (the largest over the workers per
-   iteration).
+   :mod:`commsched.pace.baselines`) on the same trace. Two predictions (our choices):
+
+   * ``predicted_nominal_s``: the trace's op times as traced and the nominal ring cost of
+     the shaped link (:func:`cost_model`), nothing taken from the live run;
+   * ``predicted_s``: compute times scaled so that one iteration without communication
+     (:attr:`~commsched.sim.allreduce.Workload.compute_time`) takes the measured median
+     :data:`~commsched.enforce.ddp.NO_COMM` step (the run's own load), and the all-reduce
+     cost ``a + b*S`` fitted to the run's WFBP all-reduces (:func:`fit_cost`: the
+     per-operation start-up that the nominal model leaves out). Not fitted to any step
+     time.
+
+   PyTorch DDP waits for every bucket at the end of the backward pass, so its step is
+   predicted as the later of the last bucket's end and the compute time; the plan
+   executor's policies overlap the next forward pass (:mod:`commsched.enforce.ddp`), as
+   the simulator models. ``error = predicted / measured - 1`` on the median step time
+   (the largest over the workers per iteration).
 
 Gains: ``gain of A over B = median step of B / median step of A - 1``.
 
@@ -54,11 +59,12 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import pandas as pd
 
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, emulated_cluster
-from commsched.cost import LinearModel
+from commsched.cost import LinearModel, fit_linear
 from commsched.errors import CommschedError
 from commsched.experiments.pace_sim import allreduce_model
 from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
@@ -204,7 +210,8 @@ def skipped_reason(params: Params) -> str | None:
 # The run.
 
 
-def _run_model(params: Params, lm: LiveModel, workdir: Path) -> dict[str, Any]:
+def _run_model(params: Params, lm: LiveModel, workdir: Path, reuse: bool = False
+               ) -> dict[str, Any]:
     from commsched.enforce.ddp import NO_COMM, WorkerConfig, launch
 
     trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
@@ -219,13 +226,21 @@ def _run_model(params: Params, lm: LiveModel, workdir: Path) -> dict[str, Any]:
         if plan is not None:
             files[policy] = str(work / f"plan-{policy}.json")
             save_plan(plan, files[policy])
+    outs = [work / f"result{r}.json" for r in range(params.n_workers)]
+    if reuse:
+        if not all(p.is_file() for p in outs):
+            raise CommschedError(f"--reuse: no finished run of {lm.trace} in {work}")
+        results = [json.loads(p.read_text()) for p in outs]
+        return {"model": meta["model"], "trace": lm.trace, "bandwidth": lm.bandwidth,
+                "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
+                "plans": plans, "results": results}
     cfg = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
                         burst="256kb", servers=False)
     with emulated_cluster(cfg, timeout=params.timeout_s) as cluster:
         master = cluster.spec["worker"][0].split(":")[0]
         cfgs = [WorkerConfig(
             rank=r, world=params.n_workers, master=master, port=29500,
-            out=str(work / f"result{r}.json"), model=meta["model"], batch=int(meta["batch"]),
+            out=str(outs[r]), model=meta["model"], batch=int(meta["batch"]),
             size=int(meta["size"]), policies=[NO_COMM, *plans], plans=files,
             warmup=params.warmup, iterations=params.iterations, seed=params.seed,
             timeout=min(300.0, params.timeout_s), join_timeout=60.0, threads=params.threads,
@@ -243,9 +258,33 @@ def _run_model(params: Params, lm: LiveModel, workdir: Path) -> dict[str, Any]:
             "results": results}
 
 
-def tables(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """Steps, all-reduces and link samples of one model's run (times relative to the
-    policy's first timed step)."""
+def utilisation(rows: Sequence[Sequence[float]], start: float, end: float, bin_s: float
+                ) -> list[tuple[float, float, float]]:
+    """``(bin start, tx B/s, rx B/s)`` in bins of ``bin_s`` over ``[start, end)`` from
+    samples ``[time, tx bytes, rx bytes]`` of the interface counters.
+
+    The counters are interpolated linearly at the bin edges: the samples' own spacing
+    jitters (a thread's wake-ups) and the counters advance in whole (segmentation-offload)
+    packets, so rates over the raw sample intervals overshoot the link rate.
+
+    >>> utilisation([[0.0, 0, 0], [1.0, 100, 10], [2.0, 100, 30]], 0.0, 2.0, 1.0)
+    [(0.0, 100.0, 10.0), (1.0, 0.0, 20.0)]
+    """
+    if len(rows) < 2 or end - start < bin_s:
+        return []
+    arr = np.asarray(rows, dtype=float)
+    n = int((end - start) / bin_s + 1e-9)
+    edges = start + bin_s * np.arange(n + 1)
+    edges = edges[(edges >= arr[0, 0]) & (edges <= arr[-1, 0])]
+    tx = np.interp(edges, arr[:, 0], arr[:, 1])
+    rx = np.interp(edges, arr[:, 0], arr[:, 2])
+    return [(float(edges[i]), float((tx[i + 1] - tx[i]) / bin_s),
+             float((rx[i + 1] - rx[i]) / bin_s)) for i in range(len(edges) - 1)]
+
+
+def tables(run: Mapping[str, Any], bin_s: float = 0.005) -> dict[str, pd.DataFrame]:
+    """Steps, all-reduces and link utilisation (``bin_s`` bins) of one model's run (times
+    relative to the policy's first timed step)."""
     steps, ars, link = [], [], []
     key = {"model": run["model"], "trace": run["trace"], "bandwidth": run["bandwidth"]}
     for res in run["results"]:
@@ -265,23 +304,29 @@ def tables(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
                             "end_s": r["end"] - t0, "bytes": r["bytes"],
                             "partitions": len(r["parts"]),
                             "priority": min(p[3] for p in r["parts"])})
-            end = starts[-1]
-            prev = None
-            for t, tx, rx in rows:
-                if t < t0 or t > end:
-                    continue
-                if prev is not None and t > prev[0]:
-                    dt = t - prev[0]
-                    link.append({**key, "policy": name, "rank": rank, "t_s": t - t0,
-                                 "tx_MBps": (tx - prev[1]) / dt / 1e6,
-                                 "rx_MBps": (rx - prev[2]) / dt / 1e6,
-                                 "utilisation": (tx - prev[1]) / dt / run["bandwidth_Bps"]})
-                prev = (t, tx, rx)
+            for t, tx, rx in utilisation(rows, t0, starts[-1], bin_s):
+                link.append({**key, "policy": name, "rank": rank, "t_s": t - t0,
+                             "tx_MBps": tx / 1e6, "rx_MBps": rx / 1e6,
+                             "utilisation": tx / run["bandwidth_Bps"]})
     return {"steps": pd.DataFrame(steps), "allreduces": pd.DataFrame(ars),
             "link": pd.DataFrame(link)}
 
 
-def summarize(run: Mapping[str, Any], steps: pd.DataFrame, params: Params) -> pd.DataFrame:
+def fit_cost(allreduces: pd.DataFrame, nominal: LinearModel, policy: str = "wfbp"
+             ) -> LinearModel:
+    """The all-reduce cost ``a + b*S`` fitted (:func:`commsched.cost.fit_linear`) to the
+    run's own all-reduces of ``policy`` (WFBP: one per tensor, sizes over several
+    decades; each starts when both workers agreed on it, so its duration is the
+    transfer's); ``nominal`` when the run has none."""
+    d = allreduces[allreduces["policy"] == policy] if len(allreduces) else allreduces
+    if len(d) < 2 or d["bytes"].nunique() < 2:
+        return nominal
+    f = fit_linear(d["bytes"], d["end_s"] - d["start_s"])
+    return LinearModel(max(f.a, 0.0), f.b)
+
+
+def summarize(run: Mapping[str, Any], steps: pd.DataFrame, allreduces: pd.DataFrame,
+              params: Params) -> pd.DataFrame:
     """Per policy: measured median step, predictions and errors (module docstring)."""
     from commsched.enforce.ddp import NO_COMM
 
@@ -290,20 +335,23 @@ def summarize(run: Mapping[str, Any], steps: pd.DataFrame, params: Params) -> pd
     w: Workload = run["workload"]
     compute = float(measured[NO_COMM])
     scaled = Workload(run["trace_graph"], compute_scale=compute / w.compute_time)
-    model = cost_model(params, run["bandwidth_Bps"])
+    nominal = cost_model(params, run["bandwidth_Bps"])
+    fitted = fit_cost(allreduces, nominal)
     rows = []
     for policy, (_, decision) in run["plans"].items():
         sync = policy == "ddp"
-        pred, _ = predict(scaled, decision, model, sync)
-        pred_trace, _ = predict(w, decision, model, sync)
+        pred, _ = predict(scaled, decision, fitted, sync)
+        pred_nominal, _ = predict(w, decision, nominal, sync)
         m = float(measured[policy])
         rows.append({"model": run["model"], "trace": run["trace"],
                      "bandwidth": run["bandwidth"], "policy": policy,
                      "measured_s": m, "steps": int((it["policy"] == policy).sum()),
                      "compute_s": compute, "trace_compute_s": w.compute_time,
+                     "cost_a_s": fitted.a, "cost_MBps": 1e-6 / fitted.b,
                      "predicted_s": pred, "error": pred / m - 1,
-                     "predicted_trace_s": pred_trace, "error_trace": pred_trace / m - 1,
-                     "allreduce_all_s": model.time(sum(w.sizes.values()))})
+                     "predicted_nominal_s": pred_nominal,
+                     "error_nominal": pred_nominal / m - 1,
+                     "allreduce_all_s": fitted.time(sum(w.sizes.values()))})
     df = pd.DataFrame(rows)
     for base in ("wfbp", "ddp"):
         if base in measured.index:
@@ -323,7 +371,8 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
     if len(summary):
         out["median_abs_error_pct"] = 100 * float(summary["error"].abs().median())
         out["max_abs_error_pct"] = 100 * float(summary["error"].abs().max())
-        out["median_abs_error_trace_pct"] = 100 * float(summary["error_trace"].abs().median())
+        out["median_abs_error_nominal_pct"] = 100 * float(
+            summary["error_nominal"].abs().median())
     return out
 
 
@@ -337,6 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config-json", required=True, help="the pace_live config section")
     ap.add_argument("--workdir", required=True, help="plans, worker configs, logs, results")
+    ap.add_argument("--reuse", action="store_true",
+                    help="re-analyse the workers' results an earlier run left in --workdir")
     for name in (*TABLES, "metrics"):
         ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
     args = ap.parse_args(argv)
@@ -354,11 +405,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
         for lm in params.models:
             print(f"pace_live: {lm.trace} at {lm.bandwidth}", file=sys.stderr, flush=True)
-            run = _run_model(params, lm, Path(args.workdir))
-            t = tables(run)
+            run = _run_model(params, lm, Path(args.workdir), args.reuse)
+            t = tables(run, params.sample_ms / 1e3)
             for name, df in t.items():
                 parts[name].append(df)
-            parts["summary"].append(summarize(run, t["steps"], params))
+            parts["summary"].append(summarize(run, t["steps"], t["allreduces"], params))
         out = {name: pd.concat(dfs, ignore_index=True) for name, dfs in parts.items()}
         for name in TABLES:
             write_table(out[name], getattr(args, name), raw)
