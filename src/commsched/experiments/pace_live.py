@@ -70,12 +70,15 @@ from commsched.experiments.pace_sim import allreduce_model
 from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
 from commsched.pace.baselines import POLICIES as SIM_POLICIES
 from commsched.pace.plan import Plan, load_plan, save_plan
+from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim.allreduce import PlanRun, Workload
 from commsched.trace.format import load_trace
 
 __all__ = [
+    "FIGURE_KINDS",
     "LIVE_POLICIES",
+    "FigureConfig",
     "LiveModel",
     "Params",
     "cost_model",
@@ -84,6 +87,8 @@ __all__ = [
     "predict",
     "skipped_reason",
     "summarize",
+    "tables",
+    "utilisation",
 ]
 
 #: The live policies, in the order they run (``plan`` only with a plan file).
@@ -296,8 +301,8 @@ def tables(run: Mapping[str, Any], bin_s: float = 0.005) -> dict[str, pd.DataFra
             t0 = starts[warm]
             for i, s in enumerate(pol["step_s"]):
                 steps.append({**key, "policy": name, "rank": rank, "iteration": i, "step_s": s})
-            for r in pol["allreduces"]:
-                if r["iteration"] < warm:
+            for r in pol["allreduces"]:  # the warm-up's last ones may end in timed steps
+                if r["end"] < t0:
                     continue
                 ars.append({**key, "policy": name, "rank": rank,
                             "iteration": r["iteration"] - warm, "start_s": r["start"] - t0,
@@ -360,23 +365,49 @@ def summarize(run: Mapping[str, Any], steps: pd.DataFrame, allreduces: pd.DataFr
 
 
 def metrics(summary: pd.DataFrame) -> dict[str, float]:
-    """Claimed numbers: PACE's gain over WFBP and DDP per model, the simulator's error."""
+    """Claimed numbers (``pace_live.*``): per model PACE's gain over each other policy in
+    percent, and the simulator's absolute error in percent (median and largest over every
+    model and policy; ``_nominal``: the uncalibrated prediction)."""
     out: dict[str, float] = {}
-    for model, df in summary.groupby("model"):
-        pace = df[df["policy"] == "pace"]
-        for base in ("wfbp", "ddp"):
-            col = f"gain_over_{base}"
-            if len(pace) and col in df:
-                out[f"{model}_pace_gain_over_{base}_pct"] = 100 * float(pace[col].iloc[0])
+    for model, df in summary.groupby("model", sort=False):
+        by = df.set_index("policy")["measured_s"]
+        if "pace" in by.index:
+            for base in by.index.drop("pace"):
+                out[f"pace_live.{model}.pace_gain_over_{base}_pct"] = 100 * float(
+                    by[base] / by["pace"] - 1)
+        for policy, err in df.set_index("policy")["error"].items():
+            out[f"pace_live.{model}.{policy}.error_pct"] = 100 * float(err)
     if len(summary):
-        out["median_abs_error_pct"] = 100 * float(summary["error"].abs().median())
-        out["max_abs_error_pct"] = 100 * float(summary["error"].abs().max())
-        out["median_abs_error_nominal_pct"] = 100 * float(
+        err = summary["error"].abs()
+        out["pace_live.error_median_abs_pct"] = 100 * float(err.median())
+        out["pace_live.error_max_abs_pct"] = 100 * float(err.max())
+        out["pace_live.error_nominal_median_abs_pct"] = 100 * float(
             summary["error_nominal"].abs().median())
     return out
 
 
 TABLES = ("steps", "allreduces", "link", "summary")
+#: The figures of ``notebooks/pace_live.ipynb``.
+FIGURE_KINDS = ("steptime", "utilisation")
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/pace_live.ipynb``, checked before plotting."""
+
+    summary: str
+    link: str
+    allreduces: str
+    figure: str  # the PDF; the PNG is written beside it
+    kind: str = "steptime"
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("pace_live", {"summary": self.summary, "link": self.link,
+                                          "allreduces": self.allreduces}, self.figure,
+                            "run rule pace_live_run first")
+        if self.kind not in FIGURE_KINDS:
+            raise CommschedError(f"pace_live figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(FIGURE_KINDS)}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
