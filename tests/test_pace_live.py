@@ -56,7 +56,7 @@ def test_the_repository_config_section_is_valid() -> None:
 def test_bad_configs_are_one_line_errors() -> None:
     with pytest.raises(CommschedError, match="unknown policy 'fifo'"):
         params(policies=("fifo",))
-    with pytest.raises(CommschedError, match="policy 'plan' needs pace_live.plan_file"):
+    with pytest.raises(CommschedError, match=r"policy 'plan' needs pace_live\.plan_file"):
         params(policies=("plan",))
     with pytest.raises(CommschedError, match="unknown key 'bogus'"):
         Params.from_config({"enabled": True, "policies": [], "bogus": 1})
@@ -69,7 +69,7 @@ def test_plans_cover_the_model_and_ddp_runs_no_plan(trace: nx.DiGraph) -> None:
     plans = make_plans(trace, params(slot_ms=1.0), 1e6, w)
     assert list(plans) == ["ddp", "ddp_buckets", "wfbp", "horovod", "pace"]
     assert plans["ddp"][0] is None
-    for policy, (plan, decision) in plans.items():
+    for plan, decision in plans.values():
         decision.plan.check_tensors(w.sizes)
         if plan is not None:
             plan.check_tensors(w.sizes)

@@ -223,8 +223,8 @@ def trace_model(
             torch.cuda.synchronize()
 
     step = _Step(net, inputs, labels, mode, opt, sync)
-    for n, p in params.items():
-        p.register_post_accumulate_grad_hook(lambda _p, n=n: step.acc_order.append(n))
+    for pname, p in params.items():
+        p.register_post_accumulate_grad_hook(lambda _p, pname=pname: step.acc_order.append(pname))
     nodes, accs, out_bytes = step(grad_hooks=True)  # structure and tensor sizes, untimed
     kinds = [n.name for n in nodes]
     warm_wall = []
@@ -256,7 +256,7 @@ def trace_model(
             if len(samples[op]) == k:
                 samples[op].append(round(s, 9))
 
-    variables = {
+    variables: dict[str, dict[str, Any]] = {
         n: {"bytes": _nbytes(p), "shape": list(p.shape), "dtype": str(p.dtype).removeprefix(
             "torch."), "trainable": True, "path": n}
         for n, p in params.items()
