@@ -179,3 +179,25 @@ def test_ci_run_in_namespaces_leaves_nothing_behind(tmp_path: Path,
     assert all(len(p["step_s"]) == 2 for r in results for p in r["policies"])
     assert all(len(r["link"]["rows"]) > 10 for r in results)
     assert not net.list_namespaces(f"{net.NS_PREFIX}{run_id}-")
+
+
+def test_torchrun_launches_the_workers_with_its_own_rendezvous(tmp_path: Path) -> None:
+    """The scale-out path (docs/scale-out.md): torchrun sets rank, world and rendezvous."""
+    import json
+    import subprocess
+    import sys
+
+    cfg = {"rank": 0, "world": 1, "master": "unused", "port": 1, "model": "tiny_cnn",
+           "batch": 4, "policies": ["ddp"], "warmup": 0, "iterations": 1, "timeout": 60,
+           "join_timeout": 30, "out": str(tmp_path / "result{rank}.json")}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    p = subprocess.run([str(torchrun), "--standalone", "--nnodes", "1", "--nproc-per-node",
+                        str(WORLD), "-m", "commsched.enforce.ddp", str(tmp_path / "cfg.json")],
+                       env={**os.environ, "GLOO_SOCKET_IFNAME": "lo"}, capture_output=True,
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr.decode()[-500:]
+    for r in range(WORLD):
+        out = json.loads((tmp_path / f"result{r}.json").read_text())
+        assert out["rank"] == r and out["config"]["world"] == WORLD
+        assert out["config"]["master"] == "env"

@@ -77,6 +77,7 @@ __all__ = [
     "LinkSampler",
     "PlanExecutor",
     "WorkerConfig",
+    "from_torchrun",
     "launch",
     "main",
     "run_worker",
@@ -395,7 +396,9 @@ class WorkerConfig:
     """One worker of a data-parallel run (``python -m commsched.enforce.ddp CONFIG.json``).
 
     ``policies`` run one after the other in the same process group, each from the same
-    freshly seeded model: ``warmup`` untimed and ``iterations`` timed steps. ``plans`` maps
+    freshly seeded model: ``warmup`` untimed and ``iterations`` timed steps; all of that
+    ``rounds`` times (policies interleaved, so that a change of the machine's load
+    affects them alike). ``plans`` maps
     every policy but ``ddp`` to its plan file (:data:`NO_COMM` needs none). ``dump`` writes
     the last iteration's averaged gradients and the final parameters (``torch.save``) for
     the gradient-equality test.
@@ -413,6 +416,7 @@ class WorkerConfig:
     plans: dict[str, str] = field(default_factory=dict)  # policy -> plan file
     warmup: int = 1
     iterations: int = 3
+    rounds: int = 1
     lr: float = 0.01
     seed: int = 0
     timeout: float = 60.0
@@ -430,10 +434,11 @@ class WorkerConfig:
         if bad:
             raise CommschedError(f"unknown policy {bad[0]!r}; known: "
                                  f"{', '.join((*POLICIES, NO_COMM))}")
-        if not 0 <= self.rank < self.world or self.iterations < 1 or self.warmup < 0:
-            raise CommschedError(f"worker config: need 0 <= rank < world, iterations >= 1 "
-                                 f"and warmup >= 0 (got {self.rank}, {self.world}, "
-                                 f"{self.iterations}, {self.warmup})")
+        if (not 0 <= self.rank < self.world or self.iterations < 1 or self.warmup < 0
+                or self.rounds < 1):
+            raise CommschedError(f"worker config: need 0 <= rank < world, iterations >= 1, "
+                                 f"warmup >= 0 and rounds >= 1 (got {self.rank}, {self.world}, "
+                                 f"{self.iterations}, {self.warmup}, {self.rounds})")
 
 
 def _make_plan(policy: str, cfg: WorkerConfig) -> Plan:
@@ -531,9 +536,10 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(cfg.seed * 1000 + cfg.rank + 1)
     inputs_labels = spec.batch(cfg.batch, size, gen)
     try:
+        init = "env://" if cfg.master == "env" else f"tcp://{cfg.master}:{cfg.port}"
         dist.init_process_group(
-            "gloo", init_method=f"tcp://{cfg.master}:{cfg.port}", rank=cfg.rank,
-            world_size=cfg.world, timeout=_dt.timedelta(seconds=cfg.join_timeout))
+            "gloo", init_method=init, rank=cfg.rank, world_size=cfg.world,
+            timeout=_dt.timedelta(seconds=cfg.join_timeout))
     except (RuntimeError, ValueError) as e:  # DistStoreError is a RuntimeError
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CommschedError(
@@ -544,12 +550,13 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
     results = []
     dumps: dict[str, Any] = {}
     try:
-        for policy in cfg.policies:
-            dist.barrier()
-            r = _run_policy(policy, cfg, lambda: torch_models.build(cfg.model, cfg.seed),
-                            lambda: inputs_labels)
-            dumps[policy] = {"grads": r.pop("_grads"), "params": r.pop("_params")}
-            results.append(r)
+        for rnd in range(cfg.rounds):
+            for policy in cfg.policies:
+                dist.barrier()
+                r = _run_policy(policy, cfg, lambda: torch_models.build(cfg.model, cfg.seed),
+                                lambda: inputs_labels)
+                dumps[policy] = {"grads": r.pop("_grads"), "params": r.pop("_params")}
+                results.append({"round": rnd, **r})
         dist.barrier()
     finally:
         link = sampler.stop() if sampler else []
@@ -626,15 +633,40 @@ def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeou
     return [json.loads(Path(cfg.out).read_text()) for cfg in cfgs]
 
 
+def from_torchrun(data: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The worker config ``data`` with rank, world size and rendezvous from a ``torchrun``
+    launch (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` in ``env``; then
+    ``master = "env"``: the process group joins by ``env://``, through torchrun's own
+    store); ``{rank}`` in ``out`` and ``dump`` becomes the rank. Without them, ``data``.
+
+    >>> cfg = {"rank": 0, "world": 1, "master": "x", "port": 1, "out": "r{rank}.json"}
+    >>> from_torchrun(cfg, {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "9"})
+    {'rank': 1, 'world': 2, 'master': 'env', 'port': 9, 'out': 'r1.json'}
+    """
+    out = dict(data)
+    if "RANK" in env and "WORLD_SIZE" in env:
+        out.update(rank=int(env["RANK"]), world=int(env["WORLD_SIZE"]), master="env",
+                   port=int(env.get("MASTER_PORT", out.get("port", 0))))
+    for key in ("out", "dump"):
+        if isinstance(out.get(key), str):
+            out[key] = out[key].replace("{rank}", str(out["rank"]))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m commsched.enforce.ddp CONFIG.json``: run one worker (one-line errors)."""
+    """``python -m commsched.enforce.ddp CONFIG.json``: run one worker (one-line errors).
+
+    Under ``torchrun`` (``torchrun --nnodes W --nproc-per-node 1 --node-rank R
+    --master-addr HOST --master-port PORT -m commsched.enforce.ddp CONFIG.json`` on each
+    host) the rank and the rendezvous come from torchrun (:func:`from_torchrun`).
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print("usage: python -m commsched.enforce.ddp CONFIG.json", file=sys.stderr)
         return 2
     try:
         data: Mapping[str, Any] = json.loads(Path(args[0]).read_text())
-        run_worker(WorkerConfig(**data))
+        run_worker(WorkerConfig(**from_torchrun(data, os.environ)))
     except (CommschedError, OSError, TypeError, ValueError) as e:
         print(f"commsched ddp worker: error: {e}", file=sys.stderr)
         return 2

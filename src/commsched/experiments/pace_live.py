@@ -121,6 +121,7 @@ class Params:
     threads: int = 1
     warmup: int = 1
     iterations: int = 3
+    rounds: int = 1
     latency_s: float = 1e-4
     overhead_s: float = 0.0
     sample_ms: float = 5.0
@@ -139,8 +140,9 @@ class Params:
                                  f"{', '.join(LIVE_POLICIES)}")
         if "plan" in self.policies and not self.plan_file:
             raise CommschedError("pace_live: policy 'plan' needs pace_live.plan_file")
-        if self.n_workers < 2 or self.iterations < 1 or self.warmup < 0:
-            raise CommschedError("pace_live: need n_workers >= 2, iterations >= 1, warmup >= 0")
+        if self.n_workers < 2 or self.iterations < 1 or self.warmup < 0 or self.rounds < 1:
+            raise CommschedError("pace_live: need n_workers >= 2, iterations >= 1, "
+                                 "warmup >= 0, rounds >= 1")
 
     @staticmethod
     def from_config(cfg: Mapping[str, Any]) -> Params:
@@ -247,7 +249,8 @@ def _run_model(params: Params, lm: LiveModel, workdir: Path, reuse: bool = False
             rank=r, world=params.n_workers, master=master, port=29500,
             out=str(outs[r]), model=meta["model"], batch=int(meta["batch"]),
             size=int(meta["size"]), policies=[NO_COMM, *plans], plans=files,
-            warmup=params.warmup, iterations=params.iterations, seed=params.seed,
+            warmup=params.warmup, iterations=params.iterations, rounds=params.rounds,
+            seed=params.seed,
             timeout=min(300.0, params.timeout_s), join_timeout=60.0, threads=params.threads,
             cpu=r, horovod_threshold=params.threshold_bytes, horovod_cycle=params.cycle_s,
             sample_dev="eth0", sample_interval=params.sample_ms / 1e3)
@@ -299,18 +302,22 @@ def tables(run: Mapping[str, Any], bin_s: float = 0.005) -> dict[str, pd.DataFra
             name, starts = pol["policy"], pol["iteration_start"]
             warm = len(pol["warmup_step_s"])
             t0 = starts[warm]
+            rnd = pol.get("round", 0)
+            first = rnd * len(pol["step_s"])  # iterations numbered across rounds
             for i, s in enumerate(pol["step_s"]):
-                steps.append({**key, "policy": name, "rank": rank, "iteration": i, "step_s": s})
+                steps.append({**key, "policy": name, "rank": rank, "round": rnd,
+                              "iteration": first + i, "step_s": s})
             for r in pol["allreduces"]:  # the warm-up's last ones may end in timed steps
                 if r["end"] < t0:
                     continue
-                ars.append({**key, "policy": name, "rank": rank,
-                            "iteration": r["iteration"] - warm, "start_s": r["start"] - t0,
+                ars.append({**key, "policy": name, "rank": rank, "round": rnd,
+                            "iteration": first + r["iteration"] - warm,
+                            "start_s": r["start"] - t0,
                             "end_s": r["end"] - t0, "bytes": r["bytes"],
                             "partitions": len(r["parts"]),
                             "priority": min(p[3] for p in r["parts"])})
             for t, tx, rx in utilisation(rows, t0, starts[-1], bin_s):
-                link.append({**key, "policy": name, "rank": rank, "t_s": t - t0,
+                link.append({**key, "policy": name, "rank": rank, "round": rnd, "t_s": t - t0,
                              "tx_MBps": tx / 1e6, "rx_MBps": rx / 1e6,
                              "utilisation": tx / run["bandwidth_Bps"]})
     return {"steps": pd.DataFrame(steps), "allreduces": pd.DataFrame(ars),
