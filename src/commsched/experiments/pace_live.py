@@ -45,7 +45,9 @@ Gains: ``gain of A over B = median step of B / median step of A - 1``.
 Without root or namespace support (and with ``enabled: false``) nothing runs: every table
 holds one row ``skipped: <reason>`` and the metrics are empty, so the claims stay pending.
 Run as ``python -m commsched.experiments.pace_live --config-json '{...}' --workdir DIR
---steps S.csv --allreduces A.csv --link L.csv --summary Y.csv --metrics M.csv``.
+--steps S.csv --allreduces A.csv --link L.csv --summary Y.csv --metrics M.csv``;
+``--reuse`` re-analyses the results a run left in ``DIR``; ``--prepare`` only writes each
+model's plans and a worker config for ``torchrun`` on real hosts (docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,7 @@ from commsched.cluster.emulated import ClusterConfig, emulated_cluster
 from commsched.cost import LinearModel, fit_linear
 from commsched.errors import CommschedError
 from commsched.experiments.pace_sim import allreduce_model
+from commsched.io.atomic import atomic_write_text
 from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
 from commsched.pace.baselines import POLICIES as SIM_POLICIES
 from commsched.pace.plan import Plan, load_plan, save_plan
@@ -217,8 +220,11 @@ def skipped_reason(params: Params) -> str | None:
 # The run.
 
 
-def _run_model(params: Params, lm: LiveModel, workdir: Path, reuse: bool = False
+def _run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
                ) -> dict[str, Any]:
+    """Plans, then (``mode``) ``run`` live on the emulated cluster, ``reuse`` the results
+    an earlier run left in ``workdir``, or ``prepare`` the worker config for real hosts
+    (``worker.json``: rank and rendezvous from torchrun, docs/scale-out.md)."""
     from commsched.enforce.ddp import NO_COMM, WorkerConfig, launch
 
     trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
@@ -233,37 +239,41 @@ def _run_model(params: Params, lm: LiveModel, workdir: Path, reuse: bool = False
         if plan is not None:
             files[policy] = str(work / f"plan-{policy}.json")
             save_plan(plan, files[policy])
+    run = {"model": meta["model"], "trace": lm.trace, "bandwidth": lm.bandwidth,
+           "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
+           "plans": plans}
     outs = [work / f"result{r}.json" for r in range(params.n_workers)]
-    if reuse:
+
+    def config(rank: int, master: str, out: str, **kw: Any) -> WorkerConfig:
+        return WorkerConfig(
+            rank=rank, world=params.n_workers, master=master, port=29500, out=out,
+            model=meta["model"], batch=int(meta["batch"]), size=int(meta["size"]),
+            policies=[NO_COMM, *plans], plans=files, warmup=params.warmup,
+            iterations=params.iterations, rounds=params.rounds, seed=params.seed,
+            timeout=min(300.0, params.timeout_s), join_timeout=60.0, threads=params.threads,
+            horovod_threshold=params.threshold_bytes, horovod_cycle=params.cycle_s,
+            sample_interval=params.sample_ms / 1e3, **kw)
+
+    if mode == "prepare":
+        cfg = config(0, "env", str(work / "result{rank}.json"))
+        atomic_write_text(work / "worker.json", json.dumps(asdict(cfg), indent=1) + "\n")
+        return run
+    if mode == "reuse":
         if not all(p.is_file() for p in outs):
             raise CommschedError(f"--reuse: no finished run of {lm.trace} in {work}")
-        results = [json.loads(p.read_text()) for p in outs]
-        return {"model": meta["model"], "trace": lm.trace, "bandwidth": lm.bandwidth,
-                "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
-                "plans": plans, "results": results}
-    cfg = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
-                        burst="256kb", servers=False)
-    with emulated_cluster(cfg, timeout=params.timeout_s) as cluster:
+        return {**run, "results": [json.loads(p.read_text()) for p in outs]}
+    cl = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
+                       burst="256kb", servers=False)
+    with emulated_cluster(cl, timeout=params.timeout_s) as cluster:
         master = cluster.spec["worker"][0].split(":")[0]
-        cfgs = [WorkerConfig(
-            rank=r, world=params.n_workers, master=master, port=29500,
-            out=str(outs[r]), model=meta["model"], batch=int(meta["batch"]),
-            size=int(meta["size"]), policies=[NO_COMM, *plans], plans=files,
-            warmup=params.warmup, iterations=params.iterations, rounds=params.rounds,
-            seed=params.seed,
-            timeout=min(300.0, params.timeout_s), join_timeout=60.0, threads=params.threads,
-            cpu=r, horovod_threshold=params.threshold_bytes, horovod_cycle=params.cycle_s,
-            sample_dev="eth0", sample_interval=params.sample_ms / 1e3)
-            for r in range(params.n_workers)]
+        cfgs = [config(r, master, str(outs[r]), cpu=r, sample_dev="eth0")
+                for r in range(params.n_workers)]
 
         def spawn(rank: int, argv: list[str], log: Path, env: Mapping[str, str]) -> Any:
             return cluster.spawn_client(rank, argv, log, env)
 
         results = launch(cfgs, work, params.timeout_s, spawn, ifname="eth0")
-    return {"model": meta["model"], "trace": lm.trace, "bandwidth": lm.bandwidth,
-            "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
-            "plans": plans,
-            "results": results}
+    return {**run, "results": results}
 
 
 def utilisation(rows: Sequence[Sequence[float]], start: float, end: float, bin_s: float
@@ -426,13 +436,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workdir", required=True, help="plans, worker configs, logs, results")
     ap.add_argument("--reuse", action="store_true",
                     help="re-analyse the workers' results an earlier run left in --workdir")
+    ap.add_argument("--prepare", action="store_true",
+                    help="only write each model's plans and worker.json (real hosts: "
+                         "docs/scale-out.md)")
     for name in (*TABLES, "metrics"):
-        ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
+        ap.add_argument(f"--{name}", help=f"{name} table (CSV) to write")
     args = ap.parse_args(argv)
     try:
         raw = json.loads(args.config_json)
         params = Params.from_config(raw)
-        reason = skipped_reason(params)
+        if args.prepare:
+            for lm in params.models:
+                _run_model(params, lm, Path(args.workdir), "prepare")
+                print(f"{Path(args.workdir) / lm.trace / 'worker.json'}")
+            return 0
+        missing = [n for n in (*TABLES, "metrics") if not getattr(args, n)]
+        if missing:
+            raise CommschedError(f"--{missing[0]} is required (unless --prepare)")
+        reason = None if args.reuse else skipped_reason(params)
         if reason:
             print(f"pace_live skipped: {reason}", file=sys.stderr)
             skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
@@ -443,7 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
         for lm in params.models:
             print(f"pace_live: {lm.trace} at {lm.bandwidth}", file=sys.stderr, flush=True)
-            run = _run_model(params, lm, Path(args.workdir), args.reuse)
+            run = _run_model(params, lm, Path(args.workdir),
+                             "reuse" if args.reuse else "run")
             t = tables(run, params.sample_ms / 1e3)
             for name, df in t.items():
                 parts[name].append(df)
