@@ -167,3 +167,21 @@ def test_bytescheduler_credit_window_blocks_preemption():
     assert seq[10_000] == ["w2"] * 4 + ["b1"] * 2 + ["w1"] * 20
     with pytest.raises(CommschedError, match="partition and credit"):
         bytescheduler_timeline(w, m, 0, 20)
+
+
+def test_bytescheduler_keeps_the_fastest_of_its_grid():
+    # the tuned decision is the grid point whose simulated iteration is shortest
+    w = Workload(mlp_trace())
+    slow = LinearModel(2.5, 0.01)
+    grid = {"partition_mib": [20 / 2**20, 100 / 2**20, 400 / 2**20],
+            "credit_partitions": [1, 3]}
+    d, run = run_policy("bytescheduler", PolicyContext(w, slow, options=grid))
+    times = {}
+    for mib in grid["partition_mib"]:
+        for credit in grid["credit_partitions"]:
+            pb = int(mib * 2**20)
+            plan, rel = bytescheduler_timeline(w, slow, pb, credit * pb)
+            times[(pb, credit * pb)] = w.simulate(plan, slow, rel).iteration_time
+    assert run.iteration_time == pytest.approx(min(times.values()))
+    assert times[(d.info["partition_bytes"], d.info["credit_bytes"])] == run.iteration_time
+    assert len(set(times.values())) > 1  # the grid matters on this instance

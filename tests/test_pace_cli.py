@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import json
+from pathlib import Path
 
 import pytest
 
@@ -59,8 +61,18 @@ def test_bad_settings_are_one_line_errors(tmp_path, capsys, extra, message):
 def test_bad_traces_are_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(gzip.compress(b"{not json"))
+    good = json.loads(gzip.decompress((Path(TOY)).read_bytes()))
+    e = good["edges"][0]
+    cyclic = {**good, "edges": [*good["edges"], {**e, "source": e["target"],
+                                                 "target": e["source"]}]}
+    (tmp_path / "cyclic.json.gz").write_bytes(gzip.compress(json.dumps(cyclic).encode()))
+    no_duration = {**good, "nodes": [dict(n) for n in good["nodes"]]}
+    del no_duration["nodes"][3]["duration"]
+    (tmp_path / "nodur.json.gz").write_bytes(gzip.compress(json.dumps(no_duration).encode()))
     for trace, message in [("data/traces/vgg16-infer-b2.json.gz", "no gradient ops"),
-                           (str(bad), "bad.json.gz"), (str(tmp_path / "none.json.gz"), "none")]:
+                           (str(bad), "bad.json.gz"), (str(tmp_path / "none.json.gz"), "none"),
+                           (str(tmp_path / "cyclic.json.gz"), "cycle through node"),
+                           (str(tmp_path / "nodur.json.gz"), "missing field 'duration'")]:
         assert main(["pace", "plan", trace, "--workers", "8", "--bandwidth", "10",
                      "-o", str(tmp_path / "p.json")]) == 2
         err = capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import cache
 
@@ -13,7 +14,14 @@ from views_graphs import mlp_trace
 from commsched.cost import LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
 from commsched.pace.fusion import MaxMinTable, balanced_fusion, fuse, fuse_window, make_plan
-from commsched.pace.model import build_model, model_of_window, to_problem, window
+from commsched.pace.model import (
+    AllReduceOp,
+    PaceModel,
+    build_model,
+    model_of_window,
+    to_problem,
+    window,
+)
 from commsched.pace.plan import load_plan, save_plan
 from commsched.pace.schedule import jackson, objective, runs
 from commsched.trace.format import load_trace
@@ -130,3 +138,60 @@ def test_plan_merges_a_run_too_small_for_a_byte():
                    m.compute_only_s, m.n_compute)
     plan = make_plan(tiny, p, sched)
     assert [(q.offset, q.bytes, q.priority) for q in plan.groups[0].partitions] == [(0, 1, 1)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), n=st.integers(2, 7))
+def test_without_startup_cost_fusion_never_pays(data, n):
+    """Why the experiments' cost has a start-up term (commsched.pace.model.allreduce_cost):
+    with g = b*S and no rounding to slots (every g a whole number of slots), any fusion of
+    adjacent operators is at best as fast as no fusion. Proof: the fused op is released
+    at its last member's release, needs the sum of the members' slots and carries their
+    largest tail, so its slots, dealt to the members, are an unfused schedule that is no
+    later. With a start-up a > 0, fusing saves a per merged operator and can win."""
+    ready = sorted(data.draw(st.lists(st.integers(0, 6), min_size=n, max_size=n)))
+    units = data.draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    tails = data.draw(st.lists(st.integers(0, 8), min_size=n, max_size=n))
+    ops = tuple(AllReduceOp(f"a{i}", f"u{i}", ((f"v{i}", 4 * units[i]),), float(ready[i]),
+                            float(tails[i])) for i in range(n))
+    model = PaceModel(ops, 0.0, n)
+    linear = LinearModel(0.0, 1 / 4)  # g = S / 4 s: whole slots of 1 s
+
+    def best(m, cost):
+        p = to_problem(m, cost, 1.0)
+        return objective(p, jackson(p))
+
+    unfused = best(model, linear)
+    cuts = sorted(data.draw(st.sets(st.integers(1, n - 1))))
+    bounds = [0, *cuts, n]
+    groups = [(a, b - 1) for a, b in itertools.pairwise(bounds)]
+    assert best(fuse(model, groups), linear) >= unfused
+    # With a start-up of one slot per all-reduce, fusing everything saves n - 1 slots of
+    # start-up: when all are ready at once and share a tail, fusion wins.
+    same = PaceModel(tuple(AllReduceOp(f"a{i}", "u", ((f"v{i}", 4),), 0.0, 0.0)
+                           for i in range(n)), 0.0, n)
+    affine = LinearModel(1.0, 1 / 4)
+    assert best(fuse(same, [(0, n - 1)]), affine) < best(same, affine)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), n=st.integers(2, 8))
+def test_lemma2_adjacent_groups_are_ready_no_later(data, n):
+    """Lemma 2: on the chain sorted by ready time, fusing adjacent operators gives every
+    fused operator (the k-th to become ready) a ready time no later than any grouping with
+    the same group sizes. The k-th ready group of any grouping is ready at the max over the
+    first k groups' members, at least the (c_1 + ... + c_k)-th smallest ready time, which
+    is what the adjacent grouping achieves."""
+    ready = sorted(data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
+    labels = data.draw(st.lists(st.integers(0, n - 1), min_size=n, max_size=n))
+    groups = [[ready[i] for i in range(n) if labels[i] == g] for g in set(labels)]
+    any_ready = sorted(max(g) for g in groups)
+    sizes = [len(g) for g in sorted(groups, key=max)]
+    bounds = list(itertools.accumulate(sizes))
+    adjacent_ready = [ready[b - 1] for b in bounds]
+    assert all(a <= o for a, o in zip(adjacent_ready, any_ready, strict=True))
+    ops = tuple(AllReduceOp(f"a{i}", f"u{i}", ((f"v{i}", 4),), float(ready[i]), 0.0)
+                for i in range(n))
+    spans = [(a, b - 1) for a, b in itertools.pairwise([0, *bounds])]
+    fused = fuse(PaceModel(ops, 0.0, n), spans)
+    assert [op.ready_s for op in fused.ops] == adjacent_ready

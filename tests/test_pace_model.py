@@ -163,3 +163,50 @@ def test_slot_problem_rejects_bad_values():
     with pytest.raises(CommschedError):
         SlotProblem((0,), (1,), (0.0,), slot_s=0.0)
     assert SlotProblem((0,), (1,), (0.4,), base=2.2).integral().tail == (1.0,)
+
+
+def _fig6_window() -> tuple[nx.DiGraph, dict[int, float]]:
+    """PACE Fig. 6 (left) as a window: backward ops 1..6 (a chain, our choice: the figure's
+    backward part does not matter for the tails), all-reduce ``i`` of op ``i``, and the
+    next forward pass 7..12 whose dependencies Sec. IV-B's expansion of ``z_12`` spells out:
+    P_7 = {6}, v_7 = 6; 7 -> 8 -> 9 -> 12 and 7 -> 10 -> 11 -> 12; v_8 = 3, v_9 = 2,
+    v_10 = 5, v_11 = 4, v_12 = 1. Distinct times so that no two paths tie."""
+    f = {1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0, 5: 5.0, 6: 6.0,
+         7: 7.0, 8: 8.0, 9: 9.0, 10: 10.0, 11: 11.0, 12: 12.0}
+    w = nx.DiGraph(variables={f"p{i}": {"bytes": 4 * i} for i in range(1, 7)})
+    for j, d in f.items():
+        w.add_node(f"c{j}", kind="compute", resource="cpu", duration=d)
+    for i in range(1, 7):
+        w.add_node(f"ar{i}", kind="allreduce", resource="net", duration=0.0,
+                   params=[f"p{i}"], bytes=4 * i)
+        w.add_edge(f"c{i}", f"ar{i}")
+    for a, b in [(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 8), (8, 9), (9, 12),
+                 (7, 10), (10, 11), (11, 12)]:
+        w.add_edge(f"c{a}", f"c{b}")
+    for i, j in [(6, 7), (3, 8), (2, 9), (5, 10), (4, 11), (1, 12)]:  # v_j = i
+        w.add_edge(f"ar{i}", f"c{j}")
+    return w, f
+
+
+def test_fig6_tails_and_theorem1_expansion_of_z12():
+    w, f = _fig6_window()
+    m = model_of_window(w)
+    tails = {op.name: op.tail_s for op in m.ops}
+    # Sec. IV-B: z_12 = max{y1 + f12, y2 + f9 + f12, y3 + f8 + f9 + f12, y4 + f11 + f12,
+    #                      y5 + f10 + f11 + f12, y6 + f7 + max{f8 + f9, f10 + f11} + f12}.
+    assert tails == {
+        "ar1": f[12], "ar2": f[9] + f[12], "ar3": f[8] + f[9] + f[12],
+        "ar4": f[11] + f[12], "ar5": f[10] + f[11] + f[12],
+        "ar6": f[7] + max(f[8] + f[9], f[10] + f[11]) + f[12],
+    }
+    # Lemma 1: ready time of all-reduce i = compute-only path to op i (the chain 1..i).
+    assert [op.ready_s for op in m.ops] == [sum(range(1, i + 1)) for i in range(1, 7)]
+    # Theorem 1 against the recursion (5) for some completion times y_i >= z_{u_i}.
+    y = {i: sum(range(1, i + 1)) + 3.5 * (7 - i) for i in range(1, 7)}
+    z: dict[int, float] = {}
+    for j in range(1, 13):
+        deps = [z[k] for k in range(1, 13) if w.has_edge(f"c{k}", f"c{j}")]
+        deps += [y[i] for i in range(1, 7) if w.has_edge(f"ar{i}", f"c{j}")]
+        z[j] = f[j] + max(deps, default=0.0)
+    ends = [y[int(op.name[2:])] for op in m.ops]
+    assert m.iteration_time(ends) == z[12]

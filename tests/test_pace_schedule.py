@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from commsched.cost import LinkModel, RingAllReduce
 from commsched.errors import CommschedError
-from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, paper_lp, sound_lp
+from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, PaperLPTooLarge, paper_lp, sound_lp
 from commsched.pace.model import SlotProblem, build_model, to_problem
 from commsched.pace.schedule import brute_force, check, jackson, objective
 from commsched.trace.format import load_trace
@@ -69,7 +69,7 @@ def test_paper_lp_where_it_solves_and_its_clear_error_where_it_cannot():
     big = SlotProblem(release=(0, 3), proc=(10, 12), tail=(0.0, 2.0))
     tn, top = 2 * big.horizon, big.horizon + 2
     assert top * math.log10(tn) > math.log10(PAPER_LP_MAX_COEF)
-    with pytest.raises(PaperLPError, match=r"coefficients up to \(TN\)\^\(T\+L\) = 50\^27"):
+    with pytest.raises(PaperLPTooLarge, match=r"coefficients up to \(TN\)\^\(T\+L\) = 50\^27"):
         paper_lp(big)
     with pytest.raises(PaperLPError, match="integer tails"):
         paper_lp(SlotProblem((0,), (1,), (0.5,)))
@@ -97,7 +97,7 @@ def test_sound_lp_equals_jackson_on_every_traced_model(path):
 def test_paper_lp_on_a_traced_model_fails_clearly():
     m = build_model(load_trace("data/traces/thesis_cnn-train-b8.json.gz"))
     p = to_problem(m, RingAllReduce(8, LinkModel(50e-6, 10e9 / 8)), slot_s=0.005).integral()
-    with pytest.raises(PaperLPError, match="does not fit floating point"):
+    with pytest.raises(PaperLPTooLarge, match="does not fit floating point"):
         paper_lp(p)
 
 

@@ -106,8 +106,24 @@ def test_ready_times_do_not_depend_on_plan(seed, n_ops, n_vars, p, a, split):
         # the channel is idle only when no partition is ready: total time is at least
         # the compute time, and free communication gives exactly it
         assert r.iteration_time >= w.compute_time - 1e-9
+        # one op at a time: at every instant before the end the compute resource or the
+        # channel is busy, so the iteration exceeds the compute time by at most the
+        # channel's busy time
+        if w.compute_capacity == 1:
+            assert r.iteration_time <= w.compute_time + r.comm_time + 1e-9
     free = w.simulate(Plan("fused", (Group(names, parts),)), LinearModel(0.0, 0.0))
     assert free.iteration_time == pytest.approx(w.compute_time)
+    # PACE's ideal compute: free communication one tensor at a time is the compute time;
+    # fusion delays the next forward pass even when communication is free (a fused group
+    # waits for its last gradient), so no plan is faster than the compute time
+    wide = Workload(t, compute_capacity="unbounded")
+    fused = Plan("fused", (Group(names, parts),))
+    zero = LinearModel(0.0, 0.0)
+    assert wide.simulate(one_per_tensor(wide), zero).iteration_time == pytest.approx(
+        wide.compute_time)
+    for m in (model, zero):
+        assert wide.simulate(fused, m).iteration_time >= wide.compute_time - 1e-9
+    assert wide.compute_time <= w.compute_time + 1e-9
 
 
 def test_channel_usage_accounts_for_every_byte():

@@ -1,4 +1,4 @@
-"""``commsched pace``: PACE's plan (balanced fusion + optimal preemptive schedule).
+"""``commsched pace``: PACE's plan (balanced fusion + optimal preemptive schedule), simulated.
 
 ``commsched pace plan TRACE --workers W --bandwidth GBPS [--slot MS] [--cost ring|fit]
 -o PLAN.json`` builds PACE's model of a traced training iteration
@@ -21,20 +21,6 @@ import math
 from typing import Any
 
 from commsched.errors import CommschedError
-from commsched.pace.fusion import balanced_fusion, make_plan
-from commsched.pace.model import (
-    DEFAULT_MEASUREMENT,
-    DEFAULT_SLOT_S,
-    allreduce_cost,
-    build_model,
-    check_slot,
-    to_problem,
-)
-from commsched.pace.plan import load_plan, save_plan
-from commsched.pace.schedule import jackson, objective
-from commsched.results import write_table
-from commsched.sim.allreduce import UNBOUNDED, simulate_plan
-from commsched.trace.format import load_trace
 
 __all__ = ["register", "run_plan", "run_simulate"]
 
@@ -46,8 +32,9 @@ def register(sub: Any) -> None:
     pl = psub.add_parser("plan", help="write PACE's all-reduce plan of a traced training step")
     pl.add_argument("trace", help="traced training iteration (*.json.gz, commsched trace)")
     _cluster_options(pl)
-    pl.add_argument("--slot", type=float, default=DEFAULT_SLOT_S * 1e3,
-                    help="time slot, ms (default %(default)g, PACE Sec. IV-A)")
+    pl.add_argument("--slot", type=float, default=None,
+                    help="time slot, ms (default 5, PACE Sec. IV-A: "
+                         "commsched.pace.model.DEFAULT_SLOT_S)")
     pl.add_argument("--no-fusion", action="store_true",
                     help="schedule the unfused all-reduces (PACE without fusion)")
     pl.add_argument("--no-slot-guidance", action="store_true",
@@ -79,19 +66,37 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
                         "measured start-up + Eq. (1) (commsched.pace.model.allreduce_cost)")
     p.add_argument("--latency-us", type=float, default=50.0,
                    help="per-step link latency of --cost ring, microseconds (default 50)")
-    p.add_argument("--measurement", default=DEFAULT_MEASUREMENT,
-                   help="all-reduce measurement of --cost fit (default %(default)s)")
+    p.add_argument("--measurement", default=None,
+                   help="all-reduce measurement of --cost fit (default "
+                        "data/measurements/allreduce_loopback.csv)")
     p.add_argument("--compute-scale", type=float, default=1.0,
                    help="multiply every traced compute time (default 1)")
 
 
+def _cost(args: argparse.Namespace) -> Any:
+    """The all-reduce time model of the shared cluster options."""
+    from commsched.pace.model import DEFAULT_MEASUREMENT, allreduce_cost
+
+    if not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
+        raise CommschedError(f"--bandwidth must be a number > 0, got {args.bandwidth:g}")
+    return allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
+                          args.latency_us * 1e-6, args.measurement or DEFAULT_MEASUREMENT)
+
+
 def run_plan(args: argparse.Namespace) -> int:
-    for name, value in (("--bandwidth", args.bandwidth), ("--slot", args.slot)):
-        if not (math.isfinite(value) and value > 0):
-            raise CommschedError(f"{name} must be a number > 0, got {value:g}")
+    # Imported here so that `commsched --help` and the other subcommands start fast.
+    from commsched.pace.fusion import balanced_fusion, make_plan
+    from commsched.pace.model import DEFAULT_SLOT_S, build_model, check_slot, to_problem
+    from commsched.pace.plan import save_plan
+    from commsched.pace.schedule import jackson, objective
+    from commsched.trace.format import load_trace
+
+    if args.slot is None:
+        args.slot = DEFAULT_SLOT_S * 1e3
+    cost = _cost(args)
+    if not (math.isfinite(args.slot) and args.slot > 0):
+        raise CommschedError(f"--slot must be a number > 0, got {args.slot:g}")
     slot_s = args.slot / 1e3
-    cost = allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
-                          args.latency_us * 1e-6, args.measurement)
     model = build_model(load_trace(args.trace), compute_scale=args.compute_scale)
     meta: dict[str, Any] = {
         "trace": args.trace, "model": model.meta.get("model"), "workers": args.workers,
@@ -119,8 +124,12 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    if not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise CommschedError(f"--bandwidth must be a number > 0, got {args.bandwidth:g}")
+    from commsched.pace.plan import load_plan
+    from commsched.results import write_table
+    from commsched.sim.allreduce import UNBOUNDED, simulate_plan
+    from commsched.trace.format import load_trace
+
+    cost = _cost(args)
     if not (math.isfinite(args.bin_ms) and args.bin_ms > 0):
         raise CommschedError(f"--bin-ms must be a number > 0, got {args.bin_ms:g}")
     capacity: int | str | None = args.compute_capacity
@@ -130,8 +139,6 @@ def run_simulate(args: argparse.Namespace) -> int:
         except ValueError:
             raise CommschedError(f"--compute-capacity must be an integer >= 1 or "
                                  f"{UNBOUNDED!r}, got {capacity!r}") from None
-    cost = allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
-                          args.latency_us * 1e-6, args.measurement)
     plan = load_plan(args.plan)
     trace = load_trace(args.trace)
     run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,

@@ -54,8 +54,24 @@ policy                    what it does (our port to the single-channel all-reduc
 ``p3``                    P3 (Jayarajan et al., SysML 2019): tensors sliced into
                           ``slice_bytes`` slices, priority = layer order, preemption at slice
                           boundaries (a static plan). Slice size: option ``slice_kib``; the
-                          default 200 KiB (50,000 float32 values) is our assumption.
+                          default 200 KiB (51,200 float32 values) is our assumption.
 ========================  =====================================================================
+
+Sources and parameters. WFBP: Zhang et al., "Poseidon", USENIX ATC 2017 (PACE's [3]), as
+PACE Sec. VI-B describes it. Horovod: Sergeev and Del Balso, arXiv:1802.05799 (PACE's
+[15]); fusion threshold and cycle time are Horovod's ``HOROVOD_FUSION_THRESHOLD`` and
+``HOROVOD_CYCLE_TIME`` defaults (:data:`HOROVOD`; the change to 128 MiB / 1 ms with v0.21
+as the issue states it; options ``threshold_bytes``, ``cycle_s``). DDP: Li et al., "PyTorch
+Distributed", VLDB 2020; ``bucket_cap_mb=25`` and the 1 MiB first bucket
+(:data:`DDP_BUCKET_BYTES`, :data:`DDP_FIRST_BUCKET_BYTES`; options ``bucket_bytes``,
+``first_bucket_bytes``). TicTac: Hashemi et al., SysML 2019 (PACE's [5]), our TAC
+(:mod:`commsched.tictac`). ByteScheduler: Peng et al., "A Generic Communication Scheduler
+for Distributed DNN Training Acceleration", SOSP 2019: partition size and credit size are
+auto-tuned there by Bayesian optimisation on the running job's speed; we search the grid of
+options ``partition_mib`` (default 1, 4, 16, 64 MiB) x ``credit_partitions`` (default 1, 2, 4
+partitions) exhaustively on the simulated iteration, which finds the grid's best where
+Bayesian optimisation samples. P3: Jayarajan et al., SysML 2019 (PACE's [12]); option
+``slice_kib``.
 
 The PACE entries call :mod:`commsched.pace`'s planner on the trace (its model,
 :func:`commsched.pace.model.build_model`, with the same ``compute_scale`` as the workload;
@@ -93,6 +109,8 @@ from commsched.sim.allreduce import NET, PlanRun, Release, Workload
 from commsched.tictac import tac
 
 __all__ = [
+    "BYTESCHEDULER_CREDIT_PARTITIONS",
+    "BYTESCHEDULER_PARTITION_MIB",
     "DDP_BUCKET_BYTES",
     "DDP_FIRST_BUCKET_BYTES",
     "HOROVOD",
@@ -112,6 +130,9 @@ MIB = 1 << 20
 #: PyTorch DDP: ``dist._DEFAULT_FIRST_BUCKET_BYTES`` (1 MiB) and ``bucket_cap_mb=25``.
 DDP_FIRST_BUCKET_BYTES = 1 * MIB
 DDP_BUCKET_BYTES = 25 * MIB
+#: ByteScheduler's tuning grid: partition sizes (MiB) x credits (partitions).
+BYTESCHEDULER_PARTITION_MIB = (1, 4, 16, 64)
+BYTESCHEDULER_CREDIT_PARTITIONS = (1, 2, 4)
 #: Horovod's defaults: policy name -> (fusion threshold in bytes, cycle time in s).
 HOROVOD: dict[str, tuple[int, float]] = {
     "horovod-0.20": (64 * MIB, 5e-3),
@@ -346,8 +367,8 @@ def bytescheduler(ctx: PolicyContext) -> Decision:
     """ByteScheduler, partition size and credit tuned on the simulated iteration."""
     w = ctx.workload
     best: tuple[float, Plan, dict[tuple[int, int], float]] | None = None
-    for mib in _opt(ctx, "partition_mib", [1, 4, 16]):
-        for credit in _opt(ctx, "credit_partitions", [1, 2]):
+    for mib in _opt(ctx, "partition_mib", BYTESCHEDULER_PARTITION_MIB):
+        for credit in _opt(ctx, "credit_partitions", BYTESCHEDULER_CREDIT_PARTITIONS):
             pb = max(1, int(float(mib) * MIB))
             plan, release = bytescheduler_timeline(w, ctx.model, pb, int(credit) * pb)
             t = w.simulate(plan, ctx.model, release, validate=False).iteration_time

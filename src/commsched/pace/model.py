@@ -323,8 +323,10 @@ def allreduce_cost(kind: str, workers: int, bandwidth_Bps: float, latency_s: flo
     (relative least squares, the fit of the largest measured worker count <= ``workers``,
     else the smallest) plus the same transmission term: ``a + 2(W-1)/W * S / B``. The
     measured slope reflects loopback memory copies, not a network, so only its start-up
-    is used. Without a start-up term fusion only pays through the rounding to slots;
-    the paper's Fig. 3 shows the start-up is what makes small tensors inefficient.
+    is used. Without a start-up term fusion only pays through the rounding to slots
+    (with every ``g`` a whole number of slots it never pays: the proof is in
+    ``tests/test_pace_fusion.py::test_without_startup_cost_fusion_never_pays``); the
+    paper's Fig. 3 shows the start-up is what makes small tensors inefficient.
 
     *Which one we use*: ``ring`` with the 10 GbE preset's 50 us per step (a start-up of
     ``2(W-1) * 50 us``, 0.7 ms for 8 workers) is the default of ``commsched pace plan``
