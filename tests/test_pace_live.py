@@ -15,7 +15,6 @@ import pytest
 from commsched.claims import load_claims
 from commsched.errors import CommschedError
 from commsched.experiments.pace_live import (
-    LIVE_POLICIES,
     Params,
     cost_model,
     fit_cost,
@@ -174,9 +173,3 @@ def test_skipped_run_writes_tables_that_say_why(tmp_path: Path) -> None:
     assert list(df.status) == ["skipped"] and "enabled is false" in df.reason.iloc[0]
     assert read_metrics([out["metrics"]]) == {}
     assert main([*argv[:1], '{"enabled": true, "policies": ["x"]}', *argv[2:]]) == 2
-
-
-def test_live_policies_are_the_executors() -> None:
-    from commsched.enforce.ddp import POLICIES
-
-    assert set(LIVE_POLICIES) == set(POLICIES)

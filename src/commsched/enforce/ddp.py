@@ -134,6 +134,9 @@ class PlanExecutor:
                 raise PlanError(f"parameter {n!r} is {p.dtype}; the executor handles float32")
         plan.check_tensors({n: p.numel() * 4 for n, p in params.items()})
         self.params = params
+        self._names = {id(q): n for n, q in params.items()}
+        self._seen = -1  # ready partitions at the last round that agreed on none
+        self._last_cycle = 0.0  # start of the last fusion cycle (monotonic s)
         self.groups: list[_GroupState] = []
         self.group_of: dict[str, int] = {}
         for gi, g in enumerate(plan.groups):
@@ -189,10 +192,7 @@ class PlanExecutor:
                 self._cond.notify_all()
 
     def _name(self, p: torch.Tensor) -> str:
-        cache = getattr(self, "_names", None)
-        if cache is None:
-            cache = self._names = {id(q): n for n, q in self.params.items()}
-        return cache[id(p)]
+        return self._names[id(p)]
 
     def _apply(self, name: str) -> None:
         if name in self._applied:
@@ -277,7 +277,7 @@ class PlanExecutor:
         """Block until this worker has a ready partition; agree with the others on the
         partitions ready everywhere; return their decision keys in order (None: closed)."""
         with self._cond:
-            seen = getattr(self, "_seen", -1)
+            seen = self._seen
             deadline = time.monotonic() + self.timeout
             while True:
                 if self._closed:
@@ -293,8 +293,7 @@ class PlanExecutor:
             flags = torch.zeros(len(self.order), dtype=torch.uint8)
             flags[ready] = 1
         if self.fusion is not None:
-            last = getattr(self, "_last_cycle", 0.0)
-            time.sleep(max(0.0, last + self.fusion.cycle - time.monotonic()))
+            time.sleep(max(0.0, self._last_cycle + self.fusion.cycle - time.monotonic()))
             self._last_cycle = time.monotonic()
         dist.all_reduce(flags, op=dist.ReduceOp.MIN)
         agreed = [k for k in sorted(self._pending) if flags[k]]

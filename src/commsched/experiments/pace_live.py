@@ -67,6 +67,8 @@ import pandas as pd
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, emulated_cluster
 from commsched.cost import LinearModel, fit_linear
+from commsched.enforce.ddp import NO_COMM, WorkerConfig, launch
+from commsched.enforce.ddp import POLICIES as LIVE_POLICIES
 from commsched.errors import CommschedError
 from commsched.experiments.pace_sim import allreduce_model
 from commsched.io.atomic import atomic_write_text
@@ -80,7 +82,6 @@ from commsched.trace.format import load_trace
 
 __all__ = [
     "FIGURE_KINDS",
-    "LIVE_POLICIES",
     "FigureConfig",
     "LiveModel",
     "Params",
@@ -94,8 +95,6 @@ __all__ = [
     "utilisation",
 ]
 
-#: The live policies, in the order they run (``plan`` only with a plan file).
-LIVE_POLICIES = ("ddp", "ddp_buckets", "wfbp", "horovod", "pace", "plan")
 #: The simulator's policy (:data:`commsched.pace.baselines.POLICIES`) behind each live one.
 SIM_POLICY = {"ddp": "ddp", "ddp_buckets": "ddp", "wfbp": "wfbp", "horovod": "horovod-0.20",
               "pace": "pace"}
@@ -225,8 +224,6 @@ def _run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
     """Plans, then (``mode``) ``run`` live on the emulated cluster, ``reuse`` the results
     an earlier run left in ``workdir``, or ``prepare`` the worker config for real hosts
     (``worker.json``: rank and rendezvous from torchrun, docs/scale-out.md)."""
-    from commsched.enforce.ddp import NO_COMM, WorkerConfig, launch
-
     trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
     meta = trace.graph["meta"]
     if meta.get("framework") != "torch" or meta.get("mode") != "train":
@@ -350,8 +347,6 @@ def fit_cost(allreduces: pd.DataFrame, nominal: LinearModel, policy: str = "wfbp
 def summarize(run: Mapping[str, Any], steps: pd.DataFrame, allreduces: pd.DataFrame,
               params: Params) -> pd.DataFrame:
     """Per policy: measured median step, predictions and errors (module docstring)."""
-    from commsched.enforce.ddp import NO_COMM
-
     it = steps.groupby(["policy", "iteration"])["step_s"].max().reset_index()
     measured = it.groupby("policy")["step_s"].median()
     w: Workload = run["workload"]
