@@ -395,7 +395,8 @@ class WorkerConfig:
     """One worker of a data-parallel run (``python -m commsched.enforce.ddp CONFIG.json``).
 
     ``policies`` run one after the other in the same process group, each from the same
-    freshly seeded model: ``warmup`` untimed and ``iterations`` timed steps; all of that
+    freshly seeded model: ``warmup`` untimed steps, ``iterations`` timed steps and one
+    last untimed step (whose start ends the last timed one); all of that
     ``rounds`` times (policies interleaved, so that a change of the machine's load
     affects them alike). ``plans`` maps
     every policy but ``ddp`` to its plan file (:data:`NO_COMM` needs none). ``dump`` writes
@@ -455,7 +456,11 @@ def _run_policy(policy: str, cfg: WorkerConfig,
     starts: list[float] = []
     records: list[dict[str, Any]] = []
     grads: dict[str, torch.Tensor] = {}
-    total = cfg.warmup + cfg.iterations
+    # one more step than timed: its start ends the last timed step, so no timed step
+    # includes draining the last all-reduces (the plan executor's next forward pass
+    # overlaps them; after the last step nothing does)
+    timed = cfg.warmup + cfg.iterations
+    total = timed + 1
     loss_fn = nn.functional.cross_entropy
     if policy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -517,8 +522,9 @@ def _run_policy(policy: str, cfg: WorkerConfig,
             ex.close()
     params = {n: p.detach().clone() for n, p in module.named_parameters()}
     steps = [b - a for a, b in itertools.pairwise(starts)]
-    return {"policy": policy, "iteration_start": starts, "step_s": steps[cfg.warmup:],
-            "warmup_step_s": steps[:cfg.warmup], "allreduces": records,
+    return {"policy": policy, "iteration_start": starts[:timed + 1],
+            "step_s": steps[cfg.warmup:timed], "warmup_step_s": steps[:cfg.warmup],
+            "last_step_s": steps[timed:], "allreduces": records,
             "_grads": grads, "_params": params}
 
 

@@ -314,8 +314,9 @@ def tables(run: Mapping[str, Any], bin_s: float = 0.005) -> dict[str, pd.DataFra
             for i, s in enumerate(pol["step_s"]):
                 steps.append({**key, "policy": name, "rank": rank, "round": rnd,
                               "iteration": first + i, "step_s": s})
+            last = warm + len(pol["step_s"])  # the untimed last step's are left out
             for r in pol["allreduces"]:  # the warm-up's last ones may end in timed steps
-                if r["end"] < t0:
+                if r["end"] < t0 or r["iteration"] >= last:
                     continue
                 ars.append({**key, "policy": name, "rank": rank, "round": rnd,
                             "iteration": first + r["iteration"] - warm,
