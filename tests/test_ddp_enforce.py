@@ -201,3 +201,51 @@ def test_torchrun_launches_the_workers_with_its_own_rendezvous(tmp_path: Path) -
         out = json.loads((tmp_path / f"result{r}.json").read_text())
         assert out["rank"] == r and out["config"]["world"] == WORLD
         assert out["config"]["master"] == "env"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: str) -> None:
+    """Ctrl-C (or SIGTERM) while the workers train: the driver tears the cluster down
+    (workers ended, namespaces deleted) and exits with an error."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from commsched.cluster import net
+    from commsched.graph import save
+
+    reason = net.check_support()
+    if reason:
+        pytest.skip(reason)
+    save(trace_model("tiny_cnn", 4, "train", iterations=1, warmup=0),
+         tmp_path / "tiny_cnn-torch-cpu-train-b4.json.gz")
+    cfg = {"enabled": True, "models": [{"trace": "tiny_cnn-torch-cpu-train-b4",
+                                        "bandwidth": "100mbit"}],
+           "policies": ["wfbp"], "iterations": 100000, "trace_dir": str(tmp_path),
+           "timeout_s": 120}
+    out = [f"--{n}={tmp_path / n}.csv" for n in ("steps", "allreduces", "link", "summary",
+                                                  "metrics")]
+    before = set(net.list_namespaces())
+    p = subprocess.Popen([sys.executable, "-m", "commsched.experiments.pace_live",
+                          "--config-json", json.dumps(cfg), "--workdir", str(tmp_path / "w"),
+                          *out], stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "w" / "tiny_cnn-torch-cpu-train-b4"
+    deadline = time.monotonic() + 90
+    while not (results / "worker1.log").is_file():  # the workers started
+        assert time.monotonic() < deadline and p.poll() is None, "workers never started"
+        time.sleep(0.2)
+    time.sleep(3)  # inside the training loop
+    workers = [int(x) for x in subprocess.run(["pgrep", "-f", str(results / "worker")],
+                                               capture_output=True, text=True).stdout.split()]
+    assert workers, "no worker process found"
+    p.send_signal(getattr(signal, sig))
+    _, err = p.communicate(timeout=60)
+    last = err.strip().splitlines()[-1]
+    assert (p.returncode, last) == ((130, "pace_live: interrupted") if sig == "SIGINT" else
+                                    (2, "pace_live: error: interrupted by SIGTERM")), err[-500:]
+    assert set(net.list_namespaces()) <= before
+    for pid in workers:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
+            f"/proc/{pid}/status").read_text().lower(), f"worker {pid} left running"

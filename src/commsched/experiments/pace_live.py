@@ -476,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommschedError as e:
         print(f"pace_live: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the cluster was torn down on the way out
+        print("pace_live: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 
