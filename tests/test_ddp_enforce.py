@@ -74,6 +74,7 @@ def configs(tmp: Path, policies: list[str], plans: dict[str, str], **kw: object
             for r in range(WORLD)]
 
 
+@pytest.mark.slow
 def test_every_policy_averages_the_same_gradients_as_ddp(tmp_path: Path,
                                                          plans: dict[str, str]) -> None:
     policies = ["ddp", "wfbp", "ddp_buckets", "horovod", "pace", "plan"]
@@ -153,6 +154,7 @@ def test_ddp_first_bucket_is_pytorchs() -> None:
     assert dist._DEFAULT_FIRST_BUCKET_BYTES == DDP_FIRST_BUCKET_BYTES  # type: ignore[attr-defined]
 
 
+@pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 def test_ci_run_in_namespaces_leaves_nothing_behind(tmp_path: Path,
                                                     plans: dict[str, str]) -> None:
@@ -181,6 +183,7 @@ def test_ci_run_in_namespaces_leaves_nothing_behind(tmp_path: Path,
     assert not net.list_namespaces(f"{net.NS_PREFIX}{run_id}-")
 
 
+@pytest.mark.slow
 def test_torchrun_launches_the_workers_with_its_own_rendezvous(tmp_path: Path) -> None:
     """The scale-out path (docs/scale-out.md): torchrun sets rank, world and rendezvous."""
     import json
@@ -203,6 +206,7 @@ def test_torchrun_launches_the_workers_with_its_own_rendezvous(tmp_path: Path) -
         assert out["config"]["master"] == "env"
 
 
+@pytest.mark.live
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: str) -> None:
