@@ -97,6 +97,9 @@ def test_the_cost_fit_uses_the_wfbp_all_reduces() -> None:
     f = fit_cost(ars, nominal)
     assert f.a == pytest.approx(0.002, abs=1e-6) and f.b == pytest.approx(1e-9, rel=1e-3)
     assert fit_cost(ars.iloc[3:], nominal) is nominal
+    # with the agreement rounds recorded, each all-reduce's cost starts at its round
+    f = fit_cost(ars.assign(agree_s=ars.start_s - 0.001), nominal)
+    assert f.a == pytest.approx(0.003, abs=1e-6)
 
 
 def synthetic_run(trace: nx.DiGraph) -> dict[str, Any]:

@@ -120,7 +120,8 @@ class PlanExecutor:
 
     ``fusion`` switches from the static plan order to Horovod's dynamic fusion (the plan's
     groups are then the fusable units, usually WFBP's). ``records`` collects
-    one dict per all-reduce: iteration, groups and byte ranges, start and end (Unix s).
+    one dict per all-reduce: iteration, groups and byte ranges, start and end (Unix s),
+    and ``agree_start``, when the agreement round that chose it began.
     """
 
     def __init__(self, module: nn.Module, plan: Plan, *, lr: float, timeout: float = 60.0,
@@ -137,6 +138,7 @@ class PlanExecutor:
         self._names = {id(q): n for n, q in params.items()}
         self._seen = -1  # ready partitions at the last round that agreed on none
         self._last_cycle = 0.0  # start of the last fusion cycle (monotonic s)
+        self._agree_start = 0.0  # start of the last agreement round (Unix s)
         self.groups: list[_GroupState] = []
         self.group_of: dict[str, int] = {}
         for gi, g in enumerate(plan.groups):
@@ -295,6 +297,7 @@ class PlanExecutor:
         if self.fusion is not None:
             time.sleep(max(0.0, self._last_cycle + self.fusion.cycle - time.monotonic()))
             self._last_cycle = time.monotonic()
+        self._agree_start = time.time()
         dist.all_reduce(flags, op=dist.ReduceOp.MIN)
         agreed = [k for k in sorted(self._pending) if flags[k]]
         self._seen = -1 if agreed else len(ready)
@@ -328,7 +331,8 @@ class PlanExecutor:
                 pos += v.numel()
         end = time.time()
         self.records.append({
-            "iteration": self.iteration, "start": start, "end": end,
+            "iteration": self.iteration, "agree_start": self._agree_start, "start": start,
+            "end": end,
             "bytes": sum(v.numel() * 4 for v in views),
             "parts": [[self.order[k][0], self.order[k][1].offset, self.order[k][1].bytes,
                        self.order[k][1].priority] for k in chosen],

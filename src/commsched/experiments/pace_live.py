@@ -30,9 +30,9 @@ and input size, and a link rate at which communication is comparable to computat
    * ``predicted_s``: compute times scaled so that one iteration without communication
      (:attr:`~commsched.sim.allreduce.Workload.compute_time`) takes the measured median
      :data:`~commsched.enforce.ddp.NO_COMM` step (the run's own load), and the all-reduce
-     cost ``a + b*S`` fitted to the run's WFBP all-reduces (:func:`fit_cost`: the
-     per-operation start-up that the nominal model leaves out). Not fitted to any step
-     time.
+     cost ``a + b*S`` fitted to the run's WFBP all-reduces, agreement round included
+     (:func:`fit_cost`: the per-operation start-up that the nominal model leaves out).
+     Not fitted to any step time.
 
    PyTorch DDP waits for every bucket at the end of the backward pass, so its step is
    predicted as the later of the last bucket's end and the compute time; the plan
@@ -320,6 +320,7 @@ def tables(run: Mapping[str, Any], bin_s: float = 0.005) -> dict[str, pd.DataFra
                     continue
                 ars.append({**key, "policy": name, "rank": rank, "round": rnd,
                             "iteration": first + r["iteration"] - warm,
+                            "agree_s": r.get("agree_start", r["start"]) - t0,
                             "start_s": r["start"] - t0,
                             "end_s": r["end"] - t0, "bytes": r["bytes"],
                             "partitions": len(r["parts"]),
@@ -336,12 +337,15 @@ def fit_cost(allreduces: pd.DataFrame, nominal: LinearModel, policy: str = "wfbp
              ) -> LinearModel:
     """The all-reduce cost ``a + b*S`` fitted (:func:`commsched.cost.fit_linear`) to the
     run's own all-reduces of ``policy`` (WFBP: one per tensor, sizes over several
-    decades; each starts when both workers agreed on it, so its duration is the
-    transfer's); ``nominal`` when the run has none."""
+    decades), each from the start of the agreement round that chose it (the workers'
+    one small all-reduce before every decision, :class:`commsched.enforce.ddp.
+    PlanExecutor`, which the channel spends on every all-reduce too) to its end;
+    ``nominal`` when the run has none."""
     d = allreduces[allreduces["policy"] == policy] if len(allreduces) else allreduces
     if len(d) < 2 or d["bytes"].nunique() < 2:
         return nominal
-    f = fit_linear(d["bytes"], d["end_s"] - d["start_s"])
+    begin = d["agree_s"] if "agree_s" in d else d["start_s"]
+    f = fit_linear(d["bytes"], d["end_s"] - begin)
     return LinearModel(max(f.a, 0.0), f.b)
 
 
