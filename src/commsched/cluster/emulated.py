@@ -66,7 +66,10 @@ class ClusterConfig:
     ``bandwidth``/``burst``/``latency`` are the ``tbf`` parameters of every host link
     (FACTS: ``1gbit``, ``64kb``, ``10ms`` gave 109 MiB/s between namespaces). ``threads``
     is each server's intra-op and inter-op thread count. ``start_timeout`` bounds the wait
-    for the servers (they take about 8 s); ``ttl`` bounds a server's life.
+    for the servers (they take about 8 s); ``ttl`` bounds a server's life. With
+    ``servers=False`` only the network is built (hosts ``w0..``; ``n_ps`` may be 0): the
+    caller starts its own processes with :meth:`EmulatedCluster.spawn_client` (the live
+    DDP runs, :mod:`commsched.experiments.pace_live`).
     """
 
     n_ps: int = 1
@@ -78,9 +81,10 @@ class ClusterConfig:
     threads: int = 1
     start_timeout: float = 90.0
     ttl: float = 3600.0
+    servers: bool = True
 
     def __post_init__(self) -> None:
-        if self.n_ps < 1 or self.n_workers < 1:
+        if self.n_ps < int(self.servers) or self.n_workers < 1:
             raise CommschedError("a cluster needs at least one ps and one worker")
         if not 1 <= self.port <= 65535:
             raise CommschedError(f"port {self.port} out of range")
@@ -184,7 +188,7 @@ class EmulatedCluster:
             net.shape(self.bridge_ns, lk.bridge_dev, cfg.bandwidth, cfg.burst, cfg.latency)
         spec = json.dumps(self.spec)
         ready = {}
-        for i, lk in enumerate(self.links):
+        for i, lk in enumerate(self.links if cfg.servers else []):
             job, task = ("ps", i) if i < cfg.n_ps else ("worker", i - cfg.n_ps)
             ready[lk.host] = self.state.dir / "ready" / lk.host
             argv = [sys.executable, "-m", "commsched.cluster.server", "--cluster", spec,

@@ -3,6 +3,11 @@
 * ``commsched trace --model NAME --batch B --mode train|infer [--out FILE]`` traces one
   iteration (:func:`commsched.trace.tf.trace_model`) and writes the traced graph and, beside
   it (or under ``--raw-out DIR``), the raw trace ``<name>.raw.json.gz``.
+* ``commsched trace --framework torch --model NAME --batch B --mode train|infer
+  --device cpu|cuda`` traces a PyTorch model (:func:`commsched.trace.torch.trace_model`;
+  models: :mod:`commsched.trace.torch_models`) into
+  ``results/traces/<model>-torch-<device>-<mode>-b<batch>.json.gz`` (no raw trace: the
+  per-step samples are in the graph).
 * ``commsched trace --check GRAPH RAW`` rejects a raw trace that does not match its graph,
   naming the op (:func:`commsched.trace.format.check_trace`).
 * ``commsched trace --count MODEL [MODEL ...] --out FILE`` writes TicTac Table 1's columns
@@ -35,6 +40,8 @@ def register(sub: Any) -> None:
     action.add_argument("--count", nargs="+", metavar="MODEL",
                         help="write the model-table columns of MODELs (JSON) to --out")
     action.add_argument("--list", action="store_true", help="list the model zoo")
+    p.add_argument("--framework", choices=["tf", "torch"], default="tf",
+                   help="TensorFlow (default) or PyTorch")
     p.add_argument("--model", help="model name (see --list)")
     p.add_argument("--batch", type=int, help="batch size (default: the model's standard batch)")
     p.add_argument("--mode", choices=["train", "infer"], default="train")
@@ -42,9 +49,11 @@ def register(sub: Any) -> None:
                    help="input size: image side or sequence length (default: the model's)")
     p.add_argument("--warmup", type=int, default=2, help="untraced warm-up iterations")
     p.add_argument("--iters", type=int, default=3, help="traced iterations (K samples per op)")
-    p.add_argument("--intra-threads", type=int, default=2, help="intra-op threads")
+    p.add_argument("--intra-threads", type=int,
+                   help="intra-op threads (default: 2 with tf, 1 with torch)")
     p.add_argument("--inter-threads", type=int, default=1, help="inter-op threads")
-    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument("--device", choices=["cpu", "gpu", "cuda"], default="cpu",
+                   help="cpu, or a GPU: 'gpu' (tf) / 'cuda' (torch)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--min-coverage", type=float, default=0.95,
                    help="fail if fewer ops got a time (default 0.95)")
@@ -92,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         return _count(args.count, args.out, args.size, args.batch)
     if not args.model:
         raise CommschedError("--model is required (see commsched trace --list)")
+    if args.framework == "torch":
+        return _trace_torch(args)
     spec = zoo.get(args.model)
     batch = spec.standard_batch if args.batch is None else args.batch
     out = Path(args.out or f"results/traces/{args.model}-{args.mode}-b{batch}.json.gz")
@@ -103,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
     g, raw = trace_model(
         args.model, batch, args.mode, size=args.size, warmup=args.warmup,
-        iterations=args.iters, intra_threads=args.intra_threads,
+        iterations=args.iters, intra_threads=args.intra_threads or 2,
         inter_threads=args.inter_threads, device=args.device, seed=args.seed,
         min_coverage=args.min_coverage,
     )
@@ -113,4 +124,27 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} variables, "
           f"coverage {meta['coverage']:.1%}, step {statistics.median(meta['step_wall_s']):.4g} s "
           f"(median of {len(meta['step_wall_s'])}); raw trace {raw_out}")
+    return 0
+
+
+def _trace_torch(args: argparse.Namespace) -> int:
+    from commsched.trace import torch_models
+    from commsched.trace.torch import trace_file_name, trace_model
+
+    if args.device == "gpu":
+        raise CommschedError("with --framework torch the GPU device is called 'cuda'")
+    spec = torch_models.get(args.model)
+    batch = 8 if args.batch is None else args.batch
+    out = Path(args.out or Path("results/traces") / trace_file_name(
+        spec.name, args.device, args.mode, batch))
+    g = trace_model(
+        spec.name, batch, args.mode, size=args.size, warmup=args.warmup,
+        iterations=args.iters, threads=args.intra_threads or 1, device=args.device,
+        seed=args.seed, min_coverage=args.min_coverage,
+    )
+    graph.save(g, out)
+    meta = g.graph["meta"]
+    print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} parameters, "
+          f"coverage {meta['coverage']:.1%}, step {statistics.median(meta['step_wall_s']):.4g} s "
+          f"(median of {len(meta['step_wall_s'])})")
     return 0
