@@ -134,8 +134,9 @@ def heft_core(
     dev = np.full(n, -1, dtype=np.int64)
     start = np.zeros(n)
     finish = np.zeros(n)
-    starts: list[list[float]] = [[] for _ in range(ndev)]
-    ends: list[list[float]] = [[] for _ in range(ndev)]
+    slots = [_Slots() for _ in range(ndev)]
+    last_end = np.zeros(ndev)
+    max_gap = np.zeros(ndev)
     inv_rate = 1.0 / rate
     for v in order:
         v = int(v)
@@ -144,40 +145,81 @@ def heft_core(
             est = np.min(arr, axis=0) if min_est else np.max(arr, axis=0)
         else:
             est = np.zeros(ndev)
-        lower = est + w[v]
+        wv = w[v]
+        lower = est + wv
         mask = choose(v, lower) if choose is not None else np.ones(ndev, dtype=bool)
-        cand = np.nonzero(mask)[0]
-        cand = cand[np.lexsort((cand, lower[cand]))]
-        best_d, best_f, best_s = -1, np.inf, 0.0
-        for d in cand:
-            if lower[d] > best_f:
-                break
-            d = int(d)
-            t = _slot(starts[d], ends[d], float(est[d]), float(w[v, d]))
-            f = t + float(w[v, d])
-            if f < best_f or (f == best_f and d < best_d):
-                best_d, best_f, best_s = d, f, t
-        if best_d < 0:
+        # appending after the device's last node, then better gaps where one may exist
+        begin = np.maximum(est, last_end)
+        eft = np.where(mask, begin + wv, np.inf)
+        best = float(eft.min())
+        if not np.isfinite(best):
             raise ValueError(f"node {v}: no device to choose from")
-        k = bisect.bisect_right(starts[best_d], best_s)
-        starts[best_d].insert(k, best_s)
-        ends[best_d].insert(k, best_f)
-        dev[v], start[v], finish[v] = best_d, best_s, best_f
+        cand = np.nonzero(mask & (max_gap >= wv) & (lower <= best))[0]
+        for d in cand[np.argsort(lower[cand], kind="stable")]:
+            if lower[d] > best:
+                break
+            t = slots[d].find(float(est[d]), float(wv[d]))
+            if t is not None and t + wv[d] < eft[d]:
+                begin[d] = t
+                eft[d] = t + wv[d]
+                best = min(best, float(eft[d]))
+        d = int(np.argmin(eft))
+        t, f = float(begin[d]), float(eft[d])
+        if t >= last_end[d]:
+            if t > last_end[d]:
+                slots[d].add(float(last_end[d]), t)
+            last_end[d] = f
+        else:
+            slots[d].take(t, f)
+        max_gap[d] = slots[d].longest()
+        dev[v], start[v], finish[v] = d, t, f
         if placed is not None:
-            placed(v, best_d)
+            placed(v, d)
     return HeftResult(dev, start, finish, rank, float(finish.max()) if n else 0.0)
 
 
-def _slot(starts: list[float], ends: list[float], est: float, dur: float) -> float:
-    """Earliest start >= est of a ``dur`` long gap among sorted busy intervals."""
-    i = bisect.bisect_right(ends, est)
-    t = est
-    while i < len(starts):
-        if t + dur <= starts[i]:
-            return t
-        t = max(t, ends[i])
-        i += 1
-    return t
+class _Slots:
+    """The idle gaps of one device before its last node (sorted, disjoint)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self._longest = 0.0
+
+    def add(self, a: float, b: float) -> None:
+        k = bisect.bisect_left(self.starts, a)
+        self.starts.insert(k, a)
+        self.ends.insert(k, b)
+        self._longest = max(self._longest, b - a)
+
+    def find(self, est: float, dur: float) -> float | None:
+        """Earliest start >= est of a gap that holds ``dur``; None if no gap does."""
+        k = bisect.bisect_left(self.ends, est + dur)
+        starts, ends = self.starts, self.ends
+        while k < len(starts):
+            t = max(est, starts[k])
+            if t + dur <= ends[k]:
+                return t
+            k += 1
+        return None
+
+    def take(self, t: float, f: float) -> None:
+        """Occupy [t, f] inside one gap."""
+        k = bisect.bisect_right(self.starts, t) - 1
+        a, b = self.starts[k], self.ends[k]
+        del self.starts[k], self.ends[k]
+        if f < b:
+            self.starts.insert(k, f)
+            self.ends.insert(k, b)
+        if a < t:
+            self.starts.insert(k, a)
+            self.ends.insert(k, t)
+        if b - a >= self._longest:
+            self._longest = max((e - s for s, e in zip(self.starts, self.ends, strict=True)),
+                                default=0.0)
+
+    def longest(self) -> float:
+        return self._longest
 
 
 def topcuoglu_example() -> tuple[np.ndarray, dict[tuple[int, int], float]]:

@@ -141,14 +141,21 @@ def _rank_targets(eg: ExecGraph) -> list[list[int]]:
 
 
 class _MsrQueue:
+    """Ready nodes with successors are ranked at each decision; nodes without any (rank 0
+    whatever the state) wait in a PCT heap, so only the former are scanned."""
+
     def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float],
                  ties: list[float], published: bool) -> None:
         self._eg, self._t, self._val, self._ties = eg, targets, val, ties
         self._published = published
         self._items: list[int] = []
+        self._plain: list[tuple[float, float, int]] = []
 
     def push(self, node: int) -> None:
-        self._items.append(node)
+        if self._t[node]:
+            self._items.append(node)
+        else:
+            heapq.heappush(self._plain, (-self._val[node], self._ties[node], node))
 
     def rank(self, x: int, state: SimState) -> int:
         """Eq. 5.2 of node ``x`` in the current simulation state."""
@@ -168,18 +175,22 @@ class _MsrQueue:
 
     def pop(self, state: SimState) -> int:
         items = self._items
-        best_k, best = 0, None
+        best_k, best = -1, None
         for k, x in enumerate(items):
             key = (self.rank(x, state), self._val[x], -self._ties[x])
             if best is None or key > best:
                 best_k, best = k, key
+        if self._plain:
+            v, tie, x = self._plain[0]
+            if best is None or (0, -v, -tie) > best:
+                return heapq.heappop(self._plain)[2]
         x = items[best_k]
         items[best_k] = items[-1]
         items.pop()
         return x
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + len(self._plain)
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
