@@ -20,7 +20,8 @@ from commsched.errors import CommschedError
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Modules under ``commsched.commands``, in the order ``--help`` lists them.
-COMMANDS = ["validate", "simulate", "generate", "order", "view", "trace", "cluster", "claims"]
+COMMANDS = ["validate", "simulate", "generate", "order", "view", "trace", "cluster", "claims",
+            "place"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ import numpy as np
 from commsched.placement.model import Cluster, Problem
 from commsched.sim.devices import COMPUTE, RECV, SEND, ExecGraph
 
-__all__ = ["DEFAULT_SEND_OPS", "insert_send_recv"]
+__all__ = ["DEFAULT_SEND_OPS", "exec_names", "insert_send_recv"]
 
 #: Operations of a send node (thesis Sec. 2.5: nodes 6 and 8 of Fig. 2.3).
 DEFAULT_SEND_OPS = 10.0
@@ -59,3 +59,16 @@ def insert_send_recv(p: Problem, c: Cluster, placement: np.ndarray,
             edges.extend((rcv, s, 0.0) for s in remote[e])
             traffic += float(p.size[v])
     return ExecGraph.build(c.n, device, duration, kind, origin, tensor, edges, traffic)
+
+
+def exec_names(p: Problem, eg: ExecGraph) -> list[str]:
+    """Readable names of the executed graph's nodes: the original id, ``send <id>-><d>``
+    and ``recv <id>@<d>``."""
+    names = [str(x) for x in p.ids]
+    for i in range(p.n, eg.n):
+        src = p.ids[eg.origin[i]]
+        if eg.kind[i] == SEND:
+            names.append(f"send {src}->{eg.device[i + 1]}")
+        else:
+            names.append(f"recv {src}@{eg.device[i]}")
+    return names

@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from commsched.graph import CompiledGraph
+from commsched.sim.priority import Schedule
 from commsched.sim.validate import InvalidSchedule
 
 __all__ = [
@@ -118,6 +120,18 @@ class ExecGraph:
                          float(traffic))
 
 
+    def compiled(self, names: Sequence[str]) -> CompiledGraph:
+        """This graph as a :class:`~commsched.graph.CompiledGraph` with one resource
+        ``device <d>`` of capacity 1 per device (for :mod:`commsched.io.chrome`)."""
+        return CompiledGraph(
+            ids=list(names), duration=list(self.duration), resource=list(self.device),
+            priority=[None] * self.n,
+            indegree=[self.pred_ptr[i + 1] - self.pred_ptr[i] for i in range(self.n)],
+            succ_ptr=list(self.succ_ptr), succ_idx=list(self.succ_idx),
+            resource_names=[f"device {d}" for d in range(self.n_devices)],
+            capacity=[1] * self.n_devices)
+
+
 @dataclass
 class SimState:
     """What a ready queue may look at when its device decides (read only)."""
@@ -166,6 +180,10 @@ class DeviceSchedule:
     decisions: list[tuple[int, float, int]]  # (device, time, executable nodes before it)
     peak_memory: list[float]  # per device: most tensor memory held at once
     memory: list[tuple[float, int, float]] = field(default_factory=list)  # (time, device, held)
+
+    def as_schedule(self, names: Sequence[str]) -> Schedule:
+        """Start and end times as a :class:`~commsched.sim.priority.Schedule`."""
+        return Schedule(list(names), list(self.start), list(self.end))
 
     def utilisation(self) -> list[float]:
         """Busy time / makespan per device."""
