@@ -177,7 +177,7 @@ class DeviceSchedule:
     makespan: float
     traffic: float
     busy: list[float]  # per device: time spent running nodes
-    decisions: list[tuple[int, float, int]]  # (device, time, executable nodes before it)
+    decisions: list[tuple[int, float, int, int]]  # (device, time, executable before, node)
     peak_memory: list[float]  # per device: most tensor memory held at once
     memory: list[tuple[float, int, float]] = field(default_factory=list)  # (time, device, held)
 
@@ -215,25 +215,28 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
     held = [0.0] * ndev
     peak = [0.0] * ndev
     mem_series: list[tuple[float, int, float]] = []
-    decisions: list[tuple[int, float, int]] = []
+    decisions: list[tuple[int, float, int, int]] = []
     link_free: dict[tuple[int, int], float] = {}
     state = SimState(0.0, busy, queues, unstarted)
     events: list[tuple[float, int, int]] = []  # (time, seq, code): code>=0 end, <0 arrival
     seq = 0
+    touched: set[int] = set()  # devices that became free or got an executable node
     for i in range(n):
         if missing[i] == 0:
             queues[device[i]].push(i)
+            touched.add(device[i])
     done = 0
     t = 0.0
     while True:
         # every free device with executable nodes decides now, in device-id order
         state.time = t
-        for d in range(ndev):
+        for d in sorted(touched):
             q = queues[d]
             if busy[d] or not len(q):
                 continue
-            decisions.append((d, t, len(q)))
+            ready = len(q)
             x = q.pop(state)
+            decisions.append((d, t, ready, x))
             start[x] = t
             f = t + duration[x]
             end[x] = f
@@ -251,6 +254,7 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                 unstarted[si[k]] -= 1
             heapq.heappush(events, (f, seq, x))
             seq += 1
+        touched = set()
         if not events:
             break
         t = events[0][0]
@@ -261,10 +265,12 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                 missing[j] -= 1
                 if missing[j] == 0:
                     queues[device[j]].push(j)
+                    touched.add(device[j])
                 continue
             x = code
             d = device[x]
             busy[d] = False
+            touched.add(d)
             done += 1
             if consumers[x] and tensor[x]:
                 held[d] += tensor[x]
@@ -277,6 +283,7 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                     missing[j] -= 1
                     if missing[j] == 0:
                         queues[device[j]].push(j)
+                        touched.add(device[j])
                     continue
                 arrive = t + delay
                 if link_contention:
