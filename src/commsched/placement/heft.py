@@ -91,6 +91,7 @@ def heft_core(
     placed: Callable[[int, int], None] | None = None,
     min_est: bool = False,
     tie: np.ndarray | None = None,
+    comm_factor: float | None = None,
 ) -> HeftResult:
     """Insertion-based HEFT.
 
@@ -118,11 +119,17 @@ def heft_core(
         Secondary sort key of the rank order (default: topological position, so every
         predecessor comes first). With another key, a predecessor of equal rank that is
         not yet scheduled is ignored in the earliest start.
+    comm_factor
+        The rank's communication cost is ``data * comm_factor``; default ``1 / mean rate``
+        over distinct device pairs (the thesis). SAGA, for instance, averages
+        ``1 / rate`` over all pairs including a device with itself (cost 0).
     """
     n, ndev = w.shape
     topo = _topo(succ)
     off = rate[~np.eye(ndev, dtype=bool)]
     mean_rate = float(off.mean()) if off.size else 1.0
+    if comm_factor is not None:
+        mean_rate = 1.0 / comm_factor
     rank = upward_ranks(w_mean, succ, data, mean_rate, topo)
     pos = np.empty(n)
     pos[topo] = np.arange(n)

@@ -41,11 +41,14 @@ Two nodes on device 0, the second one sent to device 1 (rate 2, size 4: 2 time u
 
 from __future__ import annotations
 
+import gc
 import heapq
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from commsched.graph import CompiledGraph
 from commsched.sim.priority import Schedule
@@ -100,25 +103,21 @@ class ExecGraph:
     def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
               kind: Sequence[int], origin: Sequence[int], tensor: Sequence[float],
               edges: Sequence[tuple[int, int, float]], traffic: float) -> ExecGraph:
-        """Assemble the CSR arrays from an edge list ``(u, v, delay)``."""
+        """Assemble the CSR arrays from an edge list ``(u, v, delay)`` (edges keep their
+        order within a source and within a target)."""
         n = len(device)
-        succ: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-        pred: list[list[int]] = [[] for _ in range(n)]
-        for u, v, d in edges:
-            succ[u].append((v, float(d)))
-            pred[v].append(u)
-        sp, si, sd, pp, pi = [0], [], [], [0], []
-        for i in range(n):
-            for v, d in succ[i]:
-                si.append(v)
-                sd.append(d)
-            sp.append(len(si))
-            pi.extend(pred[i])
-            pp.append(len(pi))
+        e = np.asarray(edges, dtype=float).reshape(-1, 3)
+        u, v = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
+        by_u = np.argsort(u, kind="stable")
+        by_v = np.argsort(v, kind="stable")
+        sp = np.zeros(n + 1, dtype=np.int64)
+        pp = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(u, minlength=n), out=sp[1:])
+        np.cumsum(np.bincount(v, minlength=n), out=pp[1:])
         return ExecGraph(n_devices, list(device), [float(x) for x in duration], list(kind),
-                         list(origin), [float(x) for x in tensor], sp, si, sd, pp, pi,
-                         float(traffic))
-
+                         list(origin), [float(x) for x in tensor], sp.tolist(),
+                         v[by_u].tolist(), e[by_u, 2].tolist(), pp.tolist(),
+                         u[by_v].tolist(), float(traffic))
 
     def compiled(self, names: Sequence[str]) -> CompiledGraph:
         """This graph as a :class:`~commsched.graph.CompiledGraph` with one resource
@@ -200,6 +199,17 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
     """
     if len(queues) != eg.n_devices:
         raise ValueError(f"need {eg.n_devices} ready queues, got {len(queues)}")
+    enabled = gc.isenabled()
+    gc.disable()  # the loop allocates many small tuples and no cycles
+    try:
+        return _simulate(eg, queues, link_contention, record_memory)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool,
+              record_memory: bool) -> DeviceSchedule:
     n, ndev = eg.n, eg.n_devices
     device, duration = eg.device, eg.duration
     sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
