@@ -58,7 +58,7 @@ def all_combinations(p: Problem, c: Cluster) -> dict[str, Any]:
         placement, pt = partition(p, c, pn, Options())
         out["partition_s"][pn] = pt
         for sn in SCHEDULERS:
-            eg, s, st = schedule(p, c, placement, sn, Options())
+            _, s, st = schedule(p, c, placement, sn, Options())
             key = f"{pn}+{sn}"
             out["schedule_s"][key] = st
             out["makespan"][key] = s.makespan
@@ -101,6 +101,7 @@ def part_java(thesis_data: Path | None) -> dict[str, Any]:
         r50 = all_combinations(p, dev50)
         total = time.perf_counter() - t
         out[name] = {"nodes": p.n, "edges": p.n_edges, "source": source,
+                     "seconds_7_devices": r7["total_s"], "seconds_50_devices": r50["total_s"],
                      "combinations": 2 * len(PARTITIONERS) * len(SCHEDULERS),
                      "seconds": total, "java_seconds": JAVA_S[name],
                      "speedup_vs_java": JAVA_S[name] / total}

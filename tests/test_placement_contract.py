@@ -114,7 +114,7 @@ def test_partitioners_feasible_or_one_line_error(seed, ndev, mem, sem):
 def test_unplaceable_unit_is_named():
     p = Problem.build(ops=[1, 1], size=[1, 1], edges=[(0, 1)], constraint=["TPU", "NO"])
     c = random_devices(3, seed=0)
-    for name, part in PARTITIONERS.items():
+    for part in PARTITIONERS.values():
         with pytest.raises(PlacementError, match="node 0 fits on no device"):
             part(p, c, Options())
 

@@ -73,7 +73,8 @@ def test_sec25_makespan_traffic_and_pct_order():
     assert s.makespan == pytest.approx(14.0)
     table21 = {0: [0, 1, 6, 8], 1: [7, 2, 3], 2: [9, 4, 5]}
     for d, order in table21.items():
-        ran = sorted((i for i in range(eg.n) if eg.device[i] == d), key=lambda i: (s.start[i], s.end[i]))
+        ran = sorted((i for i in range(eg.n) if eg.device[i] == d),
+                     key=lambda i: (s.start[i], s.end[i]))
         assert ran == order
     assert best_order_makespan(eg)[0] == pytest.approx(14.0)
 

@@ -52,14 +52,16 @@ def best_order_makespan(eg: ExecGraph, bound: float = np.inf) -> tuple[float, li
     missing = [eg.pred_ptr[i + 1] - eg.pred_ptr[i] for i in range(n)]
     ready_at = [0.0] * n
     dev_free = [0.0] * eg.n_devices
-    best = [bound, []]
+    best_span = bound
+    best_order: list[int] = []
     order: list[int] = []
 
     def rec(span: float) -> None:
-        if span >= best[0]:
+        nonlocal best_span, best_order
+        if span >= best_span:
             return
         if len(order) == n:
-            best[0], best[1] = span, list(order)
+            best_span, best_order = span, list(order)
             return
         for x in range(n):
             if missing[x] != 0:
@@ -86,7 +88,7 @@ def best_order_makespan(eg: ExecGraph, bound: float = np.inf) -> tuple[float, li
             dev_free[d] = saved_free
 
     rec(0.0)
-    return float(best[0]), list(best[1])
+    return float(best_span), best_order
 
 
 def optimum(p: Problem, c: Cluster, send_ops: float = DEFAULT_SEND_OPS) -> Optimum:

@@ -148,10 +148,8 @@ def heft_core(
     for v in order:
         v = int(v)
         arr = [finish[p] + data(p, v) * inv_rate[dev[p]] for p in pred[v] if dev[p] >= 0]
-        if arr:
-            est = np.min(arr, axis=0) if min_est else np.max(arr, axis=0)
-        else:
-            est = np.zeros(ndev)
+        est = ((np.min(arr, axis=0) if min_est else np.max(arr, axis=0)) if arr
+               else np.zeros(ndev))
         wv = w[v]
         lower = est + wv
         mask = choose(v, lower) if choose is not None else np.ones(ndev, dtype=bool)

@@ -48,9 +48,9 @@ from commsched.io.thesis import Devices
 __all__ = [
     "NO",
     "SEMANTICS",
-    "Options",
     "TYPES",
     "Cluster",
+    "Options",
     "PlacementError",
     "Problem",
     "Semantics",
@@ -95,7 +95,9 @@ class PlacementError(CommschedError):
 class UnionFind:
     """Disjoint sets over ``0..n-1`` with path halving and union by size.
 
-    >>> u = UnionFind(4); u.union(0, 2); u.union(2, 3); u.find(3) == u.find(0)
+    >>> u = UnionFind(4)
+    >>> _ = u.union(0, 2), u.union(2, 3)
+    >>> u.find(3) == u.find(0)
     True
     """
 

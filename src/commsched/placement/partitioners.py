@@ -39,6 +39,8 @@ predecessor already sends to the device compares a successor's node id with the 
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 from collections.abc import Callable, Iterable, Sequence
 
@@ -252,8 +254,6 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
     an error. Source ranks are updated incrementally (only downstream of removed edges).
     """
-    import heapq
-
     st = _State(p, c)
     n = p.n
     ops = p.ops
@@ -321,7 +321,7 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
             _place_subpath(st, [u for u in units if st.unit_dev[u] < 0])
         # remove the path's edges and update ranks downstream
         touched: list[tuple[int, int]] = []
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             rout[a].discard(b)
             rin[b].discard(a)
             heapq.heappush(touched, (int(pos[b]), b))
@@ -410,10 +410,7 @@ class _Heuristic:
         c, st = self.c, self.st
         tt = self.traffic_temp(u)
         that = float(tt[mask].max())
-        if that == 0.0:
-            traf = np.ones(c.n)
-        else:
-            traf = np.where(tt == 0.0, 1e-6, tt / that)
+        traf = np.ones(c.n) if that == 0.0 else np.where(tt == 0.0, 1e-6, tt / that)
         et = (st.ops + self.p.unit_ops[u]) / c.speed
         ehat = float(et[mask].max())
         ex = et / ehat if ehat > 0 else np.ones(c.n)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
+
 from commsched.placement.model import Cluster, Options
 from commsched.sim.devices import COMPUTE, RECV, SEND, ExecGraph, FifoQueue, ReadyQueue, SimState
 

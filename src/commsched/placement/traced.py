@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+
 from commsched.placement.model import Problem
 
 __all__ = ["log_range", "problem_from_trace"]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -339,7 +340,7 @@ def check_device_schedule(eg: ExecGraph, s: DeviceSchedule, tol: float = 1e-9) -
             per_dev[eg.device[i]].append((s.start[i], s.end[i], i))
     for d, iv in enumerate(per_dev):
         iv.sort()
-        for (_, e0, a), (s1, _, b) in zip(iv, iv[1:], strict=False):
+        for (_, e0, a), (s1, _, b) in itertools.pairwise(iv):
             if s1 < e0 - eps:
                 raise InvalidSchedule(f"device {d} runs nodes {a} and {b} at once")
     last = max(s.end, default=0.0)

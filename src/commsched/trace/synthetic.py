@@ -176,7 +176,8 @@ def level_dag(
 
     Count targets (for Table 7.1 of the thesis, which gives counts, not probabilities):
     ``nodes`` adjusts the drawn level sizes one node at a time (random levels, within
-    ``min_per_level..max_per_level``) until they sum to ``nodes``; ``level_edges`` replaces ``edge_prob`` by ``level_edges / C``, C the number of
+    ``min_per_level..max_per_level``) until they sum to ``nodes``; ``level_edges``
+    replaces ``edge_prob`` by ``level_edges / C``, C the number of
     candidate pairs of step 2 for the level sizes drawn in step 1; ``long_range_edges``
     replaces the number of step-3 attempts; ``colocated_nodes`` replaces step 4's random
     group counts by ``round(colocated_nodes * 2**-k / 1.5)`` groups of size k (the same
