@@ -236,6 +236,8 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
         pr = pp["heft"] / pp["mite"] - 1
         m["placement.tensorflow.published.heft_over_mite_min"] = float(pr.min())
         m["placement.tensorflow.published.heft_over_mite_max"] = float(pr.max())
+        m["placement.tensorflow.published.cp_mite_dfs_beat_heft_frac"] = _frac(
+            [pp.loc[g, k] < pp.loc[g, "heft"] for g in pp.index for k in ("cp", "mite", "dfs")])
     m["placement.tensorflow.hashing_worst_frac"] = _frac(
         list(tf_pct.idxmax(axis=1) == "hashing"))
     m["placement.tensorflow.mite_or_cp_best_frac"] = _frac(
@@ -251,11 +253,12 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     worst2 = syn_pct.apply(lambda r: set(r.nlargest(2).index), axis=1)
     m["placement.synthetic.hashing_batch_split_worst_frac"] = _frac(
         [w == {"hashing", "batch_split"} for w in worst2])
-    g12 = [g for g in ("graph 1", "graph 2") if g in syn_pct.index]
-    if g12:
-        m["placement.synthetic.mite_over_heft_cp_icp_g12"] = float(np.mean(
-            [syn_pct.loc[g, "mite"] / syn_pct.loc[g, ["heft", "cp", "icp"]].mean()
-             for g in g12]))
+    for tag, gs in (("g12", ("graph 1", "graph 2")), ("g3", ("graph 3",))):
+        present = [g for g in gs if g in syn_pct.index]
+        if present:
+            m[f"placement.synthetic.mite_over_heft_cp_icp_{tag}"] = float(np.mean(
+                [syn_pct.loc[g, "mite"] / syn_pct.loc[g, ["heft", "cp", "icp"]].mean()
+                 for g in present]))
     # traffic rankings (Figs. 7.2, 7.5)
     syn_tr = _mean(synthetic, "traffic").groupby(["graph", "partitioner"]).traffic.mean()
     syn_tr = syn_tr.unstack()
@@ -295,6 +298,9 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
         m["placement.seven.batch_split_over_best_dynamic_rnn"] = bs_rank(seven)
         if "dynamic_rnn" in set(tensorflow.graph):
             m["placement.tensorflow.batch_split_over_best_dynamic_rnn"] = bs_rank(tensorflow)
+            m["placement.seven.batch_split_7_over_50_dynamic_rnn"] = (
+                m["placement.seven.batch_split_over_best_dynamic_rnn"]
+                / m["placement.tensorflow.batch_split_over_best_dynamic_rnn"])
     g2 = gantt[(gantt.graph == "graph 2") & (gantt.partitioner == "mite")]
     if len(g2):
         busy = (g2.end - g2.start).groupby(g2.device).sum()
