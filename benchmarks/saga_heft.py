@@ -2,7 +2,8 @@
 
 Input: {"ops": [...], "size": [...], "edges": [[u, v], ...], "speed": [...],
 "rate": [[...], ...]} (task i costs ops[i], edge (u, v) carries size[u], device j has
-speed[j], rate[a][b] is the bandwidth). Prints {"build_s", "schedule_s", "makespan"}.
+speed[j], rate[a][b] is the bandwidth). Prints {"build_s", "schedule_s", "makespan",
+"anrg_saga_version"}.
 Called by bench_placement.py; kept apart because SAGA is not a project dependency.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from importlib.metadata import version
 
 from saga import Network, TaskGraph
 from saga.schedulers.heft import HeftScheduler
@@ -31,7 +33,8 @@ def main() -> int:
     t = time.perf_counter()
     schedule = HeftScheduler().schedule(network, task_graph)
     run = time.perf_counter() - t
-    print(json.dumps({"build_s": build, "schedule_s": run, "makespan": schedule.makespan}))
+    print(json.dumps({"build_s": build, "schedule_s": run, "makespan": schedule.makespan,
+                      "anrg_saga_version": version("anrg-saga")}))
     return 0
 
 
