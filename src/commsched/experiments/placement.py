@@ -253,7 +253,8 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     worst2 = syn_pct.apply(lambda r: set(r.nlargest(2).index), axis=1)
     m["placement.synthetic.hashing_batch_split_worst_frac"] = _frac(
         [w == {"hashing", "batch_split"} for w in worst2])
-    for tag, gs in (("g12", ("graph 1", "graph 2")), ("g3", ("graph 3",))):
+    for tag, gs in (("g12", ("graph 1", "graph 2")), ("g3", ("graph 3",)),
+                    ("g56", ("graph 5", "graph 6"))):
         present = [g for g in gs if g in syn_pct.index]
         if present:
             m[f"placement.synthetic.mite_over_heft_cp_icp_{tag}"] = float(np.mean(
@@ -262,6 +263,10 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     # traffic rankings (Figs. 7.2, 7.5)
     syn_tr = _mean(synthetic, "traffic").groupby(["graph", "partitioner"]).traffic.mean()
     syn_tr = syn_tr.unstack()
+    by_graph = syn_tr.mean(axis=1)  # graph 1 lowest, graph 6 highest (Fig. 7.2)
+    if {"graph 1", "graph 6"} <= set(by_graph.index):
+        m["placement.synthetic.traffic_g1_lowest_g6_highest"] = float(
+            by_graph.idxmin() == "graph 1" and by_graph.idxmax() == "graph 6")
     m["placement.synthetic.traffic_hashing_heft_cp_worst_frac"] = _frac(
         [set(r.nlargest(3).index) == {"hashing", "heft", "cp"} for _, r in syn_tr.iterrows()])
     tf_tr = _mean(tensorflow, "traffic").groupby(["graph", "partitioner"]).traffic.mean()
@@ -279,6 +284,14 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
         m[f"placement.{tag}.{slowest}_slowest_frac"] = _frac(list(pt.idxmax(axis=1) == slowest))
         m[f"placement.{tag}.hashing_time_over_median"] = float(
             (pt["hashing"] / pt.median(axis=1)).mean())
+        if tag == "tensorflow":  # HEFT second slowest (Sec. 7.2)
+            second = pt.apply(lambda r: r.nlargest(2).index[-1], axis=1)
+            m["placement.tensorflow.heft_second_slowest_frac"] = _frac(list(second == "heft"))
+        else:  # HEFT's time orders the graphs as their node counts do (Sec. 7.1)
+            nodes = synthetic.groupby("graph").nodes.first().reindex(pt.index)
+            if len(pt) > 1:
+                m["placement.synthetic.heft_time_nodes_rank_corr"] = float(np.corrcoef(
+                    pt["heft"].rank(), nodes.rank())[0, 1])
     # seven devices (Sec. 7.3)
     s7 = _mean(seven[seven.scheduler == "pct"], "makespan").groupby("graph").makespan.mean()
     s100 = _mean(synthetic[synthetic.scheduler == "pct"], "makespan").groupby(
