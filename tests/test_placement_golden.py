@@ -11,7 +11,8 @@ import pytest
 from commsched.placement.bruteforce import best_order_makespan
 from commsched.placement.heft import heft_core, topcuoglu_example
 from commsched.placement.model import Cluster, Options, PlacementError, Problem, traffic
-from commsched.placement.schedulers import SCHEDULERS
+from commsched.placement.partitioners import PARTITIONERS
+from commsched.placement.schedulers import SCHEDULERS, pct_values
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     FifoQueue,
@@ -189,3 +190,40 @@ def test_memory_held_until_last_consumer_starts():
     # both sends started: peak 50; devices 1 and 2 hold the received 50.
     assert s.peak_memory == [50.0, 50.0, 50.0]
     assert s.memory[-1][2] == 0.0
+
+
+# The published Java code's deviations (issue item 5), each on a hand instance.
+def test_published_heft_earliest_start_is_a_minimum():
+    # Two sources, each fast on its own device, join in node 2 (10-sized tensors, rate 1).
+    # Thesis: node 2 waits for the later input, EST max(1, 1 + 10) = 11, ends 12. The
+    # published code takes the minimum over predecessors: EST 1, ends 2.
+    w = np.array([[1.0, 100.0], [100.0, 1.0], [1.0, 1.0]])
+    rate = np.array([[math.inf, 1.0], [1.0, math.inf]])
+    succ = [[2], [2], []]
+    spans = [heft_core(w, w.mean(axis=1), succ, lambda u, v: 10.0, rate, min_est=m).makespan
+             for m in (False, True)]
+    assert spans == [12.0, 2.0]
+
+
+def test_published_batch_split_assigns_ranges_by_device_id():
+    # Four independent nodes, operations ranks 40, 30, 20, 10, two devices (speeds 10, 100):
+    # ranges of ceil(4 / 2) = 2 nodes. Thesis: the first range on the fastest device (1);
+    # published code: on device 0.
+    p = Problem.build(ops=[40, 30, 20, 10], size=[1, 1, 1, 1], edges=[])
+    c = cluster([10, 100], {(0, 1): 10})
+    thesis = PARTITIONERS["batch_split"](p, c, Options())
+    published = PARTITIONERS["batch_split"](p, c, Options("published-code"))
+    assert thesis.tolist() == [1, 1, 0, 0]
+    assert published.tolist() == [0, 0, 1, 1]
+
+
+def test_published_pct_charges_receive_nodes():
+    # Sec. 2.5's instance: a receive takes no time, but the published PCT charges it the
+    # send's 10 operations on its device (speed 30 for 7, 40 for 9).
+    eg = insert_send_recv(SEC25, SEC25_DEV, SEC25_PLACE)
+    thesis = pct_values(eg, SEC25_DEV, Options())
+    published = pct_values(eg, SEC25_DEV, Options("published-code"))
+    assert thesis[7] == pytest.approx(60 / 30 + 30 / 30)
+    assert published[7] - thesis[7] == pytest.approx(10 / 30)
+    assert published[9] - thesis[9] == pytest.approx(10 / 40)
+    assert published[3] == thesis[3]
