@@ -2,6 +2,7 @@
 setups (Table 7.1, Figs. 7.1-7.10)."""
 
 import json
+import os
 
 PLACEMENT = config["placement"]
 # The whole section goes to the driver; a changed setting re-runs the tables.
@@ -55,7 +56,7 @@ rule placement_run:
         table=PLACEMENT_TABLE,
     params:
         cfg=PLACEMENT_CONFIG_JSON,
-        trace_dir=TRACE_DIR,
+        trace_dir=lambda w, input: os.path.dirname(input.traces[0]),
     log:
         "logs/placement/{experiment}.log",
     benchmark:
@@ -80,7 +81,7 @@ rule placement_seven:
         gantt=PLACEMENT_GANTT,
     params:
         cfg=PLACEMENT_CONFIG_JSON,
-        trace_dir=TRACE_DIR,
+        trace_dir=lambda w, input: os.path.dirname(input.traces[0]),
     log:
         "logs/placement/seven.log",
     benchmark:
