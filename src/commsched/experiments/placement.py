@@ -23,9 +23,11 @@ Our setup (where the thesis is silent or we differ):
   per run (seed ``seed + run``): the thesis averages runs that differ by its code's
   non-deterministic orders, which ``thesis`` semantics does not have. Under
   ``published-code`` the run also seeds those orders.
-* TensorFlow graphs: our traces (:mod:`commsched.placement.traced`), plus any thesis-format
-  CSV graphs listed in ``tensorflow.thesis_csv`` (none by default: the pipeline needs no
-  file outside the repository).
+* TensorFlow graphs: our traces (:mod:`commsched.placement.traced`), plus the thesis-format
+  CSV graphs listed in ``tensorflow.thesis_csv`` that exist (by default the published CNN
+  graph in ``../shared/thesis-data/``, which may not be redistributed: a listed file that
+  is missing is skipped with a message in the log, so the pipeline needs no file outside
+  the repository).
 * Partitioning time: wall clock of the partitioner in this process (Figs. 7.3, 7.6 use
   milliseconds of the Java code); other jobs share the machine.
 """
@@ -174,6 +176,10 @@ def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
     s = _settings(cfg, "tensorflow")
     problems = _trace_problems(s["traces"], trace_dir)
     for csv in s["thesis_csv"]:
+        if not Path(csv).is_file():
+            print(f"tensorflow: thesis-format graph {csv} not found, skipped (optional, "
+                  "not redistributable)", file=sys.stderr, flush=True)
+            continue
         problems[f"{Path(csv).stem} (thesis csv)"] = Problem.from_thesis(read_graph(csv))
     return _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "tensorflow")[0]
 
