@@ -19,6 +19,7 @@ include: "workflow/rules/live.smk"
 include: "workflow/rules/pace.smk"
 include: "workflow/rules/pace_sim.smk"
 include: "workflow/rules/pace_live.smk"
+include: "workflow/rules/placement.smk"
 include: "workflow/rules/claims.smk"
 
 

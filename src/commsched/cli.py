@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "emulated TensorFlow parameter-server cluster",
     "claims": "write the claims table (paper value vs ours)",
     "pace": "PACE: all-reduce plans (balanced fusion + optimal preemption), simulated",
+    "place": "partition and schedule a thesis graph on devices",
 }
 
 

@@ -146,6 +146,10 @@ def level_dag(
     colocation_scale: float = 0.2,
     max_colocation_size: int | None = None,
     seed: int = 0,
+    nodes: int | None = None,
+    level_edges: int | None = None,
+    long_range_edges: int | None = None,
+    colocated_nodes: int | None = None,
 ) -> nx.DiGraph:
     """The thesis' level-based random DAG (Laich 2017, Sec. 6.2).
 
@@ -170,6 +174,15 @@ def level_dag(
        group share one constraint (they must share a device). Sizes stop when
        ``colocation_scale * n * 2**-k < 1`` or the free nodes run out.
 
+    Count targets (for Table 7.1 of the thesis, which gives counts, not probabilities):
+    ``nodes`` adjusts the drawn level sizes one node at a time (random levels, within
+    ``min_per_level..max_per_level``) until they sum to ``nodes``; ``level_edges``
+    replaces ``edge_prob`` by ``level_edges / C``, C the number of
+    candidate pairs of step 2 for the level sizes drawn in step 1; ``long_range_edges``
+    replaces the number of step-3 attempts; ``colocated_nodes`` replaces step 4's random
+    group counts by ``round(colocated_nodes * 2**-k / 1.5)`` groups of size k (the same
+    halving shape; ``sum_k k 2**-k / 1.5 = 1`` over k >= 2).
+
     Where the thesis leaves a detail open we follow the published generator's choices
     (uniform integer ranges, long-range edges as a fraction of the level edges, group
     counts halving with each size); the distance limit is inclusive here (the default 4
@@ -180,8 +193,9 @@ def level_dag(
     networkx.DiGraph
         Integer node ids with the attributes of :func:`commsched.io.thesis.read_graph`
         (``tensor_size``, ``operations``, ``ram``, ``constraint``, ``name``,
-        ``colocation``) plus ``level``; graph attributes ``columns = 9`` and
-        ``generator`` (the arguments).
+        ``colocation``) plus ``level``; graph attributes ``columns = 9``,
+        ``generator`` (the arguments) and ``edge_counts`` (``level`` and
+        ``long_range`` edges added by steps 2 and 3).
 
     References
     ----------
@@ -196,7 +210,9 @@ def level_dag(
         long_range_fraction=long_range_fraction, tensor_size=list(tensor_size),
         operations=list(operations), ram=list(ram), cpu_prob=cpu_prob, gpu_prob=gpu_prob,
         tpu_prob=tpu_prob, colocation_scale=colocation_scale,
-        max_colocation_size=max_colocation_size, seed=seed,
+        max_colocation_size=max_colocation_size, seed=seed, nodes=nodes,
+        level_edges=level_edges,
+        long_range_edges=long_range_edges, colocated_nodes=colocated_nodes,
     )
     if levels < 1 or min_per_level < 1 or max_per_level < min_per_level:
         raise ValueError("need levels >= 1 and 1 <= min_per_level <= max_per_level")
@@ -204,6 +220,10 @@ def level_dag(
         raise ValueError(f"max_level_distance must be >= 1 or None, got {max_level_distance}")
     if long_range_fraction < 0 or colocation_scale < 0:
         raise ValueError("long_range_fraction and colocation_scale must be >= 0")
+    for name, target in (("level_edges", level_edges), ("long_range_edges", long_range_edges),
+                         ("colocated_nodes", colocated_nodes)):
+        if target is not None and target < 0:
+            raise ValueError(f"{name} must be >= 0 or None, got {target}")
     if max_colocation_size is not None and max_colocation_size < 2:
         raise ValueError(f"max_colocation_size must be >= 2 or None, got {max_colocation_size}")
     p_edge = _prob("edge_prob", edge_prob)
@@ -219,9 +239,23 @@ def level_dag(
     level_of: list[int] = []
     first: list[int] = []  # first node id of each level
     g = nx.DiGraph(columns=9, generator=args)
+    sizes = [rng.randint(min_per_level, max_per_level) for _ in range(levels)]
+    if nodes is not None:
+        if not levels * min_per_level <= nodes <= levels * max_per_level:
+            raise ValueError(f"nodes={nodes} does not fit {levels} levels of "
+                             f"{min_per_level}..{max_per_level}")
+        total = sum(sizes)
+        while total != nodes:  # move single nodes in or out of random levels
+            lvl = rng.randrange(levels)
+            if total < nodes and sizes[lvl] < max_per_level:
+                sizes[lvl] += 1
+                total += 1
+            elif total > nodes and sizes[lvl] > min_per_level:
+                sizes[lvl] -= 1
+                total -= 1
     for lvl in range(levels):
         first.append(len(level_of))
-        for _ in range(rng.randint(min_per_level, max_per_level)):
+        for _ in range(sizes[lvl]):
             nid = len(level_of)
             level_of.append(lvl)
             u = rng.random()
@@ -232,6 +266,12 @@ def level_dag(
                        colocation=nid, level=lvl)
     n = len(level_of)
     first.append(n)
+    if level_edges is not None:
+        cand = 0
+        for lvl in range(1, levels):
+            lo_lvl = 0 if max_level_distance is None else max(0, lvl - max_level_distance)
+            cand += (first[lvl + 1] - first[lvl]) * (first[lvl] - first[lo_lvl])
+        p_edge = min(1.0, level_edges / cand) if cand else 0.0
 
     # 2. level edges: Bernoulli(p) over the candidate predecessors, by geometric skips
     #    (same distribution, time proportional to the number of edges).
@@ -253,7 +293,10 @@ def level_dag(
                 g.add_edge(u, v)
 
     # 3. long-range edges
-    for _ in range(round(long_range_fraction * g.number_of_edges())):
+    n_level_edges = g.number_of_edges()
+    attempts = (round(long_range_fraction * g.number_of_edges()) if long_range_edges is None
+                else long_range_edges)
+    for _ in range(attempts):
         a, b = rng.randrange(n), rng.randrange(n)
         if level_of[a] == level_of[b]:
             continue
@@ -266,9 +309,20 @@ def level_dag(
     rng.shuffle(pool)
     pairs: list[tuple[int, int]] = []
     k = 2
-    while colocation_scale * n * 2.0**-k >= 1 and (max_colocation_size is None
-                                                   or k <= max_colocation_size):
-        for _ in range(int(colocation_scale * n * rng.random() * 2.0**-k)):
+    def n_groups(k: int) -> int:
+        if colocated_nodes is not None:
+            return round(colocated_nodes * 2.0**-k / 1.5)
+        return int(colocation_scale * n * rng.random() * 2.0**-k)
+
+    def more_sizes(k: int) -> bool:
+        if max_colocation_size is not None and k > max_colocation_size:
+            return False
+        if colocated_nodes is not None:
+            return colocated_nodes * 2.0**-k / 1.5 >= 0.5
+        return colocation_scale * n * 2.0**-k >= 1
+
+    while more_sizes(k):
+        for _ in range(n_groups(k)):
             group: list[int] = []
             group_constraint = "NO"
             deferred: list[int] = []
@@ -289,4 +343,6 @@ def level_dag(
         k += 1
     for v, root in colocation_groups(pairs, range(n)).items():
         g.nodes[v]["colocation"] = root
+    g.graph["edge_counts"] = {"level": n_level_edges,
+                              "long_range": g.number_of_edges() - n_level_edges}
     return g

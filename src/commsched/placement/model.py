@@ -1,0 +1,365 @@
+"""The thesis' system model (Laich 2017, Ch. 2-4) as compact arrays.
+
+A :class:`Problem` is a DAG of nodes ``0..n-1`` (the graph's own ids are kept in ``ids``)
+with, per node, its number of operations (``ops``), its output tensor size (``size``, the
+weight of every out-edge, Sec. 2.2), its memory demand (``ram``) and its device constraint
+(``constraint``: an index into :data:`TYPES`, ``NO`` = any device). Colocation pairs close
+transitively into groups (Sec. 2.3, Alg. 3.1) by a union-find (:class:`UnionFind`); a group
+whose members demand different device types is rejected naming two such nodes.
+An *assignment unit* (Sec. 4.1) is a colocation group or a node that is in none; every
+partitioner places whole units.
+
+:class:`Cluster` is the device set (Sec. 2.2): type, speed (operations per time unit),
+memory and a symmetric transfer-rate matrix (``inf`` on the diagonal: a device talks to
+itself for free).
+
+Memory (Table 2.2, Sec. 4.1): ``size_est(n)`` = the node's memory demand + its output
+tensor + its input tensors; a placement must keep ``sum size_est < memory`` on every device
+(strict, as Sec. 4.1 writes it). :func:`check_placement` checks the three constraints of
+Sec. 4.1; :func:`traffic` is Eq. 2.2 with one transfer per (producer, destination device),
+the tensor that a send/receive pair carries (Sec. 2.4).
+
+Examples
+--------
+>>> import networkx as nx
+>>> g = nx.DiGraph()
+>>> g.add_node(0, operations=30, tensor_size=50, ram=1, constraint="NO", colocation=0)
+>>> g.add_node(1, operations=50, tensor_size=50, ram=1, constraint="GPU", colocation=0)
+>>> g.add_edge(0, 1)
+>>> p = Problem.from_thesis(g)
+>>> p.n, p.unit_members[p.unit[0]], TYPES[p.unit_constraint[p.unit[1]]]
+(2, [0, 1], 'GPU')
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+
+from commsched.errors import CommschedError
+from commsched.io.thesis import Devices
+
+__all__ = [
+    "NO",
+    "SEMANTICS",
+    "TYPES",
+    "Cluster",
+    "Options",
+    "PlacementError",
+    "Problem",
+    "Semantics",
+    "UnionFind",
+    "check_placement",
+    "random_devices",
+    "traffic",
+]
+
+#: Device types; index 3 (``NO``) is the constraint "any device".
+TYPES = ("CPU", "GPU", "TPU", "NO")
+NO = 3
+#: ``thesis``: the thesis text; ``published-code``: the deviations of the published Java
+#: simulator (see :mod:`commsched.placement`).
+SEMANTICS = ("thesis", "published-code")
+Semantics = Literal["thesis", "published-code"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """Options every partitioner and scheduler takes.
+
+    ``semantics``: ``thesis`` (the text) or ``published-code`` (the Java simulator's
+    deviations); ``seed``: every random choice (the published code's hash-set orders and
+    random tie-breaks); ``send_ops``: operations of a send node (Sec. 2.5).
+    """
+
+    semantics: Semantics = "thesis"
+    seed: int = 0
+    send_ops: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.semantics not in SEMANTICS:
+            raise CommschedError(f"unknown semantics {self.semantics!r} "
+                                 f"(expected one of {', '.join(SEMANTICS)})")
+
+
+class PlacementError(CommschedError):
+    """A node or colocation group that cannot be placed (constraints, memory)."""
+
+
+class UnionFind:
+    """Disjoint sets over ``0..n-1`` with path halving and union by size.
+
+    >>> u = UnionFind(4)
+    >>> _ = u.union(0, 2), u.union(2, 3)
+    >>> u.find(3) == u.find(0)
+    True
+    """
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+        self.size = [1] * n
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(self, a: int, b: int) -> int:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return ra
+        if self.size[ra] < self.size[rb]:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        self.size[ra] += self.size[rb]
+        return ra
+
+
+@dataclass
+class Problem:
+    """A thesis graph as arrays; build it with :meth:`from_thesis` or :meth:`build`."""
+
+    ids: list[int]
+    ops: np.ndarray
+    size: np.ndarray
+    ram: np.ndarray
+    constraint: np.ndarray
+    succ: list[list[int]]
+    pred: list[list[int]]
+    topo: list[int]
+    unit: np.ndarray  # node -> unit index
+    unit_members: list[list[int]]  # unit -> member nodes (ascending)
+    unit_constraint: np.ndarray  # unit -> type index (NO = any)
+    unit_colocated: np.ndarray  # unit -> True for a colocation group of >= 2 nodes
+    size_est: np.ndarray = field(init=False)
+    unit_mem: np.ndarray = field(init=False)
+    unit_ops: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        insize = np.zeros(self.n)
+        for v in range(self.n):
+            insize[v] = sum(float(self.size[p]) for p in self.pred[v])
+        self.size_est = self.ram + self.size + insize
+        nu = len(self.unit_members)
+        self.unit_mem = np.zeros(nu)
+        self.unit_ops = np.zeros(nu)
+        np.add.at(self.unit_mem, self.unit, self.size_est)
+        np.add.at(self.unit_ops, self.unit, self.ops)
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def n_edges(self) -> int:
+        return sum(len(s) for s in self.succ)
+
+    @staticmethod
+    def build(ops: Sequence[float], size: Sequence[float], edges: Iterable[tuple[int, int]],
+              ram: Sequence[float] | None = None, constraint: Sequence[str] | None = None,
+              colocation: Iterable[tuple[int, int]] = (), ids: Sequence[int] | None = None,
+              ) -> Problem:
+        """A problem on nodes ``0..n-1``; ``colocation`` lists pairs that share a device.
+
+        Raises :class:`PlacementError` for a cycle or a colocation group with two device
+        types (naming two of its nodes).
+        """
+        n = len(ops)
+        names = list(ids) if ids is not None else list(range(n))
+        cons = [TYPES.index(c) if c in TYPES else -1 for c in (constraint or ["NO"] * n)]
+        if -1 in cons:
+            bad = (constraint or [])[cons.index(-1)]
+            raise PlacementError(f"node {names[cons.index(-1)]}: unknown constraint {bad!r}")
+        succ: list[list[int]] = [[] for _ in range(n)]
+        pred: list[list[int]] = [[] for _ in range(n)]
+        for u, v in edges:
+            succ[u].append(v)
+            pred[v].append(u)
+        for lst in (*succ, *pred):
+            lst.sort()
+        indeg = [len(p) for p in pred]
+        topo = [v for v in range(n) if indeg[v] == 0]
+        k = 0
+        while k < len(topo):
+            for s in succ[topo[k]]:
+                indeg[s] -= 1
+                if indeg[s] == 0:
+                    topo.append(s)
+            k += 1
+        if len(topo) != n:
+            v = next(i for i in range(n) if indeg[i] > 0)
+            raise PlacementError(f"the graph has a cycle through node {names[v]}")
+        uf = UnionFind(n)
+        witness = {v: v for v in range(n) if cons[v] != NO}  # root -> a constrained member
+        for a, b in colocation:
+            ra, rb = uf.find(a), uf.find(b)
+            if ra == rb:
+                continue
+            wa, wb = witness.get(ra), witness.get(rb)
+            if wa is not None and wb is not None and cons[wa] != cons[wb]:
+                raise PlacementError(
+                    f"colocated nodes {names[wa]} ({TYPES[cons[wa]]}) and {names[wb]} "
+                    f"({TYPES[cons[wb]]}) need different device types")
+            r = uf.union(a, b)
+            w = wa if wa is not None else wb
+            witness.pop(ra, None)
+            witness.pop(rb, None)
+            if w is not None:
+                witness[r] = w
+        unit_of_root: dict[int, int] = {}
+        unit = np.zeros(n, dtype=np.int64)
+        members: list[list[int]] = []
+        for v in range(n):
+            r = uf.find(v)
+            if r not in unit_of_root:
+                unit_of_root[r] = len(members)
+                members.append([])
+            unit[v] = unit_of_root[r]
+            members[unit_of_root[r]].append(v)
+        ucons = np.full(len(members), NO, dtype=np.int64)
+        for r, u in unit_of_root.items():
+            if r in witness:
+                ucons[u] = cons[witness[r]]
+        return Problem(
+            ids=names, ops=np.asarray(ops, dtype=float), size=np.asarray(size, dtype=float),
+            ram=np.asarray(ram if ram is not None else [0] * n, dtype=float),
+            constraint=np.asarray(cons, dtype=np.int64), succ=succ, pred=pred, topo=topo,
+            unit=unit, unit_members=members, unit_constraint=ucons,
+            unit_colocated=np.array([len(m) > 1 for m in members], dtype=bool),
+        )
+
+    @staticmethod
+    def from_thesis(g: nx.DiGraph) -> Problem:
+        """From a graph of :func:`commsched.io.thesis.read_graph` (or the level generator)."""
+        nodes = sorted(g.nodes)
+        index = {v: i for i, v in enumerate(nodes)}
+        a = g.nodes
+        return Problem.build(
+            ops=[a[v]["operations"] for v in nodes], size=[a[v]["tensor_size"] for v in nodes],
+            edges=[(index[u], index[v]) for u, v in g.edges],
+            ram=[a[v].get("ram") or 0 for v in nodes],
+            constraint=[a[v].get("constraint", "NO") for v in nodes],
+            colocation=[(index[v], index[a[v].get("colocation", v)]) for v in nodes],
+            ids=nodes,
+        )
+
+    def ops_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Operations source rank (Eq. 4.3) and sink rank (Eq. 4.4) of every node."""
+        src = np.zeros(self.n)
+        sink = np.zeros(self.n)
+        ops = self.ops
+        for v in self.topo:
+            if self.pred[v]:
+                src[v] = max(src[p] + ops[p] for p in self.pred[v])
+        for v in reversed(self.topo):
+            sink[v] = ops[v] + (max(sink[s] for s in self.succ[v]) if self.succ[v] else 0.0)
+        return src, sink
+
+
+@dataclass
+class Cluster:
+    """Devices as arrays: ``speed``, ``memory``, ``type`` (index into :data:`TYPES`) and
+    the transfer ``rate`` matrix (``inf`` on the diagonal)."""
+
+    speed: np.ndarray
+    memory: np.ndarray
+    type: np.ndarray
+    rate: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.speed)
+
+    @staticmethod
+    def from_devices(d: Devices) -> Cluster:
+        """From a device file read by :func:`commsched.io.thesis.read_devices`."""
+        return Cluster(np.asarray(d.speed, dtype=float), np.asarray(d.ram, dtype=float),
+                       np.asarray([TYPES.index(t) for t in d.type], dtype=np.int64),
+                       np.asarray(d.rates, dtype=float))
+
+    def to_devices(self) -> Devices:
+        """The :class:`~commsched.io.thesis.Devices` of this cluster (to write it)."""
+        n = self.n
+        return Devices(ids=list(range(n)), ram=[int(x) for x in self.memory],
+                       speed=[int(x) for x in self.speed],
+                       type=[TYPES[int(t)] for t in self.type],
+                       rates=[[float(self.rate[i, j]) for j in range(n)] for i in range(n)])
+
+    def feasible_type(self, constraint: int) -> np.ndarray:
+        """Boolean mask of the devices whose type meets ``constraint``."""
+        if constraint == NO:
+            return np.ones(self.n, dtype=bool)
+        return np.asarray(self.type == constraint)
+
+
+def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, int] = (10, 100),
+                   rate: tuple[int, int] = (10, 60), memory_scale: float = 1e9) -> Cluster:
+    """Devices generated as the thesis' Sec. 6.2 describes.
+
+    Type CPU with ``cpu_prob`` (60%), else GPU; speed uniform in ``speed`` (10-100
+    operations per time unit); transfer rate of every pair uniform in ``rate`` (10-60);
+    memory ``floor(memory_scale / speed)``, so faster devices have less memory. The inverse
+    relation and the scale 1e9 are read off the device files published with the thesis'
+    simulator (their memory times speed is 1e9, or 1e10 for the 7-device file).
+    """
+    if n < 1:
+        raise ValueError(f"need n >= 1 devices, got {n}")
+    rng = random.Random(seed)
+    types = [0 if rng.random() < cpu_prob else 1 for _ in range(n)]
+    speeds = [rng.randint(*speed) for _ in range(n)]
+    r = np.full((n, n), math.inf)
+    for i in range(n):
+        for j in range(i + 1, n):
+            r[i, j] = r[j, i] = rng.randint(*rate)
+    return Cluster(np.asarray(speeds, dtype=float),
+                   np.asarray([math.floor(memory_scale / s) for s in speeds], dtype=float),
+                   np.asarray(types, dtype=np.int64), r)
+
+
+def traffic(p: Problem, placement: np.ndarray) -> float:
+    """Eq. 2.2, one transfer per (producer, destination device) (Sec. 2.4)."""
+    total = 0.0
+    for v in range(p.n):
+        dv = placement[v]
+        dests = {int(placement[s]) for s in p.succ[v]} - {int(dv)}
+        total += len(dests) * float(p.size[v])
+    return total
+
+
+def check_placement(p: Problem, c: Cluster, placement: np.ndarray) -> None:
+    """Raise :class:`PlacementError` naming the first broken constraint of Sec. 4.1.
+
+    1. colocated nodes share a device; 2. every node's device has the type it needs;
+    3. on every device the summed ``size_est`` stays below the memory (strictly).
+    """
+    if len(placement) != p.n:
+        raise PlacementError(f"placement has {len(placement)} nodes, the graph {p.n}")
+    if p.n and (placement.min() < 0 or placement.max() >= c.n):
+        v = int(np.argmax((placement < 0) | (placement >= c.n)))
+        raise PlacementError(f"node {p.ids[v]} is not placed on a device 0..{c.n - 1}")
+    for members in p.unit_members:
+        devs = {int(placement[v]) for v in members}
+        if len(devs) > 1:
+            raise PlacementError(f"colocated nodes {p.ids[members[0]]} and "
+                                 f"{p.ids[members[-1]]} are on different devices")
+    for v in range(p.n):
+        cons = int(p.constraint[v])
+        if cons != NO and c.type[placement[v]] != cons:
+            raise PlacementError(f"node {p.ids[v]} needs a {TYPES[cons]} but is on device "
+                                 f"{placement[v]} ({TYPES[int(c.type[placement[v]])]})")
+    used = np.zeros(c.n)
+    np.add.at(used, placement, p.size_est)
+    occupied = np.bincount(placement, minlength=c.n) > 0
+    over = np.nonzero(occupied & (used >= c.memory))[0]
+    if len(over):
+        d = int(over[0])
+        raise PlacementError(f"device {d} holds {used[d]:g} of memory, its capacity is "
+                             f"{c.memory[d]:g}")

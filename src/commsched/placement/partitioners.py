@@ -1,0 +1,484 @@
+"""The seven partitioners of the thesis (Laich 2017, Ch. 4).
+
+Every partitioner maps a :class:`~commsched.placement.model.Problem` onto a
+:class:`~commsched.placement.model.Cluster` and returns the device of every node (an int
+array). All place whole assignment units (a colocation group or a lone node) on devices of
+the type the unit needs with enough memory left (Sec. 4.1: the units' summed ``size_est``
+stays below the memory); a unit that fits nowhere raises
+:class:`~commsched.placement.model.PlacementError` naming it. :data:`PARTITIONERS` is the
+registry (name -> callable with the signature of :data:`Partitioner`).
+
+=============  =======================================================================
+``hashing``    Sec. 4.2: colocation groups, then lone nodes; the k-th unit tries device
+               ``k mod |D|``, then the next ids, until one is feasible.
+``heft``       Sec. 4.3: :func:`commsched.placement.heft.heft_core` with ranks from
+               Eqs. 4.1-4.2; placement only (the order comes from the scheduler).
+``batch_split`` Sec. 4.4: nodes sorted by operations rank (Eqs. 4.3-4.4, source + sink
+               rank) cut into |D| ranges of equal size; range k goes to the k-th fastest
+               device, or the next feasible one in that order.
+``icp``        Sec. 4.5: Iterated Critical Path (see :func:`icp`).
+``cp``         Sec. 4.6: the critical path on the fastest feasible devices, then every
+               other unit on the feasible device with the least ``exec_min`` (Eq. 4.5).
+``mite``       Sec. 4.7: the unit goes to the feasible device minimising Eq. 4.6
+               (traffic x execution time x memory x importance speed boost).
+``dfs``        Sec. 4.8: depth-first from the sources (largest operations rank first);
+               each new unit goes to the feasible device minimising traffic x execution
+               time (the MITE factors).
+=============  =======================================================================
+
+Choices where the thesis is open (documented per function, all deterministic or seeded):
+units are visited in the order of their smallest node id; device ties go to the lower id;
+the critical path (ICP, CP) is the longest path by operations (Eq. 4.3 ranks, each node's
+path predecessor the first predecessor reaching its rank); ICP splits a subpath that fits
+no device into halves. Under ``semantics="published-code"`` the unit orders that the Java
+code takes from hash sets are a seeded random permutation, HEFT's earliest start is the
+minimum over predecessors and its rank ties a seeded random number, Batch Split assigns
+range k to device id k (after sorting the devices by speed), and MITE's test whether a
+predecessor already sends to the device compares a successor's node id with the device id.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from commsched.placement.heft import heft_core
+from commsched.placement.model import Cluster, Options, PlacementError, Problem
+
+__all__ = [
+    "PARTITIONERS",
+    "Partitioner",
+    "batch_split",
+    "cp",
+    "dfs",
+    "hashing",
+    "heft",
+    "icp",
+    "mite",
+]
+
+#: A partitioner: problem, devices, options -> device of every node.
+Partitioner = Callable[[Problem, Cluster, Options], np.ndarray]
+
+
+class _State:
+    """Placement under construction: devices, memory and operations per device."""
+
+    def __init__(self, p: Problem, c: Cluster) -> None:
+        self.p, self.c = p, c
+        self.place = np.full(p.n, -1, dtype=np.int64)
+        self.unit_dev = np.full(len(p.unit_members), -1, dtype=np.int64)
+        self.used = np.zeros(c.n)
+        self.ops = np.zeros(c.n)
+        self.type_mask = {t: c.feasible_type(t) for t in range(4)}
+
+    def feasible(self, units: Sequence[int]) -> np.ndarray:
+        """Devices that take all ``units`` (type and memory)."""
+        p = self.p
+        mem = float(sum(p.unit_mem[u] for u in units))
+        mask = self.used + mem < self.c.memory
+        for u in units:
+            mask &= self.type_mask[int(p.unit_constraint[u])]
+        return mask
+
+    def assign(self, u: int, d: int) -> None:
+        p = self.p
+        self.unit_dev[u] = d
+        self.place[p.unit_members[u]] = d
+        self.used[d] += p.unit_mem[u]
+        self.ops[d] += p.unit_ops[u]
+
+    def fail(self, u: int) -> PlacementError:
+        return PlacementError(f"{describe_unit(self.p, u)} fits on no device "
+                              f"(device type or memory)")
+
+
+def describe_unit(p: Problem, u: int) -> str:
+    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
+    m = p.unit_members[u]
+    if len(m) == 1:
+        return f"node {p.ids[m[0]]}"
+    names = ", ".join(str(p.ids[v]) for v in m[:3])
+    return f"colocation group of nodes {names}{', ...' if len(m) > 3 else ''} ({len(m)} nodes)"
+
+
+def _unit_order(p: Problem, opts: Options, groups_first: bool = True) -> list[int]:
+    units = list(range(len(p.unit_members)))
+    if opts.semantics == "published-code":
+        random.Random(opts.seed).shuffle(units)
+    if groups_first:
+        units.sort(key=lambda u: not p.unit_colocated[u])  # stable
+    return units
+
+
+def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
+    """The first feasible device of ``order`` starting at position ``first``, cyclically."""
+    mask = st.feasible([u])
+    k = len(order)
+    for i in range(k):
+        d = order[(first + i) % k]
+        if mask[d]:
+            return int(d)
+    raise st.fail(u)
+
+
+def hashing(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
+    feasible id."""
+    st = _State(p, c)
+    ids = list(range(c.n))
+    for k, u in enumerate(_unit_order(p, opts)):
+        st.assign(u, _probe(st, u, ids, k % c.n))
+    return st.place
+
+
+def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
+    and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
+    """
+    st = _State(p, c)
+    w = p.ops[:, None] / c.speed[None, :]
+    w_mean = p.ops / float(c.speed.mean())
+    size = p.size
+
+    def choose(v: int, _lower: np.ndarray) -> np.ndarray:
+        u = int(p.unit[v])
+        mask = np.zeros(c.n, dtype=bool)
+        if st.unit_dev[u] >= 0:
+            mask[st.unit_dev[u]] = True
+            return mask
+        mask = st.feasible([u])
+        if not mask.any():
+            raise st.fail(u)
+        return mask
+
+    def placed(v: int, d: int) -> None:
+        u = int(p.unit[v])
+        if st.unit_dev[u] < 0:
+            st.assign(u, d)
+
+    published = opts.semantics == "published-code"
+    tie = np.random.default_rng(opts.seed).random(p.n) if published else None
+    r = heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
+                  placed=placed, min_est=published, tie=tie)
+    return r.device
+
+
+def batch_split(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.4: operations-rank ranges to devices by speed (published-code: by id)."""
+    st = _State(p, c)
+    src, sink = p.ops_ranks()
+    rank = src + sink
+    tie = (np.arange(p.n) if opts.semantics == "thesis"
+           else np.random.default_rng(opts.seed).random(p.n))
+    nodes = np.lexsort((tie, -rank))
+    by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
+    order = by_speed if opts.semantics == "thesis" else list(range(c.n))
+    per = -(-p.n // c.n)  # ceil: |D| ranges of equal size
+    for k, v in enumerate(nodes):
+        u = int(p.unit[v])
+        if st.unit_dev[u] >= 0:
+            continue
+        st.assign(u, _probe(st, u, order, k // per))
+    return st.place
+
+
+def _critical_path(p: Problem, src: np.ndarray, pred: Sequence[Iterable[int]],
+                   sinks: Iterable[int]) -> list[int]:
+    """Longest path by operations ending in the sink of largest ``src + ops``."""
+    ops = p.ops
+    end = max(sinks, key=lambda v: (src[v] + ops[v], -v))
+    path = [end]
+    x = end
+    while True:
+        best, bp = -1.0, -1
+        for q in sorted(pred[x]):
+            if src[q] + ops[q] > best:
+                best, bp = src[q] + ops[q], q
+        if bp < 0:
+            break
+        path.append(bp)
+        x = bp
+    path.reverse()
+    return path
+
+
+def _min_exec(st: _State, units: Sequence[int]) -> int:
+    """Feasible device with the least ``exec_min`` (Eq. 4.5) so far; -1 if none."""
+    mask = st.feasible(units)
+    if not mask.any():
+        return -1
+    em = np.where(mask, st.ops / st.c.speed, np.inf)
+    return int(np.argmin(em))
+
+
+def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.6: the critical path's units on the fastest feasible device each, then the
+    other units (groups first) on the feasible device with the least ``exec_min``.
+
+    Our choice for the text's "critical path based on upward ranks": the longest path by
+    operations, as ICP extracts its first path (Eq. 4.3); the sink it ends in has the
+    largest source rank plus own operations.
+    """
+    st = _State(p, c)
+    src, _ = p.ops_ranks()
+    path = _critical_path(p, src, p.pred, [v for v in range(p.n) if not p.succ[v]])
+    by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
+    for v in path:
+        u = int(p.unit[v])
+        if st.unit_dev[u] < 0:
+            st.assign(u, _probe(st, u, by_speed, 0))
+    for u in _unit_order(p, opts):
+        if st.unit_dev[u] < 0:
+            d = _min_exec(st, [u])
+            if d < 0:
+                raise st.fail(u)
+            st.assign(u, d)
+    return st.place
+
+
+def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.5: Iterated Critical Path.
+
+    Repeat until every node is placed: among the sinks of the remaining edge set (nodes
+    without remaining out-edges that still have an in-edge or are unplaced) take the one
+    with the largest operations source rank (Eq. 4.3 on the remaining edges; ties: the
+    larger source rank plus own operations, then the lower id); follow the path
+    predecessors to a source; cut the path into subpaths at placed nodes and where the
+    device type the units need changes; remove the path's edges; place each subpath's
+    units together on the feasible device with the least ``exec_min`` (Eq. 4.5); a subpath
+    that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
+    an error. Source ranks are updated incrementally (only downstream of removed edges).
+    """
+    st = _State(p, c)
+    n = p.n
+    ops = p.ops
+    rin = [set(x) for x in p.pred]
+    rout = [set(x) for x in p.succ]
+    pos = np.empty(n, dtype=np.int64)
+    pos[p.topo] = np.arange(n)
+    src = np.zeros(n)
+    ppred = np.full(n, -1, dtype=np.int64)
+
+    def recompute(v: int) -> bool:
+        best, bp = 0.0, -1
+        for q in rin[v]:
+            x = src[q] + ops[q]
+            if bp < 0 or x > best or (x == best and q < bp):
+                best, bp = x, q
+        changed = best != src[v]
+        src[v], ppred[v] = best, bp
+        return changed
+
+    for v in p.topo:
+        recompute(v)
+
+    def is_candidate(v: int) -> bool:
+        return not rout[v] and (bool(rin[v]) or st.place[v] < 0)
+
+    heap: list[tuple[float, float, int]] = []
+
+    def push(v: int) -> None:
+        heapq.heappush(heap, (-src[v], -(src[v] + ops[v]), v))
+
+    for v in range(n):
+        if is_candidate(v):
+            push(v)
+    while heap:
+        s, _, v = heapq.heappop(heap)
+        if -s != src[v] or not is_candidate(v):
+            continue
+        path = [v]
+        while ppred[path[-1]] >= 0:
+            path.append(int(ppred[path[-1]]))
+        path.reverse()
+        # subpaths
+        subpaths: list[list[int]] = []
+        cur: list[int] = []
+        cur_type = 3
+        for x in path:
+            if st.place[x] >= 0:
+                if cur:
+                    subpaths.append(cur)
+                cur, cur_type = [], 3
+                continue
+            u = int(p.unit[x])
+            t = int(p.unit_constraint[u])
+            if cur and t != 3 and cur_type != 3 and t != cur_type:
+                subpaths.append(cur)
+                cur, cur_type = [], 3
+            if u not in cur:
+                cur.append(u)
+            if t != 3:
+                cur_type = t
+        if cur:
+            subpaths.append(cur)
+        for units in subpaths:
+            _place_subpath(st, [u for u in units if st.unit_dev[u] < 0])
+        # remove the path's edges and update ranks downstream
+        touched: list[tuple[int, int]] = []
+        for a, b in itertools.pairwise(path):
+            rout[a].discard(b)
+            rin[b].discard(a)
+            heapq.heappush(touched, (int(pos[b]), b))
+        for x in path:
+            if is_candidate(x):
+                push(x)
+        seen: set[int] = set()
+        while touched:
+            _, x = heapq.heappop(touched)
+            if x in seen:
+                continue
+            seen.add(x)
+            if recompute(x):
+                for y in rout[x]:
+                    heapq.heappush(touched, (int(pos[y]), y))
+            if is_candidate(x):
+                push(x)
+    return st.place
+
+
+def _place_subpath(st: _State, units: list[int]) -> None:
+    if not units:
+        return
+    d = _min_exec(st, units)
+    if d >= 0:
+        for u in units:
+            st.assign(u, d)
+        return
+    if len(units) == 1:
+        raise st.fail(units[0])
+    half = len(units) // 2
+    _place_subpath(st, units[:half])
+    _place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
+
+
+class _Heuristic:
+    """The factors of MITE's Eq. 4.6 for one unit over all devices."""
+
+    def __init__(self, p: Problem, c: Cluster, st: _State, opts: Options) -> None:
+        self.p, self.c, self.st = p, c, st
+        self.inv_rate = 1.0 / c.rate
+        self.succ_devs: list[dict[int, int]] = [{} for _ in range(p.n)]
+        self.published = opts.semantics == "published-code"
+        src, sink = p.ops_ranks()
+        rank = src + sink
+        top = float(rank.max()) if p.n else 1.0
+        imp = rank / top if top > 0 else np.zeros(p.n)
+        self.importance = np.zeros(len(p.unit_members))
+        np.add.at(self.importance, p.unit, imp)
+        self.importance /= np.asarray([len(m) for m in p.unit_members], dtype=float)
+        self.rank = rank
+
+    def assign(self, u: int, d: int) -> None:
+        self.st.assign(u, d)
+        p = self.p
+        for v in p.unit_members[u]:
+            for q in p.pred[v]:
+                sd = self.succ_devs[q]
+                sd[d] = sd.get(d, 0) + 1
+
+    def traffic_temp(self, u: int) -> np.ndarray:
+        """Eqs. 4.7-4.10 for every device (a transfer counted once per device pair)."""
+        p, place = self.p, self.st.place
+        vec = np.zeros(self.c.n)
+        for v in p.unit_members[u]:
+            for q in p.pred[v]:
+                dq = place[q]
+                if dq < 0:
+                    continue
+                contrib = p.size[q] * self.inv_rate[dq]
+                if self.published:
+                    ids = [s for s in p.succ[q] if place[s] >= 0 and s < self.c.n]
+                else:
+                    ids = list(self.succ_devs[q])
+                if ids:
+                    contrib = contrib.copy()
+                    contrib[ids] = 0.0
+                vec += contrib
+            dests = {int(place[s]) for s in p.succ[v] if place[s] >= 0}
+            for e in dests:
+                vec += p.size[v] * self.inv_rate[:, e]
+        return vec
+
+    def factors(self, u: int, mask: np.ndarray, full: bool) -> np.ndarray:
+        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices."""
+        c, st = self.c, self.st
+        tt = self.traffic_temp(u)
+        that = float(tt[mask].max())
+        traf = np.ones(c.n) if that == 0.0 else np.where(tt == 0.0, 1e-6, tt / that)
+        et = (st.ops + self.p.unit_ops[u]) / c.speed
+        ehat = float(et[mask].max())
+        ex = et / ehat if ehat > 0 else np.ones(c.n)
+        heu = traf * ex
+        if full:
+            portion = st.used / c.memory
+            nz = portion[portion > 0]
+            mtilde = float(nz.min()) if nz.size else 1.0
+            mem = np.where(portion > 0, portion, mtilde / 10.0)
+            fhat = float(c.speed[mask].max())
+            boost = 1.0 - self.importance[u] * c.speed / fhat
+            heu = heu * mem * boost
+        return np.where(mask, heu, np.inf)
+
+    def place(self, u: int, full: bool) -> None:
+        mask = self.st.feasible([u])
+        if not mask.any():
+            raise self.st.fail(u)
+        self.assign(u, int(np.argmin(self.factors(u, mask, full))))
+
+
+def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.7: colocation groups, then lone nodes, each on the feasible device that
+    minimises Eq. 4.6.
+
+    Our readings: the traffic of a unit's successors on a device counts once per device
+    (Eq. 4.9's intent: one send/receive pair per device); ``ê`` and ``t̂`` are the maxima
+    over the feasible devices; the memory factor is the current used portion (Eq. 4.14).
+    """
+    st = _State(p, c)
+    h = _Heuristic(p, c, st, opts)
+    for u in _unit_order(p, opts):
+        h.place(u, full=True)
+    return st.place
+
+
+def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+    """Sec. 4.8: depth-first search from the sources in decreasing operations rank
+    (successors in id order); each unplaced unit goes to the feasible device minimising
+    MITE's traffic x execution time."""
+    st = _State(p, c)
+    h = _Heuristic(p, c, st, opts)
+    sources = [v for v in range(p.n) if not p.pred[v]]
+    tie = (np.arange(p.n) if opts.semantics == "thesis"
+           else np.random.default_rng(opts.seed).random(p.n))
+    sources.sort(key=lambda v: (-h.rank[v], tie[v]))
+    visited = np.zeros(p.n, dtype=bool)
+    for s in sources:
+        stack = [s]
+        while stack:
+            v = stack.pop()
+            if visited[v]:
+                continue
+            visited[v] = True
+            u = int(p.unit[v])
+            if st.unit_dev[u] < 0:
+                h.place(u, full=False)
+            stack.extend(reversed(p.succ[v]))
+    return st.place
+
+
+#: The partitioner registry (thesis Ch. 4), in the thesis' order.
+PARTITIONERS: dict[str, Partitioner] = {
+    "hashing": hashing,
+    "heft": heft,
+    "batch_split": batch_split,
+    "icp": icp,
+    "cp": cp,
+    "mite": mite,
+    "dfs": dfs,
+}

@@ -1,0 +1,207 @@
+"""Per-device schedulers of the thesis (Laich 2017, Ch. 5): FIFO, PCT and MSR.
+
+A scheduler turns an executed graph (:class:`~commsched.sim.devices.ExecGraph`) into one
+ready queue per device; the simulator (:func:`~commsched.sim.devices.simulate_devices`)
+asks a device's queue which executable node to run next. :data:`SCHEDULERS` is the
+registry (name -> callable with the signature of :data:`Scheduler`): the command line, the
+config schema and the contract test read it, so a new scheduler is one function and one
+registry line.
+
+* ``fifo`` (Sec. 5.2): in the order the nodes became executable.
+* ``pct`` (Sec. 5.3, Eq. 5.1): largest upward path computation time first, computed on the
+  executed graph (send and receive nodes included; a transfer counts on the send-receive
+  edge; the time of a node is its time on its device).
+* ``msr`` (Sec. 5.4, Eq. 5.2): largest successor rank first, PCT breaking ties. Our
+  reading where the text is open: a node's successors are the original consumers of the
+  tensor it produces or carries (for a node whose consumer sits on another device: the
+  consumer reached through the send/receive pair, so the cross-device and idle terms can
+  apply); ``pred_notex`` counts the consumer's direct predecessors in the executed graph
+  that have not started; a device is idle when it runs nothing and has no executable
+  node at the decision.
+
+Ties (same key) go to the lower node index under ``semantics="thesis"``. Under
+``"published-code"`` they follow a seeded random order (the Java code iterates hash sets),
+PCT charges receive nodes ``send_ops`` operations (as the Java code does, although a
+receive takes no time in its simulation) and MSR adds its +1 (becomes executable) and +5
+(idle device) bonuses only for successors on another device.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+
+from commsched.placement.model import Cluster, Options
+from commsched.sim.devices import COMPUTE, RECV, SEND, ExecGraph, FifoQueue, ReadyQueue, SimState
+
+__all__ = ["SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values"]
+
+
+#: A scheduler: executed graph, devices, options -> one ready queue per device.
+Scheduler = Callable[[ExecGraph, Cluster, Options], list[ReadyQueue]]
+
+
+def _tie_keys(eg: ExecGraph, opts: Options) -> list[float]:
+    if opts.semantics == "thesis":
+        return [float(i) for i in range(eg.n)]
+    rng = random.Random(opts.seed)
+    return [rng.random() for _ in range(eg.n)]
+
+
+def _topo(eg: ExecGraph) -> list[int]:
+    indeg = [eg.pred_ptr[i + 1] - eg.pred_ptr[i] for i in range(eg.n)]
+    order = [i for i in range(eg.n) if indeg[i] == 0]
+    k = 0
+    sp, si = eg.succ_ptr, eg.succ_idx
+    while k < len(order):
+        x = order[k]
+        for j in range(sp[x], sp[x + 1]):
+            s = si[j]
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                order.append(s)
+        k += 1
+    return order
+
+
+def pct_values(eg: ExecGraph, c: Cluster, opts: Options) -> list[float]:
+    """Eq. 5.1 for every node of the executed graph.
+
+    >>> import numpy as np
+    >>> eg = ExecGraph.build(1, [0, 0], [2.0, 3.0], [0, 0], [0, 1], [1.0, 1.0],
+    ...                      [(0, 1, 0.0)], 0.0)
+    >>> c = Cluster(np.array([1.0]), np.array([9.0]), np.array([0]), np.array([[np.inf]]))
+    >>> from commsched.placement.model import Options
+    >>> pct_values(eg, c, Options())
+    [5.0, 3.0]
+    """
+    own = list(eg.duration)
+    if opts.semantics == "published-code":
+        for i in range(eg.n):
+            if eg.kind[i] == RECV:
+                own[i] = opts.send_ops / float(c.speed[eg.device[i]])
+    val = [0.0] * eg.n
+    sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
+    for x in reversed(_topo(eg)):
+        best = 0.0
+        for k in range(sp[x], sp[x + 1]):
+            v = val[si[k]] + sd[k]
+            if v > best:
+                best = v
+        val[x] = best + own[x]
+    return val
+
+
+class _HeapQueue:
+    def __init__(self, key: list[tuple[float, float]]) -> None:
+        self._key = key
+        self._h: list[tuple[float, float, int]] = []
+
+    def push(self, node: int) -> None:
+        k = self._key[node]
+        heapq.heappush(self._h, (k[0], k[1], node))
+
+    def pop(self, state: SimState) -> int:
+        return heapq.heappop(self._h)[2]
+
+    def __len__(self) -> int:
+        return len(self._h)
+
+
+def fifo(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
+    """FIFO (Sec. 5.2): one queue per device in the order nodes became executable."""
+    return [FifoQueue() for _ in range(eg.n_devices)]
+
+
+def pct(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
+    """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first."""
+    val = pct_values(eg, c, opts)
+    ties = _tie_keys(eg, opts)
+    key = [(-val[i], ties[i]) for i in range(eg.n)]
+    return [_HeapQueue(key) for _ in range(eg.n_devices)]
+
+
+def _rank_targets(eg: ExecGraph) -> list[list[int]]:
+    sp, si = eg.succ_ptr, eg.succ_idx
+    out: list[list[int]] = []
+    for x in range(eg.n):
+        t: list[int] = []
+        for k in range(sp[x], sp[x + 1]):
+            j = si[k]
+            kj = eg.kind[j]
+            if kj == COMPUTE:
+                t.append(j)
+            elif kj == SEND:
+                r = si[sp[j]]
+                t.extend(si[sp[r]:sp[r + 1]])
+            else:
+                t.extend(si[sp[j]:sp[j + 1]])
+        out.append(t)
+    return out
+
+
+class _MsrQueue:
+    """Ready nodes with successors are ranked at each decision; nodes without any (rank 0
+    whatever the state) wait in a PCT heap, so only the former are scanned."""
+
+    def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float],
+                 ties: list[float], published: bool) -> None:
+        self._eg, self._t, self._val, self._ties = eg, targets, val, ties
+        self._published = published
+        self._items: list[int] = []
+        self._plain: list[tuple[float, float, int]] = []
+
+    def push(self, node: int) -> None:
+        if self._t[node]:
+            self._items.append(node)
+        else:
+            heapq.heappush(self._plain, (-self._val[node], self._ties[node], node))
+
+    def rank(self, x: int, state: SimState) -> int:
+        """Eq. 5.2 of node ``x`` in the current simulation state."""
+        dev = self._eg.device
+        dx = dev[x]
+        r = 0
+        for j in self._t[x]:
+            dj = dev[j]
+            cross = dj != dx
+            last = state.unstarted[j] == 1
+            idle = not state.busy[dj] and not len(state.queues[dj])
+            if self._published:
+                r += 1 + (1 + last + 5 * (idle and last) if cross else 0)
+            else:
+                r += 1 + cross + last + 5 * (idle and last)
+        return r
+
+    def pop(self, state: SimState) -> int:
+        items = self._items
+        best_k, best = -1, None
+        for k, x in enumerate(items):
+            key = (self.rank(x, state), self._val[x], -self._ties[x])
+            if best is None or key > best:
+                best_k, best = k, key
+        if self._plain:
+            v, tie, x = self._plain[0]
+            if best is None or (0, -v, -tie) > best:
+                return heapq.heappop(self._plain)[2]
+        x = items[best_k]
+        items[best_k] = items[-1]
+        items.pop()
+        return x
+
+    def __len__(self) -> int:
+        return len(self._items) + len(self._plain)
+
+
+def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
+    """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
+    targets = _rank_targets(eg)
+    val = pct_values(eg, c, opts)
+    ties = _tie_keys(eg, opts)
+    pub = opts.semantics == "published-code"
+    return [_MsrQueue(eg, targets, val, ties, pub) for _ in range(eg.n_devices)]
+
+
+#: The scheduler registry (thesis Ch. 5).
+SCHEDULERS: dict[str, Scheduler] = {"fifo": fifo, "pct": pct, "msr": msr}

@@ -1,0 +1,65 @@
+"""Traced TensorFlow graphs in the thesis model (Laich 2017, Sec. 6.2 and Table 7.2).
+
+The thesis extracted three TensorFlow graphs (a CNN, an RNN and a dynamic RNN) and gave
+them random weights in 1-100 (Sec. 6.2). We use our own traces of the same three models
+(:mod:`commsched.trace.format`; ``thesis_cnn``, ``thesis_rnn``, ``thesis_dynamic_rnn``)
+and take the weights from the measurements, mapped into the thesis' range 1-100 on a log
+scale (:func:`log_range`): traced times and byte counts span six or more decades, and
+mapped linearly a handful of huge tensors (the dense layer's weights) would decide every
+makespan alone. The order of the ops by time and of the tensors by size is kept.
+
+* operations: the op's traced time (the time oracle);
+* tensor size: the op's output bytes (0 bytes: size 1);
+* memory demand: the bytes of the variable for a ``VarHandleOp``, else the output bytes;
+* colocation: TensorFlow colocates every op that reads or updates a resource variable
+  with the variable's handle op (``reads`` / ``updates`` of the trace), closed
+  transitively by the union-find of :class:`~commsched.placement.model.Problem`;
+* device constraint: none (our traces ran on one CPU);
+* edges: every data and control dependency of the trace.
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+
+from commsched.placement.model import Problem
+
+__all__ = ["log_range", "problem_from_trace"]
+
+
+def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[int]:
+    """Map positive values onto integers ``lo..hi`` on a log scale (non-positive: ``lo``).
+
+    >>> log_range([0.0, 1e-6, 1e-3, 1.0])
+    [1, 1, 50, 100]
+    """
+    pos = [v for v in values if v > 0]
+    if not pos:
+        return [int(lo)] * len(values)
+    a, b = math.log(min(pos)), math.log(max(pos))
+    span = b - a or 1.0
+    return [int(lo) if v <= 0 else round(lo + (hi - lo) * (math.log(v) - a) / span)
+            for v in values]
+
+
+def problem_from_trace(g: nx.DiGraph) -> Problem:
+    """The thesis problem of a traced op graph; see the module docstring."""
+    nodes = list(g.nodes)
+    index = {v: i for i, v in enumerate(nodes)}
+    a = g.nodes
+    raw_size = [float(a[v].get("out_bytes") or 0) for v in nodes]
+    variables = g.graph.get("variables", {})
+    raw_ram = [float(variables[v]["bytes"]) if v in variables else raw_size[i]
+               for i, v in enumerate(nodes)]
+    coloc = []
+    for v in nodes:
+        for key in ("reads", "updates"):
+            for var in a[v].get(key) or []:
+                if var in index:
+                    coloc.append((index[v], index[var]))
+    return Problem.build(ops=log_range([float(a[v]["duration"]) for v in nodes]),
+                         size=log_range(raw_size), ram=log_range(raw_ram),
+                         edges=[(index[u], index[v]) for u, v in g.edges],
+                         colocation=coloc, ids=list(range(len(nodes))))

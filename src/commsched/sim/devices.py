@@ -1,0 +1,348 @@
+"""The thesis' simulator: a partitioned graph executed on heterogeneous devices.
+
+Laich (B.Sc. thesis, Stuttgart 2017) simulates the execution of a partitioned dataflow graph
+with send and receive nodes inserted (Sec. 2.4): every device runs one node at a time,
+without preemption, and may idle when no node is executable (Sec. 5.1); a node becomes
+*executable* on its device once every input has arrived (a cross-device input arrives
+``size / rate`` after its send node ended). Sec. 3.2 keeps one local clock per device and
+lets the device with the *lowest local timestamp* take the next decision, so no decision is
+made before every input that could arrive earlier is known (its Fig. 3.2: device 1 must start
+node 3 at 50 rather than after node 5).
+
+We implement the same rule as a discrete-event simulation: events (node ends, tensor
+arrivals) are processed in time order, and at each instant every free device, in device-id
+order, takes a decision among its executable nodes. Both give the same schedule: a device
+with the lowest clock decides exactly when no earlier event is pending. The per-device
+choice is delegated to a ready queue (:class:`ReadyQueue`) made by a scheduler
+(:mod:`commsched.placement.schedulers`).
+
+Transfers do not contend for links (as in the thesis). ``link_contention=True`` (our
+extension, off by default) serialises the transfers of each directed device pair in the
+order their send nodes end.
+
+Outputs (:class:`DeviceSchedule`): start and end of every executed node, makespan (Eq. 2.1),
+busy time per device (the utilisation Gantt of Fig. 7.9), the number of executable nodes
+before every decision (Fig. 7.10) and the memory the devices hold for produced tensors over
+time (Sec. 3.1.6: a node's output stays in memory until its last direct successor starts;
+an output nobody consumes is dropped at once).
+
+Examples
+--------
+Two nodes on device 0, the second one sent to device 1 (rate 2, size 4: 2 time units):
+
+>>> eg = ExecGraph.build(n_devices=2, device=[0, 0, 0, 1], duration=[1.0, 1.0, 0.5, 0.0],
+...                      kind=[0, 0, 1, 2], origin=[0, 1, 1, 1], tensor=[1.0, 4.0, 0.0, 4.0],
+...                      edges=[(0, 1, 0.0), (1, 2, 0.0), (2, 3, 2.0)], traffic=4.0)
+>>> s = simulate_devices(eg, [FifoQueue(), FifoQueue()])
+>>> s.makespan, s.start
+(4.5, [0.0, 1.0, 2.0, 4.5])
+>>> check_device_schedule(eg, s)
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from commsched.graph import CompiledGraph
+from commsched.sim.priority import Schedule
+from commsched.sim.validate import InvalidSchedule
+
+__all__ = [
+    "COMPUTE",
+    "RECV",
+    "SEND",
+    "DeviceSchedule",
+    "ExecGraph",
+    "FifoQueue",
+    "ReadyQueue",
+    "SimState",
+    "check_device_schedule",
+    "simulate_devices",
+]
+
+#: Node kinds of an executed graph.
+COMPUTE, SEND, RECV = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class ExecGraph:
+    """A partitioned graph with send/receive nodes, as compact arrays (nodes 0..n-1).
+
+    ``device[i]`` runs node i for ``duration[i]``; ``kind[i]`` is :data:`COMPUTE`,
+    :data:`SEND` or :data:`RECV`; ``origin[i]`` is the original node (for send and receive
+    nodes: the producer whose tensor they carry); ``tensor[i]`` the size of the output the
+    node leaves in its device's memory. Edges are CSR lists with ``succ_delay`` the transfer
+    time on the edge (non-zero only from a send to its receive). ``traffic`` is Eq. 2.2.
+    """
+
+    n_devices: int
+    device: list[int]
+    duration: list[float]
+    kind: list[int]
+    origin: list[int]
+    tensor: list[float]
+    succ_ptr: list[int]
+    succ_idx: list[int]
+    succ_delay: list[float]
+    pred_ptr: list[int]
+    pred_idx: list[int]
+    traffic: float
+
+    @property
+    def n(self) -> int:
+        return len(self.device)
+
+    @staticmethod
+    def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
+              kind: Sequence[int], origin: Sequence[int], tensor: Sequence[float],
+              edges: Sequence[tuple[int, int, float]], traffic: float) -> ExecGraph:
+        """Assemble the CSR arrays from an edge list ``(u, v, delay)`` (edges keep their
+        order within a source and within a target)."""
+        n = len(device)
+        e = np.asarray(edges, dtype=float).reshape(-1, 3)
+        u, v = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
+        by_u = np.argsort(u, kind="stable")
+        by_v = np.argsort(v, kind="stable")
+        sp = np.zeros(n + 1, dtype=np.int64)
+        pp = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(u, minlength=n), out=sp[1:])
+        np.cumsum(np.bincount(v, minlength=n), out=pp[1:])
+        return ExecGraph(n_devices, list(device), [float(x) for x in duration], list(kind),
+                         list(origin), [float(x) for x in tensor], sp.tolist(),
+                         v[by_u].tolist(), e[by_u, 2].tolist(), pp.tolist(),
+                         u[by_v].tolist(), float(traffic))
+
+    def compiled(self, names: Sequence[str]) -> CompiledGraph:
+        """This graph as a :class:`~commsched.graph.CompiledGraph` with one resource
+        ``device <d>`` of capacity 1 per device (for :mod:`commsched.io.chrome`)."""
+        return CompiledGraph(
+            ids=list(names), duration=list(self.duration), resource=list(self.device),
+            priority=[None] * self.n,
+            indegree=[self.pred_ptr[i + 1] - self.pred_ptr[i] for i in range(self.n)],
+            succ_ptr=list(self.succ_ptr), succ_idx=list(self.succ_idx),
+            resource_names=[f"device {d}" for d in range(self.n_devices)],
+            capacity=[1] * self.n_devices)
+
+
+@dataclass
+class SimState:
+    """What a ready queue may look at when its device decides (read only)."""
+
+    time: float
+    busy: list[bool]
+    queues: Sequence[ReadyQueue]
+    unstarted: list[int]  # per node: direct predecessors that have not started yet
+
+
+class ReadyQueue(Protocol):
+    """The executable nodes of one device; ``pop`` is the scheduler's decision."""
+
+    def push(self, node: int) -> None: ...
+
+    def pop(self, state: SimState) -> int: ...
+
+    def __len__(self) -> int: ...
+
+
+class FifoQueue:
+    """First in, first out (thesis Sec. 5.2)."""
+
+    def __init__(self) -> None:
+        self._q: deque[int] = deque()
+
+    def push(self, node: int) -> None:
+        self._q.append(node)
+
+    def pop(self, state: SimState) -> int:
+        return self._q.popleft()
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+
+@dataclass
+class DeviceSchedule:
+    """The simulated execution of an :class:`ExecGraph`."""
+
+    start: list[float]
+    end: list[float]
+    makespan: float
+    traffic: float
+    busy: list[float]  # per device: time spent running nodes
+    decisions: list[tuple[int, float, int, int]]  # (device, time, executable before, node)
+    peak_memory: list[float]  # per device: most tensor memory held at once
+    memory: list[tuple[float, int, float]] = field(default_factory=list)  # (time, device, held)
+
+    def as_schedule(self, names: Sequence[str]) -> Schedule:
+        """Start and end times as a :class:`~commsched.sim.priority.Schedule`."""
+        return Schedule(list(names), list(self.start), list(self.end))
+
+    def utilisation(self) -> list[float]:
+        """Busy time / makespan per device."""
+        return [b / self.makespan if self.makespan > 0 else 0.0 for b in self.busy]
+
+
+def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
+                     link_contention: bool = False, record_memory: bool = False,
+                     ) -> DeviceSchedule:
+    """Simulate ``eg`` with one ready queue per device; see the module docstring.
+
+    ``record_memory`` also keeps the memory series (every change); the peak per device is
+    always computed.
+    """
+    if len(queues) != eg.n_devices:
+        raise ValueError(f"need {eg.n_devices} ready queues, got {len(queues)}")
+    enabled = gc.isenabled()
+    gc.disable()  # the loop allocates many small tuples and no cycles
+    try:
+        return _simulate(eg, queues, link_contention, record_memory)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool,
+              record_memory: bool) -> DeviceSchedule:
+    n, ndev = eg.n, eg.n_devices
+    device, duration = eg.device, eg.duration
+    sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
+    pp, pi = eg.pred_ptr, eg.pred_idx
+    tensor = eg.tensor
+    missing = [pp[i + 1] - pp[i] for i in range(n)]
+    unstarted = list(missing)
+    consumers = [sp[i + 1] - sp[i] for i in range(n)]
+    start = [-1.0] * n
+    end = [-1.0] * n
+    busy = [False] * ndev
+    busy_time = [0.0] * ndev
+    held = [0.0] * ndev
+    peak = [0.0] * ndev
+    mem_series: list[tuple[float, int, float]] = []
+    decisions: list[tuple[int, float, int, int]] = []
+    link_free: dict[tuple[int, int], float] = {}
+    state = SimState(0.0, busy, queues, unstarted)
+    events: list[tuple[float, int, int]] = []  # (time, seq, code): code>=0 end, <0 arrival
+    seq = 0
+    touched: set[int] = set()  # devices that became free or got an executable node
+    for i in range(n):
+        if missing[i] == 0:
+            queues[device[i]].push(i)
+            touched.add(device[i])
+    done = 0
+    t = 0.0
+    while True:
+        # every free device with executable nodes decides now, in device-id order
+        state.time = t
+        for d in sorted(touched):
+            q = queues[d]
+            if busy[d] or not len(q):
+                continue
+            ready = len(q)
+            x = q.pop(state)
+            decisions.append((d, t, ready, x))
+            start[x] = t
+            f = t + duration[x]
+            end[x] = f
+            busy[d] = True
+            busy_time[d] += duration[x]
+            for k in range(pp[x], pp[x + 1]):
+                p = pi[k]
+                consumers[p] -= 1
+                if consumers[p] == 0 and tensor[p]:
+                    dp = device[p]
+                    held[dp] -= tensor[p]
+                    if record_memory:
+                        mem_series.append((t, dp, held[dp]))
+            for k in range(sp[x], sp[x + 1]):
+                unstarted[si[k]] -= 1
+            heapq.heappush(events, (f, seq, x))
+            seq += 1
+        touched = set()
+        if not events:
+            break
+        t = events[0][0]
+        while events and events[0][0] == t:
+            _, _, code = heapq.heappop(events)
+            if code < 0:  # a tensor arrives at node -code-1
+                j = -code - 1
+                missing[j] -= 1
+                if missing[j] == 0:
+                    queues[device[j]].push(j)
+                    touched.add(device[j])
+                continue
+            x = code
+            d = device[x]
+            busy[d] = False
+            touched.add(d)
+            done += 1
+            if consumers[x] and tensor[x]:
+                held[d] += tensor[x]
+                peak[d] = max(peak[d], held[d])
+                if record_memory:
+                    mem_series.append((t, d, held[d]))
+            for k in range(sp[x], sp[x + 1]):
+                j, delay = si[k], sd[k]
+                if delay == 0.0:
+                    missing[j] -= 1
+                    if missing[j] == 0:
+                        queues[device[j]].push(j)
+                        touched.add(device[j])
+                    continue
+                arrive = t + delay
+                if link_contention:
+                    key = (d, device[j])
+                    begin = max(t, link_free.get(key, 0.0))
+                    arrive = begin + delay
+                    link_free[key] = arrive
+                heapq.heappush(events, (arrive, seq, -j - 1))
+                seq += 1
+    if done != n:
+        stuck = next(i for i in range(n) if start[i] < 0)
+        raise InvalidSchedule(f"simulation stalled: node {stuck} never became executable")
+    makespan = max(end, default=0.0)
+    return DeviceSchedule(start, end, makespan, eg.traffic, busy_time, decisions, peak,
+                          mem_series)
+
+
+def check_device_schedule(eg: ExecGraph, s: DeviceSchedule, tol: float = 1e-9) -> None:
+    """Raise :class:`~commsched.sim.validate.InvalidSchedule` naming the first broken rule.
+
+    Rules: every node runs once for exactly its duration on its device, not before time 0;
+    no node starts before every predecessor ended plus the transfer time of the edge; a
+    device runs at most one node at a time (zero-length nodes occupy nothing); the makespan
+    is the last end (Eq. 2.1).
+    """
+    if len(s.start) != eg.n or len(s.end) != eg.n:
+        raise InvalidSchedule(f"schedule has {len(s.start)} nodes, the graph {eg.n}")
+    eps = tol * max(1.0, s.makespan)
+    for i in range(eg.n):
+        if s.start[i] < -eps:
+            raise InvalidSchedule(f"node {i} starts before time 0 (or never ran)")
+        if abs(s.end[i] - s.start[i] - eg.duration[i]) > eps:
+            raise InvalidSchedule(f"node {i} runs {s.end[i] - s.start[i]!r}, its duration "
+                                  f"is {eg.duration[i]!r}")
+        for k in range(eg.succ_ptr[i], eg.succ_ptr[i + 1]):
+            j = eg.succ_idx[k]
+            if s.start[j] < s.end[i] + eg.succ_delay[k] - eps:
+                raise InvalidSchedule(f"node {j} starts at {s.start[j]!r} before the input of "
+                                      f"node {i} arrives at {s.end[i] + eg.succ_delay[k]!r}")
+    per_dev: list[list[tuple[float, float, int]]] = [[] for _ in range(eg.n_devices)]
+    for i in range(eg.n):
+        if eg.duration[i] > 0:
+            per_dev[eg.device[i]].append((s.start[i], s.end[i], i))
+    for d, iv in enumerate(per_dev):
+        iv.sort()
+        for (_, e0, a), (s1, _, b) in itertools.pairwise(iv):
+            if s1 < e0 - eps:
+                raise InvalidSchedule(f"device {d} runs nodes {a} and {b} at once")
+    last = max(s.end, default=0.0)
+    if abs(last - s.makespan) > eps:
+        raise InvalidSchedule(f"makespan {s.makespan!r} is not the last end {last!r}")

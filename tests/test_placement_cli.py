@@ -1,0 +1,121 @@
+"""`commsched place`, the registries' reach into the CLI and config schema, the traced-graph
+conversion and the placement experiments on tiny settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from commsched.cli import main
+from commsched.experiments import placement as exp
+from commsched.io.thesis import write_devices, write_graph
+from commsched.placement import PARTITIONERS, SCHEDULERS, SEMANTICS, Problem, run_all
+from commsched.placement.model import random_devices
+from commsched.placement.traced import problem_from_trace
+from commsched.results import read_metrics
+from commsched.trace.format import load_trace
+from commsched.trace.synthetic import level_dag
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = (ROOT / ".." / "shared" / "thesis-data").resolve()
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(),
+                                  reason=f"thesis sample data not found at {SHARED}")
+
+
+@pytest.fixture
+def files(tmp_path):
+    g = level_dag(levels=6, min_per_level=2, max_per_level=5, edge_prob=0.4,
+                  max_level_distance=2, colocation_scale=0.5, cpu_prob=0.1, seed=4)
+    write_graph(g, tmp_path / "g.csv")
+    write_devices(random_devices(4, seed=2).to_devices(), tmp_path / "d.csv")
+    return tmp_path / "g.csv", tmp_path / "d.csv"
+
+
+def test_place_all_json(files, capsys):
+    g, d = files
+    assert main(["place", str(g), str(d), "--partitioner", "all", "--scheduler", "all",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out) == len(PARTITIONERS) * len(SCHEDULERS)
+    assert {"makespan", "traffic", "partition_s"} <= set(out[0])
+
+
+def test_place_one_with_trace(files, tmp_path, capsys):
+    g, d = files
+    trace = tmp_path / "t.json"
+    assert main(["place", str(g), str(d), "--partitioner", "mite", "--scheduler", "msr",
+                 "--semantics", "published-code", "--seed", "3", "--chrome-trace",
+                 str(trace)]) == 0
+    assert "mite" in capsys.readouterr().out
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" for e in events)
+
+
+def test_place_errors_are_one_line(files, tmp_path, capsys):
+    g, d = files
+    assert main(["place", str(g), str(tmp_path / "missing.csv"), "--partitioner", "cp",
+                 "--scheduler", "pct"]) == 2
+    assert main(["place", str(g), str(d), "--partitioner", "all", "--scheduler", "pct",
+                 "--chrome-trace", str(tmp_path / "x.json")]) == 2
+    tiny = tmp_path / "tiny.csv"
+    tiny.write_text("Id,RAM,#operations,commnication speed,type\n0,1,10,,CPU\n")
+    assert main(["place", str(g), str(tiny), "--partitioner", "hashing",
+                 "--scheduler", "fifo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "fits on no device" in err[-1]
+
+
+def test_registries_reach_cli_and_schema():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    pl = schema["properties"]["placement"]["properties"]
+    assert pl["seven"]["properties"]["gantt_scheduler"]["enum"] == list(SCHEDULERS)
+    assert pl["semantics"]["items"]["enum"] == list(SEMANTICS)
+    from commsched.cli import build_parser
+    sub = build_parser()._subparsers._group_actions[0].choices["place"]  # type: ignore[union-attr]
+    choices = {a.dest: a.choices for a in sub._actions if a.choices}
+    assert list(choices["partitioner"]) == [*PARTITIONERS, "all"]
+    assert list(choices["scheduler"]) == [*SCHEDULERS, "all"]
+
+
+def test_traced_graphs_convert():
+    for name in ("thesis_cnn-train-b8", "thesis_rnn-train-b8"):
+        p = problem_from_trace(load_trace(ROOT / "data/traces" / f"{name}.json.gz"))
+        assert p.ops.min() >= 1 and p.ops.max() <= 100
+        assert p.unit_colocated.any()  # variables and their readers/updaters
+        run_all(p, random_devices(7, seed=0), ["mite"], ["pct"])
+
+
+@needs_shared
+def test_published_cnn_graph_all_combinations():
+    # the thesis-format CNN graph of the published simulator (346 nodes) on its 7 devices
+    from commsched.io.thesis import read_devices, read_graph
+    from commsched.placement.model import Cluster
+    p = Problem.from_thesis(read_graph(SHARED / "convolutional_network_graph.csv"))
+    c = Cluster.from_devices(read_devices(SHARED / "devices7.csv"))
+    res = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS))
+    assert p.n == 346 and len(res) == 21
+
+
+def test_experiments_tiny(tmp_path):
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())["placement"]
+    cfg["synthetic"].update(graphs=[2, 3], runs=1, scale=0.01, devices=10)
+    cfg["tensorflow"].update(traces=["thesis_cnn-train-b8", "thesis_dynamic_rnn-train-b8"],
+                             runs=1, thesis_csv=[str(tmp_path / "absent_graph.csv")])
+    cfg["seven"].update(traces=["thesis_dynamic_rnn-train-b8"], runs=1, scale=0.01)
+    syn = exp.run_synthetic(cfg)
+    tf = exp.run_tensorflow(cfg, str(ROOT / "data/traces"))
+    seven, gantt = exp.run_seven(cfg, str(ROOT / "data/traces"))
+    t71 = exp.table71(0)
+    assert t71.rel_err.abs().max() < 0.05  # Table 7.1 counts within 5%
+    n_combo = len(PARTITIONERS) * len(SCHEDULERS) * len(cfg["semantics"])
+    assert len(syn) == 2 * n_combo and len(tf) == 2 * n_combo
+    assert set(gantt.kind) <= {"compute", "send", "recv"} and (gantt.executable >= 1).all()
+    from commsched.results import write_metrics
+    m = exp.headline_metrics(syn, tf, seven, gantt, t71)
+    write_metrics(m, tmp_path / "m.csv")
+    got = read_metrics([tmp_path / "m.csv"])
+    assert got["placement.synthetic.traffic_scheduler_spread"][0] == 0.0
+    assert "placement.tensorflow.heft_over_mite_max" in got
