@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -217,7 +218,6 @@ class Eiff:
 
 #: EchelonFlow schedulers by name: a factory of a fresh policy per simulation.
 SCHEDULERS: dict[str, Callable[[], Policy]] = {
-    **{f"echelon-{i}-{r}": (lambda i=i, r=r: EchelonScheduler(i, r))
-       for i in INTRA for r in RANKS},
+    **{f"echelon-{i}-{r}": partial(EchelonScheduler, i, r) for i in INTRA for r in RANKS},
     "eiff": Eiff,
 }
