@@ -116,6 +116,7 @@ def test_paradigm_flows_and_sizes() -> None:
     assert ar.src.tolist() == [0, 1, 2, 3] and ar.dst.tolist() == [1, 2, 3, 0]
     assert np.allclose(ar.size, 2 * 3 / 4 * 8.0)
     push0, push1, pull = arr.dp_ps(2, [1.0, 3.0], ready=[0.0, 2.0])
+    assert push0.src.tolist() == [0, 1] and push0.release.tolist() == [0.0, 0.0]
     assert push1.dst.tolist() == [2, 2] and push1.release.tolist() == [2.0, 2.0]
     assert pull.src.tolist() == [2, 2] and pull.size.tolist() == [4.0, 4.0]
     assert pull.release.tolist() == [2.0, 2.0]
