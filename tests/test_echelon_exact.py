@@ -96,3 +96,19 @@ def test_limits_are_one_line_errors() -> None:
     with pytest.raises(CommschedError, match="at most 8"):
         brute_force_priorities(net, [EchelonFlow([0] * 9, [1] * 9, [1.0] * 9, [0.0] * 9,
                                                  [0.0] * 9)])
+
+
+def test_echelon_core_experiment_writes_its_outputs(tmp_path) -> None:
+    from commsched.experiments.echelon_core import main
+    from commsched.results import read_metrics, read_table
+    out = {k: tmp_path / f"{k}.csv" for k in ("table1", "fig2", "gaps", "metrics")}
+    assert main(["--seed", "1", "--instances", "2", "--hosts", "3", "--groups", "2",
+                 "--flows-per-group", "2", *[f"--{k}={v}" for k, v in out.items()]]) == 0
+    m = {k: v for k, (v, _) in read_metrics([out["metrics"]]).items()}
+    assert m["echelon_core.fig2.optimum.tardiness_s"] == pytest.approx(4.0)
+    assert m["echelon_core.fig2.echelon-edf-total.excess_over_optimum_s"] == pytest.approx(0.0)
+    assert m["echelon_core.table1.fsdp.arrangement_code"] == 2.0
+    assert m["echelon_core.gaps.instances"] == 2.0
+    assert len(read_table(out["table1"])) == 6
+    assert main(["--seed", "1", "--instances", "0", "--hosts", "3", "--groups", "2",
+                 "--flows-per-group", "2", *[f"--{k}={v}" for k, v in out.items()]]) == 2

@@ -110,6 +110,9 @@ def _pace(now: float, links: np.ndarray, rem: np.ndarray, ideal: np.ndarray,
     if np.any(cap[lk] <= REL_TOL * max(1.0, float(cap.max(initial=0.0)))):
         return math.inf
     lo = float(np.max(now - ideal))  # every flow needs ideal + t > now
+    if np.all(ideal == ideal[0]):  # a Coflow: MADD's closed form, the bottleneck's time
+        load = np.bincount(lk, weights=rem[rows], minlength=len(cap))
+        return max(floor, lo + float(np.max(load[lk] / cap[lk])))
 
     def ok(t: float) -> bool:
         load = np.bincount(lk, weights=rem[rows] / (ideal[rows] + t - now),
@@ -120,7 +123,7 @@ def _pace(now: float, links: np.ndarray, rem: np.ndarray, ideal: np.ndarray,
         if ok(floor):
             return floor
         lo = floor  # the answer lies above the floor
-    step = max(1e-12, float(np.max(rem[rows] / cap[lk])))
+    step = max(1e-9 * max(1.0, abs(lo)), float(np.max(rem[rows] / cap[lk])))
     hi = lo + step
     while not ok(hi):
         step *= 2.0
