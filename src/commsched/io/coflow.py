@@ -88,7 +88,11 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
     count = _int(lines[0].split()[1], "Coflow count", f"{name}:1")
     if ports < 1 or count < 0:
         raise CommschedError(f"{name}:1: needs ports >= 1 and coflows >= 0")
-    ids, arr, maps, reds, mbs = [], [], [], [], []
+    ids: list[int] = []
+    arr: list[int] = []
+    maps: list[np.ndarray] = []
+    reds: list[np.ndarray] = []
+    mbs: list[np.ndarray] = []
     for no, line in enumerate(lines[1:], start=2):
         t = line.split()
         if not t:
