@@ -180,3 +180,24 @@ def test_replay_command(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "t.txt:2" in err
     assert pd.read_csv(out, comment="#")["id"].tolist() == [1, 2, 3]  # not overwritten
+
+
+def test_replay_metrics_and_bins(tmp_path):
+    from commsched.experiments.echelon_replay import bins_table, main, metrics
+
+    base = {"id": [1, 2], "arrival": [0.0, 0.0], "total_mb": [1.0, 300.0],
+            "width": [1, 100], "longest_mb": [1.0, 10.0]}
+    sebf = pd.DataFrame({**base, "finish": [1.0, 4.0], "cct": [1.0, 4.0]})
+    fair = pd.DataFrame({**base, "finish": [2.0, 8.0], "cct": [2.0, 8.0]})
+    m = metrics({"fair": fair.set_index("id"), "sebf": sebf.set_index("id")})
+    assert m["echelon.replay.sebf_vs_fair.avg"] == pytest.approx(2.0)
+    assert m["echelon.replay.sebf.avg_cct_s"] == pytest.approx(2.5)
+    b = bins_table({"fair": fair.set_index("id"), "sebf": sebf.set_index("id")})
+    assert b.set_index("bin")["coflows"].to_dict() == {"SN": 1, "LW": 1, "all": 2}
+    assert b["ratio_of_avg"].tolist() == [2.0, 2.0, 2.0]
+    from commsched.results import write_table
+    write_table(sebf, tmp_path / "s.csv")
+    write_table(fair.iloc[:1], tmp_path / "f.csv")
+    assert main(["metrics", "--tables", f"sebf={tmp_path / 's.csv'}",
+                 f"fair={tmp_path / 'f.csv'}", "--metrics", str(tmp_path / "m.csv"),
+                 "--bins", str(tmp_path / "b.csv")]) == 2  # other Coflows: an error

@@ -134,8 +134,8 @@ class CoflowOrder:
         gids, gidx = _groups(view)
         cap = view.net.capacity.astype(float)
         rem = view.remaining
+        b = _link_bytes(view.links, rem, gidx, len(gids), len(cap))
         if self.order == "sebf":
-            b = _link_bytes(view.links, rem, gidx, len(gids), len(cap))
             key = np.max(b / cap[None, :], axis=1)
         else:
             key = np.full(len(gids), np.inf)
@@ -143,27 +143,20 @@ class CoflowOrder:
         order = np.lexsort((gids, key))
         pos = np.empty(len(gids), dtype=np.int64)
         pos[order] = np.arange(len(gids))
-        members = np.split(np.argsort(gidx, kind="stable"),
-                           np.cumsum(np.bincount(gidx, minlength=len(gids)))[:-1])
-        rates = np.zeros(n)
+        # MADD in rank order on what the Coflows before left: Coflow k's flows get
+        # rem / gamma_k with gamma_k = max_l b[k, l] / left_l, so it loads link l with
+        # b[k, l] / gamma_k <= left_l (equality on its bottleneck).
+        gamma = np.full(len(gids), np.inf)
         left = cap.copy()
+        tol = REL_TOL * float(np.max(cap, initial=1.0))
         for k in order:
-            f = members[k]
-            r = madd(view.links[f], rem[f], left)
-            if not r.any():
-                continue
-            lk = view.links[f]
-            valid = lk >= 0
-            load = np.bincount(lk[valid], weights=np.broadcast_to(r[:, None], lk.shape)[valid],
-                               minlength=len(left))
-            over = load > left
-            if over.any():  # float noise only: MADD fits by construction
-                r *= float(np.min(left[over] / load[over]))
-                load = np.bincount(lk[valid],
-                                   weights=np.broadcast_to(r[:, None], lk.shape)[valid],
-                                   minlength=len(left))
-            rates[f] = r
-            left = np.maximum(left - load, 0.0)
+            need = b[k] > 0
+            if not need.any() or np.any(left[need] <= tol):
+                continue  # a link it needs is saturated: it waits (back-fill aside)
+            g = float(np.max(b[k, need] / left[need]))
+            gamma[k] = g
+            left[need] = np.maximum(left[need] - b[k, need] / g, 0.0)
+        rates = rem / gamma[gidx]
         return rates + priority_max_min(view.links, left, pos[gidx], weight=rem)
 
 
