@@ -81,8 +81,8 @@ def test_exact_is_a_valid_schedule_and_beats_every_heuristic(seed: int, hosts: i
 
 def test_optimality_gaps_table() -> None:
     df = optimality_gaps(seed=3, instances=2, hosts=3, groups=2, flows_per_group=2)
-    assert set(df["policy"]) == {"fair", *SCHEDULERS}
-    assert len(df) == 2 * (1 + len(SCHEDULERS))
+    assert set(df["policy"]) == {"fair", "sebf", *SCHEDULERS}
+    assert len(df) == 2 * (2 + len(SCHEDULERS))
     assert (df["gap"] >= -1e-6).all() and (df["optimum"] > 0).all()
     again = optimality_gaps(seed=3, instances=2, hosts=3, groups=2, flows_per_group=2)
     assert df.equals(again)  # seeded

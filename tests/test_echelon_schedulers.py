@@ -11,18 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsched.echelon import arrangement as arr
+from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.echelon.exact import random_instance, solve_exact
 from commsched.echelon.model import EchelonFlow, flow_table, simulate_echelonflows
 from commsched.echelon.schedulers import SCHEDULERS, EchelonScheduler
 from commsched.errors import CommschedError
-from commsched.sim.flow import View, big_switch, check_flow_schedule, max_min, two_tier
+from commsched.sim.flow import big_switch, check_flow_schedule, two_tier
 
-
-def fair(view: View) -> np.ndarray:
-    return max_min(view.links, view.net.capacity)
-
-
-ALL = {"fair": lambda: fair, **SCHEDULERS}
+ALL = {"fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
 
 # --- Fig. 2 --------------------------------------------------------------------------------
 # The instance, from the caption and Sec. 1: the predecessor worker runs the forward of
@@ -40,7 +36,8 @@ ALL = {"fair": lambda: fair, **SCHEDULERS}
 #   left); from 3 three flows at 1/3: flow 0 ends at 4.5 (1, 1.5 left); then two at 1/2:
 #   flow 1 ends at 6.5, flow 2 at 7 -> t_H = max(3.5, 4.5, 4) = 4.5, successor ends at
 #   max(4.5+3, 6.5+2, 7+1) = 8.5.
-# Coflow (Eq. 5: one ideal time, MADD paces all flows to finish together): all end at 7
+# Coflow (Eq. 5: one ideal time; Varys' MADD, or EchelonFlow's constant-rate scheduling on
+#   the Coflow arrangement, paces all flows to finish together): all end at 7
 #   (the link is never idle after 1 s), t_H as an EchelonFlow = 7 - 1 = 6, successor
 #   ends at 7 + 3 = 10 > 8.5: Coflow is worse than fair sharing.
 
@@ -62,16 +59,18 @@ def test_fig2_echelonflow_optimal_coflow_worse_than_fair() -> None:
     net = big_switch(2, rate=1.0)
     h = fig2(arr.gpipe(3, 1.0))
     ech = simulate_echelonflows(net, [h], SCHEDULERS["echelon-edf-total"](), record=True)
-    fr = simulate_echelonflows(net, [h], fair)
-    # Coflow: the same flows as a Coflow (Eq. 5), scheduled by MADD
-    co = simulate_echelonflows(net, [fig2(arr.coflow(3))], SCHEDULERS["echelon-madd-total"]())
+    fr = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["fair"]())
+    # Coflow: the same flows as one Coflow under Varys (SEBF + MADD), and as a Coflow
+    # arrangement (Eq. 5) under EchelonFlow scheduling (Property 2: the same schedule)
+    co = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["sebf"]())
+    co5 = simulate_echelonflows(net, [fig2(arr.coflow(3))], SCHEDULERS["echelon-madd-total"]())
     assert ech.finish.tolist() == [3.0, 5.0, 7.0] and ech.tardiness[0] == 4.0
     assert fr.finish.tolist() == [4.5, 6.5, 7.0] and fr.tardiness[0] == 4.5
-    assert co.finish.tolist() == [7.0, 7.0, 7.0]
-    co_t = float(np.max(co.finish - h.ideal))
-    assert co_t == 6.0
+    assert co.finish.tolist() == pytest.approx([7.0, 7.0, 7.0], rel=1e-12)
+    assert co5.finish.tolist() == pytest.approx([7.0, 7.0, 7.0], rel=1e-12)
+    assert float(np.max(co.finish - h.ideal)) == pytest.approx(6.0, rel=1e-12)
     ends = {k: successor_end(r.finish) for k, r in (("ech", ech), ("fair", fr), ("co", co))}
-    assert ends == {"ech": 8.0, "fair": 8.5, "co": 10.0}
+    assert ends == pytest.approx({"ech": 8.0, "fair": 8.5, "co": 10.0}, rel=1e-12)
     # EchelonFlow scheduling is optimal: the exact optimum is the lower bound 4
     assert solve_exact(net, [h]).objective == pytest.approx(4.0)
     # Property 1: the successor's phase ends at r + |H| T + t_H for every schedule
@@ -116,7 +115,9 @@ def test_property2_coflow_tardiness_is_cct(hosts: int, flows: list, r: float) ->
     h = EchelonFlow(src, dst, size, [r] * len(flows), arr.coflow(len(flows)))
     net = big_switch(hosts, 1.0)
     # every flow has ideal time r, so t_H = last finish - r = the Coflow completion time,
-    # whose minimum is the most loaded port's bytes (Varys' bottleneck bound, attained)
+    # whose minimum is the most loaded port's bytes (Varys' bottleneck bound, attained):
+    # EchelonFlow's constant-rate scheduling, Varys (SEBF + MADD) and the exact optimum
+    # all give it
     load = np.zeros(2 * hosts)
     np.add.at(load, np.array(src), size)
     np.add.at(load, hosts + np.array(dst), size)
@@ -124,6 +125,8 @@ def test_property2_coflow_tardiness_is_cct(hosts: int, flows: list, r: float) ->
     madd = simulate_echelonflows(net, [h], SCHEDULERS["echelon-madd-total"]())
     assert madd.tardiness[0] == pytest.approx(gamma, rel=1e-9)
     assert float(madd.finish.max()) - r == pytest.approx(gamma, rel=1e-9)
+    varys = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["sebf"]())
+    assert np.allclose(varys.finish, madd.finish, rtol=1e-9)
     assert solve_exact(net, [h]).objective == pytest.approx(gamma, rel=1e-6)
 
 

@@ -53,6 +53,7 @@ import pandas as pd
 import pulp
 
 from commsched.echelon.arrangement import coflow, gpipe
+from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.echelon.model import EchelonFlow, FlowTable, flow_table, simulate_echelonflows
 from commsched.echelon.schedulers import SCHEDULERS
 from commsched.errors import CommschedError
@@ -63,7 +64,6 @@ from commsched.sim.flow import (
     Segment,
     View,
     big_switch,
-    max_min,
     priority_max_min,
 )
 
@@ -92,8 +92,9 @@ class ExactResult:
     result: FlowResult
 
 
-def _fair(view: View) -> np.ndarray:
-    return max_min(view.links, view.net.capacity)
+def _baselines() -> dict[str, Callable[[], Policy]]:
+    """Fair sharing, Varys (each EchelonFlow as one Coflow) and :data:`SCHEDULERS`."""
+    return {"fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
 
 
 def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
@@ -103,9 +104,9 @@ def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
 
 def upper_bound(net: Network, tab: FlowTable,
                 policies: Mapping[str, Callable[[], Policy]] | None = None) -> float:
-    """The best objective of ``policies`` (default: fair sharing and :data:`SCHEDULERS`)."""
-    pols: dict[str, Callable[[], Policy]] = dict(policies) if policies else {
-        "fair": lambda: _fair, **SCHEDULERS}
+    """The best objective of ``policies`` (default: fair sharing, Varys' ``sebf`` and
+    :data:`SCHEDULERS`)."""
+    pols = dict(policies) if policies else _baselines()
     return min(simulate_echelonflows(net, tab, f()).objective for f in pols.values())
 
 
@@ -255,12 +256,12 @@ def optimality_gaps(seed: int, instances: int, hosts: int = 3, groups: int = 2,
                     flows_per_group: int = 2,
                     policies: Mapping[str, Callable[[], Policy]] | None = None
                     ) -> pd.DataFrame:
-    """Per random instance (seeded) and policy (default: fair sharing and
-    :data:`SCHEDULERS`): its objective, the optimum (:func:`solve_exact`), the absolute
-    gap and the ratio to the optimum (the optimum is positive: every EchelonFlow's head
-    flow has offset 0 and a positive transfer time)."""
-    pols: dict[str, Callable[[], Policy]] = dict(policies) if policies else {
-        "fair": lambda: _fair, **SCHEDULERS}
+    """Per random instance (seeded) and policy (default: fair sharing, Varys' ``sebf``
+    treating each EchelonFlow as one Coflow, and :data:`SCHEDULERS`): its objective, the
+    optimum (:func:`solve_exact`), the absolute gap and the ratio to the optimum (the
+    optimum is positive: every EchelonFlow's head flow has offset 0 and a positive
+    transfer time)."""
+    pols = dict(policies) if policies else _baselines()
     rng = np.random.default_rng(seed)
     net = big_switch(hosts, 1.0)
     rows = []

@@ -176,7 +176,9 @@ class EchelonScheduler:
         key = _isolated_bound(view.now, view.links, view.remaining, ideal, gidx, len(gids), cap)
         if self.rank == "total":
             key = np.maximum(key, done)
-        order = np.lexsort((gids, key))  # rank position -> dense group index
+        # equal keys (up to float noise) tie by EchelonFlow id, whatever the time origin
+        tick = 1e-9 * max(1.0, abs(view.now))
+        order = np.lexsort((gids, np.round(key / tick)))  # rank position -> group index
         pos = np.empty(len(gids), dtype=np.int64)
         pos[order] = np.arange(len(gids))
         rem = view.remaining
