@@ -101,13 +101,13 @@ def _isolated_bound(now: float, links: np.ndarray, rem: np.ndarray, ideal: np.nd
 
 
 def _pace(now: float, links: np.ndarray, rem: np.ndarray, ideal: np.ndarray,
-          cap: np.ndarray, floor: float) -> float:
+          cap: np.ndarray, floor: float, empty: np.ndarray) -> float:
     """Smallest ``t >= floor`` with ``sum_{i on l} rem_i / (ideal_i + t - now) <= cap_l``
-    on every link ``l`` of these flows (``inf`` when a link has no capacity left)."""
+    on every link ``l`` of these flows (``inf`` when a link has at most ``empty[l]`` left)."""
     valid = links >= 0
     lk = links[valid]
     rows = np.nonzero(valid)[0]
-    if np.any(cap[lk] <= REL_TOL * max(1.0, float(cap.max(initial=0.0)))):
+    if np.any(cap[lk] <= empty[lk]):
         return math.inf
     lo = float(np.max(now - ideal))  # every flow needs ideal + t > now
     if np.all(ideal == ideal[0]):  # a Coflow: MADD's closed form, the bottleneck's time
@@ -193,7 +193,7 @@ class EchelonScheduler:
         for k in order:
             f = members[k]
             floor = done[k] if self.rank == "total" else -math.inf
-            t = _pace(view.now, view.links[f], rem[f], ideal[f], left, floor)
+            t = _pace(view.now, view.links[f], rem[f], ideal[f], left, floor, REL_TOL * cap)
             if not math.isfinite(t):
                 continue
             r = rem[f] / (ideal[f] + t - view.now)
@@ -201,10 +201,11 @@ class EchelonScheduler:
             load = np.bincount(view.links[f][valid],
                                weights=np.broadcast_to(r[:, None], valid.shape)[valid],
                                minlength=len(left))
-            scale = np.min(np.where(load > left, left / np.maximum(load, 1e-300), 1.0))
-            r *= min(1.0, float(scale))  # float noise of the bisection only
-            rates[f] = r
-            left = np.maximum(left - load * min(1.0, float(scale)), 0.0)
+            # < 1 only by the float noise of the pace
+            scale = min(1.0, float(np.min(np.where(load > left,
+                                                   left / np.maximum(load, 1e-300), 1.0))))
+            rates[f] = r * scale
+            left = np.maximum(left - load * scale, 0.0)
         fill = priority_max_min(view.links, left, pos[gidx], weight=rem)
         return rates + fill
 
