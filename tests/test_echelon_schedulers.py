@@ -189,3 +189,20 @@ def test_ranking_total_vs_remaining() -> None:
     rem = simulate_echelonflows(net, [a, b], SCHEDULERS["echelon-edf-remaining"]())
     assert tot.tardiness.tolist() == [3.0, 2.0] and tot.objective == 5.0
     assert rem.tardiness.tolist() == [3.0, 3.0] and rem.objective == 6.0
+
+
+def test_bottleneck_ranking_serves_the_older_shorter_one_first() -> None:
+    # One 1 byte/s link. Coflow B: 3 bytes released at 0 (d = 0); Coflow A: 2.5 bytes
+    # released at 1 (d = 1). At 1, B has 2 bytes left. Tardiness ranking ("remaining" and
+    # "total" alike): B's key 1 + 2 - 0 = 3 > A's 1 + 2.5 - 1 = 2.5, so A first: A ends
+    # at 3.5 (t = 2.5), B at 5.5 (t = 5.5): sum 8. Bottleneck ranking: B's 2 s < A's 2.5 s,
+    # B first: B ends at 3 (t = 3), A at 5.5 (t = 4.5): sum 7.5, the optimum (shortest
+    # remaining first; any sharing only delays the first to finish).
+    net = big_switch(2, 1.0)
+    b = EchelonFlow([0], [1], [3.0], [0.0], [0.0])
+    a = EchelonFlow([0], [1], [2.5], [1.0], [0.0])
+    for rank, want in (("remaining", 8.0), ("total", 8.0), ("bottleneck", 7.5)):
+        for intra in ("edf", "madd"):
+            run = simulate_echelonflows(net, [b, a], SCHEDULERS[f"echelon-{intra}-{rank}"]())
+            assert run.objective == pytest.approx(want), (intra, rank)
+    assert solve_exact(net, [b, a]).objective == pytest.approx(7.5)

@@ -9,9 +9,9 @@ each reading is a policy here (:data:`SCHEDULERS`, names ``echelon-<intra>-<rank
 Intra-EchelonFlow rates (``intra``)
     ``madd`` -- constant rates, MADD's way: the smallest tardiness ``t`` such that, on
     the capacity the EchelonFlows ranked before left, every remaining flow ``i`` can
-    finish by ``d_i + t`` at the constant rate ``rem_i / (d_i + t - now)`` (found by
-    bisection); every flow gets exactly that rate, so all flows of the EchelonFlow are
-    equally tardy. For a Coflow this is MADD.
+    finish by ``d_i + t`` at the constant rate ``rem_i / (d_i + t - now)`` (closed form
+    for a Coflow, bisection otherwise); every flow gets exactly that rate, so all flows
+    of the EchelonFlow are equally tardy. For a Coflow this is MADD.
     ``edf`` -- earliest ideal finish first: the EchelonFlow's flows are strict priority
     classes by ideal finish time (ties: one class, shared in proportion to the remaining
     bytes, MADD-like), so earlier-needed data is sent first and the rest is not slowed
@@ -28,6 +28,12 @@ Inter-EchelonFlow ranking (``rank``), ascending, ties by EchelonFlow id
     finished flows already have. With ``total`` a ``madd`` EchelonFlow that is already
     that late is also paced to it (its flows need not finish earlier than the tardiness
     it already has), which leaves bandwidth to the others.
+    ``bottleneck`` -- not a reading of Property 4 but Varys' own SEBF key kept beside
+    it: the time the unfinished flows need alone (the largest of their bytes on a link
+    over its capacity), ideal times ignored. Ranking by tardiness serves an EchelonFlow
+    that has waited longer *later* (its lateness grows with its age); for the sum of
+    tardiness of EchelonFlows on one link, shortest remaining first is what minimises
+    it (Smith's rule with equal weights), and this ranking keeps that.
 
 Both then back-fill (Varys' work conservation): what the paced allocation leaves is given
 to the flows in rank order, each EchelonFlow's flows in proportion to remaining bytes.
@@ -70,7 +76,7 @@ __all__ = ["INTRA", "RANKS", "SCHEDULERS", "EchelonScheduler", "Eiff"]
 
 #: Intra-EchelonFlow rate rules and inter-EchelonFlow ranking keys.
 INTRA = ("madd", "edf")
-RANKS = ("total", "remaining")
+RANKS = ("total", "remaining", "bottleneck")
 
 
 def _meta(view: View, name: str) -> np.ndarray:
@@ -173,7 +179,16 @@ class EchelonScheduler:
         cap = view.net.capacity.astype(float)
         gids, gidx = np.unique(group, return_inverse=True)
         done = np.array([self._done.get(int(g), -math.inf) for g in gids])
-        key = _isolated_bound(view.now, view.links, view.remaining, ideal, gidx, len(gids), cap)
+        if self.rank == "bottleneck":
+            valid = view.links >= 0
+            rows = np.nonzero(valid)[0]
+            L = len(cap)
+            per = np.bincount(gidx[rows] * L + view.links[valid],
+                              weights=view.remaining[rows], minlength=len(gids) * L)
+            key = np.max(per.reshape(len(gids), L) / cap[None, :], axis=1)
+        else:
+            key = _isolated_bound(view.now, view.links, view.remaining, ideal, gidx,
+                                  len(gids), cap)
         if self.rank == "total":
             key = np.maximum(key, done)
         # equal keys (up to float noise) tie by EchelonFlow id, whatever the time origin
