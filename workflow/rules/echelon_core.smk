@@ -5,20 +5,18 @@ ECHELON_CORE_TABLE1 = "results/tables/echelon_table1.csv"
 ECHELON_CORE_FIG2 = "results/tables/echelon_core_fig2.csv"
 ECHELON_CORE_GAPS = "results/tables/echelon_core_gaps.csv"
 ECHELON_CORE_METRICS = "results/metrics/echelon_core.csv"
+ECHELON_CORE_FIGURES = multiext("results/figures/echelon_core", ".pdf", ".png")
 
-ALL_TARGETS.extend(
-    [ECHELON_CORE_TABLE1, ECHELON_CORE_FIG2, ECHELON_CORE_GAPS, ECHELON_CORE_METRICS]
-)
+ALL_TARGETS.extend([ECHELON_CORE_TABLE1, ECHELON_CORE_METRICS, *ECHELON_CORE_FIGURES])
 METRICS_TABLES.append(ECHELON_CORE_METRICS)
 
 
 rule echelon_core:
-    """Target: Table 1, Fig. 2 per scheduler, optimality gaps, and their metrics."""
+    """Target: Table 1, Fig. 2 per scheduler, optimality gaps, their metrics and figure."""
     input:
         ECHELON_CORE_TABLE1,
-        ECHELON_CORE_FIG2,
-        ECHELON_CORE_GAPS,
         ECHELON_CORE_METRICS,
+        ECHELON_CORE_FIGURES,
 
 
 rule echelon_core_run:
@@ -46,3 +44,26 @@ rule echelon_core_run:
         "--instances {params.instances} --hosts {params.hosts} --groups {params.groups} "
         "--flows-per-group {params.flows_per_group} --table1 {output.table1} "
         "--fig2 {output.fig2} --gaps {output.gaps} --metrics {output.metrics} > {log} 2>&1"
+
+
+rule echelon_core_figure:
+    """Plot Fig. 2's finish times per scheduler and the optimality ratios per scheduler."""
+    input:
+        nb="notebooks/echelon_core.ipynb",
+        fig2=ECHELON_CORE_FIG2,
+        gaps=ECHELON_CORE_GAPS,
+    output:
+        nb="results/notebooks/echelon_core.ipynb",
+        pdf=ECHELON_CORE_FIGURES[0],
+        png=report(
+            ECHELON_CORE_FIGURES[1],
+            caption="../report/echelon_core.rst",
+            category="EchelonFlow",
+        ),
+    log:
+        "logs/echelon/core_figure.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "papermill {input.nb} {output.nb} -p fig2 {input.fig2} -p gaps {input.gaps} "
+        "-p figure {output.pdf} > {log} 2>&1"

@@ -28,6 +28,7 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -38,10 +39,11 @@ from commsched.echelon.exact import optimality_gaps, solve_exact
 from commsched.echelon.model import EchelonFlow, simulate_echelonflows
 from commsched.echelon.schedulers import SCHEDULERS
 from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim.flow import Policy, big_switch
 
-__all__ = ["OPTIMAL_TOL", "POLICIES", "fig2", "fig2_table", "gap_metrics", "main",
+__all__ = ["OPTIMAL_TOL", "POLICIES", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
            "table1_metrics"]
 
 #: The policies run on Fig. 2: fair sharing, Varys, the EchelonFlow schedulers.
@@ -50,6 +52,19 @@ POLICIES: dict[str, Callable[[], Policy]] = {
 
 #: A policy is optimal on an instance when its objective is within this of the optimum.
 OPTIMAL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting."""
+
+    fig2: str
+    gaps: str
+    figure: str  # the PDF; the PNG is written beside it
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("echelon core", {"fig2": self.fig2, "gaps": self.gaps},
+                            self.figure, "run the echelon_core rule first")
 
 
 def fig2(offset: np.ndarray, t: float = 1.0, b: float = 1.0) -> EchelonFlow:
