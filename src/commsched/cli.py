@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "claims": "write the claims table (paper value vs ours)",
     "pace": "PACE: all-reduce plans (balanced fusion + optimal preemption), simulated",
     "place": "partition and schedule a thesis graph on devices",
+    "echelon": "EchelonFlow / Coflow scheduling (trace replay)",
 }
 
 
