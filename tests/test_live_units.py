@@ -222,7 +222,8 @@ def _toy_workload() -> live.Workload:
                {"name": "tac-sender", "order": "tac", "enforce": "sender",
                 "priorities": {"a": 0, "b": 1}}]
     return live.Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
-                         configs, {"baseline": 3.0, "tac-sender": 2.0}, 1.0)
+                         {"tac": {"recv:a": 0, "recv:b": 1}}, configs,
+                         {"baseline": 3.0, "tac-sender": 2.0}, 1.0)
 
 
 def _result(config: str, task: int, work: list[float], barrier: list[float],
@@ -258,15 +259,79 @@ def test_tables_summary_and_metrics_from_known_results():
     assert summary.loc["baseline", "order_agreement"] == 0.0  # b before a, TAC says a first
     assert summary.loc["tac-sender", "pred_error"] == pytest.approx(2.0 / 2.0 - 1)
     assert summary.loc["baseline", "pred_error"] == pytest.approx(3.0 / 3.5 - 1)
+    assert summary.loc["baseline", "pred_error_nominal"] == pytest.approx(3.0 / 3.5 - 1)
+    # straggler: baseline mean (1/4 + 1/3) / 2; tac-sender (0 + 0.5/2) / 2
+    assert summary.loc["tac-sender", "straggler_reduction"] == pytest.approx(
+        (1 / 4 + 1 / 3) / 2 / 0.125)
     m = live.metrics(summary.reset_index())
-    assert m["live.infer.best_gain"] == pytest.approx(0.75)
+    assert m["live.toy.infer.best_gain"] == pytest.approx(0.75)
+    assert m["live.toy.infer.tac-sender.gain"] == pytest.approx(0.75)
+    assert m["live.straggler_increases"] == 0
+    assert "live.infer.best_gain" not in m  # no best over models
     assert m["live.sender.order_agreement"] == 1.0
     assert m["live.none.order_agreement"] == 0.0
     assert m["live.pred_error.median_abs"] == pytest.approx((0 + 0.5 / 3.5) / 2)
+    fitted = {"toy.infer": {"baseline": 3.5, "tac-sender": 3.0}}
+    s2 = live.summarize(steps, xfers, [w], 2, fitted, fitted).set_index("config")
+    assert s2.loc["baseline", "pred_error"] == pytest.approx(0.0)
+    assert s2.loc["tac-sender", "pred_error_loo"] == pytest.approx(0.5)
+    assert s2.loc["tac-sender", "pred_error_nominal"] == pytest.approx(0.0)
+
+
+def test_arrival_order_repeats_and_out_of_order_rate():
+    rows = []
+    for step, order in enumerate([("a", "b", "c"), ("b", "a", "c"), ("a", "b", "c")]):
+        for k, v in enumerate(order):
+            rows.append({"model": "m", "mode": "train", "config": "baseline", "worker": 0,
+                         "trace_step": step, "kind": "recv", "variable": v,
+                         "start_s": 0.0, "end_s": 1.0 + k})
+    x = pd.DataFrame(rows)
+    r = live.arrival_order_repeats(x)
+    assert r[["steps", "distinct"]].values.tolist() == [[3, 2]]
+    assert r.unique_frac.iloc[0] == pytest.approx(2 / 3)
+    # same start everywhere: nothing was handed to the network earlier, nothing overtaken
+    assert live.out_of_order_rate(x).overtaken.tolist() == [0]
+    x.loc[(x.trace_step == 1) & (x.variable == "c"), "start_s"] = -1.0  # c first, arrives last
+    ooo = live.out_of_order_rate(x)
+    assert ooo.overtaken.tolist() == [2] and ooo.rate.iloc[0] == pytest.approx(2 / 9)
+    m = live.metrics(pd.DataFrame(columns=["model", "mode", "config", "straggler",
+                                           "pred_error", "pred_error_nominal", "gain",
+                                           "straggler_reduction", "hook", "order",
+                                           "order_agreement", "end_agreement"]), r, ooo)
+    assert m["live.m.baseline.unique_order_frac"] == pytest.approx(2 / 3)
+    assert m["live.m.baseline.grpc_out_of_order"] == pytest.approx(2 / 9)
+
+
+def test_fit_overhead_recovers_known_costs():
+    # two models, the link: span = n * 1 ms + bytes / 100 MB/s; compute = 1.5 oracle + 1 ms/op
+    xrows, trows, srows = [], [], []
+    for model, n, size, oracle in (("m1", 4, 1e6, 0.5), ("m2", 10, 3e5, 0.2)):
+        for step in range(2):
+            t = 0.0
+            for i in range(n):
+                dur = 1e-3 + size / 1e8
+                xrows.append({"model": model, "mode": "train", "config": "baseline",
+                              "trace_step": step, "worker": i % 2, "kind": "recv",
+                              "variable": f"v{i}", "bytes": size, "start_s": 0.0,
+                              "end_s": t + dur})
+                t += dur
+            trows.append({"model": model, "mode": "train", "config": "baseline",
+                          "compute_s": 1.5 * oracle + n * 1e-3, "oracle_compute_s": oracle,
+                          "oracle_ops": n})
+            srows += [{"model": model, "mode": "train", "config": "baseline", "step": step,
+                       "worker": w, "barrier_s": 0.002 + w} for w in (0, 1)]
+    ov = live.fit_overhead(pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows))
+    assert ov.transfer_s == pytest.approx(1e-3, rel=1e-6)
+    assert ov.rate_Bps == pytest.approx(1e8, rel=1e-6)
+    assert ov.compute_factor == pytest.approx(1.5) and ov.op_s == pytest.approx(1e-3)
+    assert ov.step_s == pytest.approx(0.002)
+    with pytest.raises(CommschedError, match="no traced baseline"):
+        live.fit_overhead(pd.DataFrame(xrows).iloc[:0], pd.DataFrame(trows), pd.DataFrame(srows))
 
 
 def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
-    out = {k: tmp_path / f"{k}.csv" for k in ("steps", "transfers", "summary", "metrics")}
+    out = {k: tmp_path / f"{k}.csv" for k in ("steps", "transfers", "traced", "summary",
+                                               "metrics")}
     import json
 
     rc = live.main(["--config-json", json.dumps({**SECTION, "enabled": False}),
@@ -284,7 +349,7 @@ def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
 
 def test_bad_section_is_a_one_line_error(capsys):
     rc = live.main(["--config-json", '{"enabled": true}', "--steps", "s", "--transfers", "t",
-                    "--summary", "u", "--metrics", "m"])
+                    "--traced", "x", "--summary", "u", "--metrics", "m"])
     assert rc == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
 

@@ -23,7 +23,9 @@ from commsched.sim.multiworker import (
     iteration,
     rank_priorities,
     run,
+    timeline_efficiency,
     worker_id,
+    worker_noise_factors,
 )
 from commsched.views import ps_view
 
@@ -245,6 +247,72 @@ def test_iteration_not_shorter_than_worker_alone(g, n):
     tie = np.linspace(0, 0.9, n)[:, None] * np.ones((1, mw.n_recvs))
     res = iteration(mw, rank_priorities(mw, order, tie=tie))
     assert res.worker_end.min() >= alone.makespan - 1e-9
+
+
+def test_timeline_efficiency_by_hand():
+    # One worker, seq2 without c1 -> c2 replaced: r1 -> c1 (2 s), r2 -> c2 (0.5 s).
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(g, "r1", "recv", "net:ps0", 1.0)
+    add_op(g, "r2", "recv", "net:ps0", 1.0)
+    add_op(g, "c1", "compute", "cpu", 2.0)
+    add_op(g, "c2", "compute", "cpu", 0.5)
+    g.add_edges_from([("r1", "c1"), ("r2", "c2")])
+    mw = compose(g, 1)
+    # r1 first: r1[0,1] c1[1,3] r2[1,2] c2[3,3.5]; comm busy [0,2] = 2, compute 2.5,
+    # U = 4.5, L = 2.5, m = 3.5 -> E = (4.5 - 3.5) / 2 = 0.5.
+    good = iteration(mw, np.array([[0.0, 1.0]]))
+    e, comp, comm = timeline_efficiency(mw, mw.base_duration, np.asarray(good.schedule.end))
+    assert (e[0], comp[0], comm[0]) == (0.5, 2.5, 2.0)
+    # r2 first: r2[0,1] c2[1,1.5] r1[1,2] c1[2,4]; m = 4 -> E = 0.5 / 2 = 0.25.
+    bad = iteration(mw, np.array([[1.0, 0.0]]))
+    assert timeline_efficiency(mw, mw.base_duration, np.asarray(bad.schedule.end))[0][0] == 0.25
+
+
+def test_timeline_efficiency_counts_queueing_behind_other_workers():
+    # seq2 with two workers, worker 1's recvs after worker 0's (ranks 0 < 0.25 < 1 < 1.25):
+    # channel w0/r1[0,1] w1/r1[1,2] w0/r2[2,3] w1/r2[3,4]; worker 1's comm is outstanding
+    # over [0,4] (it waits behind worker 0), its compute c1[2,4] c2[4,5]: U = 4 + 3,
+    # L = 4, m = 5 -> E = 2/3. Worker 0: comm [0,3], compute c1[1,3] c2[3,4]: U = 6,
+    # L = 3, m = 4 -> E = 2/3 as well.
+    mw = compose(seq2(), 2)
+    res = iteration(mw, np.array([[0.0, 1.0], [0.25, 1.25]]))
+    e, comp, comm = timeline_efficiency(mw, mw.base_duration, np.asarray(res.schedule.end))
+    assert comm.tolist() == [3.0, 4.0] and comp.tolist() == [3.0, 3.0]
+    assert e.tolist() == pytest.approx([2 / 3, 2 / 3])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=worker_graphs(), n=st.integers(1, 4), seed=st.integers(0, 10**6),
+       baseline=st.booleans(), noise=st.sampled_from([0.0, 0.3]))
+def test_timeline_bounds_hold(g, n, seed, baseline, noise):
+    # L <= m <= U for every worker (module docstring), so E needs no clipping.
+    mw = compose(g, n)
+    order = None if baseline else {r: i for i, r in enumerate(mw.recvs)}
+    r = run(mw, order, n_iterations=2, jitter=0.2, seed=seed, worker_noise=noise)
+    m = r.worker_end
+    upper = r.compute_busy + r.comm_busy
+    lower = np.maximum(r.compute_busy, r.comm_busy)
+    eps = 1e-9 * np.maximum(1.0, upper)
+    assert np.all(m <= upper + eps) and np.all(m >= lower - eps)
+    assert np.all((r.efficiency >= 0) & (r.efficiency <= 1))
+    assert np.all(r.best_time <= r.iteration_time + 1e-9)
+    assert np.all(r.iteration_time <= r.worst_time + 1e-9)
+
+
+def test_worker_noise_breaks_lockstep_and_is_common():
+    mw = compose(seq2(), 4)
+    order = {"r1": 0, "r2": 1}
+    still = run(mw, order, 20, jitter=0.0, seed=1)
+    noisy = run(mw, order, 20, jitter=0.0, seed=1, worker_noise=0.2)
+    # Same order, no jitter: only the channel's interleaving separates the workers.
+    assert noisy.straggler.mean() > still.straggler.mean()
+    again = run(mw, None, 20, jitter=0.0, seed=1, worker_noise=0.2)
+    assert np.array_equal(noisy.compute_busy, again.compute_busy)  # common random numbers
+    f = worker_noise_factors(0.2, 4, np.random.default_rng(0))
+    assert f.shape == (4,) and len(set(f.tolist())) == 4
+    assert np.all(worker_noise_factors(0.0, 3, np.random.default_rng(0)) == 1.0)
+    with pytest.raises(CommschedError, match="worker_noise"):
+        run(mw, order, 1, worker_noise=-0.1)
 
 
 def test_list_scheduling_anomaly_worker_faster_when_shared():

@@ -1,4 +1,4 @@
-"""TicTac Sec. 3.1: makespan bounds (Eqs. 1-2), efficiency E (Eq. 3), speedup S (Eq. 4)."""
+"""TicTac SysML Sec. 3.2: makespan bounds (Eqs. 1-2), efficiency E (Eq. 3), speedup S (Eq. 4)."""
 
 from __future__ import annotations
 

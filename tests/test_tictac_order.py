@@ -15,7 +15,7 @@ from commsched.graph import add_op, compile_graph, new_graph, save
 from commsched.priorities import load_priorities
 from commsched.sim import check_schedule, simulate
 from commsched.tictac.bruteforce import brute_force, random_instance, two_stage_instance
-from commsched.tictac.order import eq5_before, johnson_key, tac, tic
+from commsched.tictac.order import eq6_before, johnson_key, tac, tic
 from commsched.tictac.properties import exact_op_properties, op_properties
 from commsched.trace.synthetic import par_n, seq_n
 
@@ -51,7 +51,7 @@ def test_fig2_two_orders():
     assert makespan(g, {"recv1": 0, "recv2": 1}) == 3.0
     # Bad order recv2, recv1: recv2 [0,1]; recv1 [1,2]; op1 [2,3]; op2 [3,4] -> 4.
     assert makespan(g, {"recv2": 0, "recv1": 1}) == 4.0
-    # TAC: P(recv1) = 1 (op1 needs only recv1), P(recv2) = 0, M = 1 for both, so Eq. (5)
+    # TAC: P(recv1) = 1 (op1 needs only recv1), P(recv2) = 0, M = 1 for both, so Eq. (6)
     # prefers recv1 strictly: min(P2, M1) = 0 < min(P1, M2) = 1.
     assert tac(g) == {"recv1": 0, "recv2": 1}
     assert makespan(g, tac(g)) == 3.0
@@ -62,7 +62,7 @@ def test_fig2_two_orders():
 
 
 def two_recvs(ma: float, pa: float, mb: float, pb: float) -> nx.DiGraph:
-    """Sec. 4.2: recvs A and B on one channel, each feeding its own computation a, b."""
+    """SysML Sec. 4.3, case 1: recvs A and B on one channel, each feeding its own compute."""
     g = new_graph({"net": 1, "cpu": 1})
     add_op(g, "B", "recv", "net", mb)  # B first in graph order: a graph-order tie picks B
     add_op(g, "A", "recv", "net", ma)
@@ -79,8 +79,8 @@ def test_sec42_case_second_transfer_hidden():
     assert makespan(g, {"A": 0, "B": 1}) == 5.0
     # B then A: B[0,2] b[2,3] A[2,3] a[3,6] -> 2 + max(1, 1) + 3 = 6.
     assert makespan(g, {"B": 0, "A": 1}) == 6.0
-    # Eq. (5): min(P_B, M_A) = 1 < min(P_A, M_B) = 2 -> A first.
-    assert eq5_before(1, 3, 2, 1) and not eq5_before(2, 1, 1, 3)
+    # Eq. (6): min(P_B, M_A) = 1 < min(P_A, M_B) = 2 -> A first.
+    assert eq6_before(1, 3, 2, 1) and not eq6_before(2, 1, 1, 3)
     assert tac(g) == {"A": 0, "B": 1}
 
 
@@ -91,14 +91,45 @@ def test_sec42_case_second_transfer_exposed():
     assert makespan(g, {"A": 0, "B": 1}) == 7.0
     # B then A: B[0,3] b[3,5] A[3,5] a[5,6] -> 3 + max(2, 2) + 1 = 6.
     assert makespan(g, {"B": 0, "A": 1}) == 6.0
-    # Eq. (5): min(P_A, M_B) = 1 < min(P_B, M_A) = 2 -> B first.
-    assert eq5_before(3, 2, 2, 1)
+    # Eq. (6): min(P_A, M_B) = 1 < min(P_B, M_A) = 2 -> B first.
+    assert eq6_before(3, 2, 2, 1)
     assert tac(g) == {"B": 0, "A": 1}
 
 
-def test_m_plus_breaks_eq5_ties():
+def test_eq6_tie_goes_to_johnson_key_before_m_plus():
+    """Module docstring: A (M = P = 1) and B (M = 1, P = 2) tie under Eq. (6); the paper
+    would compare M+, we take B by Johnson's key. Here M+ would favour A (A and x share
+    a two-recv op with M+ = 2, B's M+ is 3), yet B goes first, and B first is no worse."""
+    g = new_graph({"net": 1, "cpu": 1})
+    for r in "ABC":
+        add_op(g, r, "recv", "net", 1.0)
+    add_op(g, "a", "compute", "cpu", 1.0)
+    add_op(g, "b", "compute", "cpu", 2.0)
+    add_op(g, "ac", "compute", "cpu", 0.5)
+    add_op(g, "abc", "compute", "cpu", 0.5)
+    g.add_edges_from([("A", "a"), ("B", "b"), ("A", "ac"), ("C", "ac"),
+                      ("A", "abc"), ("B", "abc"), ("C", "abc")])
+    assert not eq6_before(1, 1, 1, 2) and not eq6_before(1, 2, 1, 1)  # a tie under Eq. (6)
+    order = tac(g)
+    assert min(order, key=order.__getitem__) == "B"
+    assert makespan(g, order) <= makespan(g, {"A": 0, "B": 1, "C": 2})
+
+
+def test_printed_alg3_comparator_is_reversed():
+    """Alg. 3 as printed (A <- min(P_A, M_B), B <- min(P_B, M_A), A first iff A < B)
+    picks the other recv than Eq. (6) whenever the minima differ; Eq. (6) is the one that
+    gives the shorter makespan (the case-1 example)."""
+    def printed(m_a: float, p_a: float, m_b: float, p_b: float) -> bool:
+        return min(p_a, m_b) < min(p_b, m_a)
+
+    g = two_recvs(1, 3, 2, 1)
+    assert eq6_before(1, 3, 2, 1) and not printed(1, 3, 2, 1)
+    assert makespan(g, {"A": 0, "B": 1}) < makespan(g, {"B": 0, "A": 1})
+
+
+def test_m_plus_breaks_eq6_ties():
     # C, A, B (graph order), unit recvs; x needs {A, B}, y needs {A, B, C}. All P = 0, so
-    # Eq. (5) ties everywhere (min(0, M) = 0); M+(A) = M+(B) = M(x) = 2 < M+(C) = M(y) = 3.
+    # Eq. (6) ties everywhere (min(0, M) = 0); M+(A) = M+(B) = M(x) = 2 < M+(C) = M(y) = 3.
     g = new_graph({"net": 1, "cpu": 1})
     for r in "CAB":
         add_op(g, r, "recv", "net", 1.0)
@@ -106,7 +137,7 @@ def test_m_plus_breaks_eq5_ties():
     add_op(g, "y", "compute", "cpu", 1.0)
     g.add_edges_from([("A", "x"), ("B", "x"), ("A", "y"), ("B", "y"), ("C", "y")])
     # Round 1 picks A (M+ 2, before B in graph order); then x needs only B: P(B) = 1 beats
-    # C's P = 0 under Eq. (5); C last.
+    # C's P = 0 under Eq. (6); C last.
     assert tac(g) == {"A": 0, "B": 1, "C": 2}
     # A[0,1] B[1,2] C[2,3], x[2,3], y[3,4] -> 4; graph order C, A, B would give
     # C[0,1] A[1,2] B[2,3], x[3,4], y[4,5] -> 5.
@@ -131,7 +162,7 @@ def test_no_recvs_and_time_override():
     g = new_graph({"cpu": 1})
     add_op(g, "c", "compute", "cpu", 1.0)
     assert tic(g) == {} and tac(g) == {}
-    # An oracle that makes A's compute short flips the Sec. 4.2 case-1 decision.
+    # An oracle that makes A's compute short flips the Sec. 4.3 case-1 decision.
     g = two_recvs(1, 3, 2, 1)
     assert tac(g, time={"a": 0.5}) == {"B": 0, "A": 1}
 
@@ -142,7 +173,7 @@ def test_johnson_key_refines_eq5():
         for pa in vals:
             for mb in vals:
                 for pb in vals:
-                    if eq5_before(ma, pa, mb, pb):
+                    if eq6_before(ma, pa, mb, pb):
                         assert johnson_key(ma, pa) < johnson_key(mb, pb)
 
 
@@ -150,7 +181,7 @@ def test_johnson_key_refines_eq5():
 @given(st.integers(1, 6).flatmap(
     lambda n: st.lists(st.integers(1, 60), min_size=2 * n, max_size=2 * n, unique=True)))
 def test_tac_optimal_on_two_stage_distinct(times):
-    """Eq. (5) is Johnson's rule: on two-stage instances TAC is optimal (brute force)."""
+    """Eq. (6) is Johnson's rule: on two-stage instances TAC is optimal (brute force)."""
     n = len(times) // 2
     g = two_stage_instance([float(t) for t in times[:n]], [float(t) for t in times[n:]])
     bf = brute_force(g)
@@ -189,14 +220,14 @@ def test_priorities_cover_recvs_and_are_deterministic(g):
 @settings(max_examples=40, deadline=None)
 @given(instances)
 def test_tac_choice_never_strictly_beaten(g):
-    """Replaying TAC with Alg. 1 from scratch: each chosen recv is undominated under Eq. (5)
+    """Replaying TAC with Alg. 1 from scratch: each chosen recv is undominated under Eq. (6)
     and has the smallest M+ among the recvs with the same Johnson key."""
     order = list(tac(g))
     for k, chosen in enumerate(order):
         left = order[k:]
         p = op_properties(g, outstanding=left)
         for other in left[1:]:
-            assert not eq5_before(p.M[other], p.P[other], p.M[chosen], p.P[chosen])
+            assert not eq6_before(p.M[other], p.P[other], p.M[chosen], p.P[chosen])
             if johnson_key(p.M[other], p.P[other]) == johnson_key(p.M[chosen], p.P[chosen]):
                 assert p.M_plus[chosen] <= p.M_plus[other]
 

@@ -119,6 +119,9 @@ def test_two_servers_sharding_by_hand():
     size = ps_view(t, n_servers=2, sharding="size", link=LINK)
     # LPT: w1 (400) -> 0; w2 (80) -> 1; b1 (40) -> 1 (load 80 < 400)
     assert size.graph["shards"] == {"w1": 0, "w2": 1, "b1": 1}
+    # TensorFlow's greedy strategy, creation order: w1 -> 0; b1 -> 1; w2 -> 1 (40 < 400).
+    greedy = ps_view(t, n_servers=2, sharding="greedy", link=LINK)
+    assert greedy.graph["shards"] == {"w1": 0, "b1": 1, "w2": 1}
     assert set(size.graph["resources"]) == {"cpu", "net:ps0", "net:ps0:up", "net:ps1",
                                             "net:ps1:up"}
     # Compute-bound here: both still end at 18 (w1's recv [0,4] and send [14,18] decide).
@@ -177,7 +180,8 @@ params_st = st.dictionaries(st.text("abcdef", min_size=1, max_size=4),
                             st.integers(0, 10**9), min_size=1, max_size=40)
 
 
-@given(params=params_st, n=st.integers(1, 8), method=st.sampled_from(["round_robin", "size"]))
+@given(params=params_st, n=st.integers(1, 8),
+       method=st.sampled_from(["round_robin", "greedy", "size"]))
 def test_sharding_invariants(params, n, method):
     shards = shard_parameters(params, n, method)
     assert set(shards) == set(params)  # every parameter on exactly one server
@@ -186,7 +190,7 @@ def test_sharding_invariants(params, n, method):
     counts = [sum(1 for k2 in shards.values() if k2 == k) for k in range(n)]
     if method == "round_robin":
         assert max(counts) - min(counts) <= 1
-    else:  # greedy balance: loads differ by at most the largest parameter
+    else:  # list scheduling onto the least loaded: loads differ by at most the largest one
         assert max(loads) - min(loads) <= max(params.values())
     assert shard_parameters(params, n, method) == shards  # deterministic
 
@@ -194,7 +198,7 @@ def test_sharding_invariants(params, n, method):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), n_ops=st.integers(1, 25), n_vars=st.integers(1, 8),
        p=st.floats(0.0, 0.4), servers=st.integers(1, 4), duplex=st.booleans(),
-       method=st.sampled_from(["round_robin", "size"]))
+       method=st.sampled_from(["round_robin", "greedy", "size"]))
 def test_random_traces(seed, n_ops, n_vars, p, servers, duplex, method):
     t = random_trace(seed, n_ops, n_vars, p)
     v = ps_view(t, servers, method, link=LINK, duplex=duplex)

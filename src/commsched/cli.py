@@ -1,9 +1,14 @@
 """The ``commsched`` command.
 
 Each subcommand lives in ``commsched/commands/<name>.py`` and exposes
-``register(subparsers)``, which adds its parser and sets ``func`` to a handler
-``handler(args) -> int``. To add a subcommand, write such a module and list it in
-:data:`COMMANDS`. User errors (:class:`commsched.errors.CommschedError`) print one line on
+``register(subparsers)``, which adds its parser (with the same one-line help as its entry
+in :data:`COMMANDS`) and sets ``func`` to a handler ``handler(args) -> int``. To add a
+subcommand, write such a module and add ``name: one-line help`` to :data:`COMMANDS`.
+
+Start-up stays fast because only the chosen subcommand's module is imported: the others
+are listed from :data:`COMMANDS` alone, and the modules import their heavy dependencies
+(TensorFlow, jsonschema, pandas) inside their handlers. ``benchmarks/bench_cli.py``
+records the times. User errors (:class:`commsched.errors.CommschedError`) print one line on
 stderr and exit with status 2; they never print a traceback.
 """
 
@@ -12,31 +17,63 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from commsched import __version__
 from commsched.errors import CommschedError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-#: Modules under ``commsched.commands``, in the order ``--help`` lists them.
-COMMANDS = ["validate", "simulate", "generate", "order", "view", "trace", "cluster", "claims"]
+#: Subcommand name -> its one-line help, in the order ``--help`` lists them; the module is
+#: ``commsched.commands.<name>``.
+COMMANDS: dict[str, str] = {
+    "validate": "check an op graph file",
+    "simulate": "simulate an op graph with the priority executor",
+    "generate": "write a synthetic op graph (toys, random DAGs)",
+    "order": "priority order of the recv ops (TicTac TIC / TAC)",
+    "view": "derive the parameter-server or all-reduce view of a trace",
+    "trace": "trace a model with TensorFlow into an op graph (or check / count)",
+    "cluster": "emulated TensorFlow parameter-server cluster",
+    "claims": "write the claims table (paper value vs ours)",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv``: its first word that does not start with ``-``.
+
+    The top-level parser has no option that takes a value, so that word is the subcommand.
+
+    >>> chosen_command(["--version"]), chosen_command(["validate", "g.json"])
+    (None, 'validate')
+    """
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full parsers of the subcommands in ``full`` (default: all).
+
+    Every other subcommand gets a placeholder parser carrying its help line, enough for
+    the top-level ``--help`` and for argparse's "invalid choice" message.
+    """
+    full = COMMANDS if full is None else full
     parser = argparse.ArgumentParser(
         prog="commsched",
         description="Communication scheduling for distributed deep learning, reproduced.",
     )
     parser.add_argument("--version", action="version", version=f"commsched {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        importlib.import_module(f"commsched.commands.{name}").register(sub)
+    for name, help_line in COMMANDS.items():
+        if name in full:
+            importlib.import_module(f"commsched.commands.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    name = chosen_command(argv)
+    args = build_parser([name] if name in COMMANDS else []).parse_args(argv)
     try:
         return int(args.func(args))
     except CommschedError as e:

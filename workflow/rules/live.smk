@@ -2,7 +2,8 @@
 
 live_trace traces each live model at the live batch with the servers' thread settings;
 live_run brings up the emulated cluster (or uses live.hosts), measures baseline vs TIC vs
-TAC with each configured hook, tears everything down and writes the tables and metrics;
+TAC with each configured hook, tears everything down, fits the simulator's overheads from
+the traced steps (commsched.sim.overhead) and writes the tables and metrics;
 live_figure draws them. Both TensorFlow rules take every core (threads: workflow.cores) so
 nothing else runs beside them and their timings stay clean. Without root or namespace
 support (or with live.enabled false) live_run writes tables that say "skipped: <reason>",
@@ -26,7 +27,8 @@ LIVE_TRACES = [
     for mode in LIVE["modes"]
 ]
 LIVE_TABLES = {
-    name: f"results/tables/live_{name}.csv" for name in ["steps", "transfers", "summary"]
+    name: f"results/tables/live_{name}.csv"
+    for name in ["steps", "transfers", "traced", "summary"]
 }
 LIVE_METRICS = "results/metrics/live.csv"
 LIVE_FIGURE_NAMES = ["steptime_cdf", "gain", "prediction", "transfers"]
@@ -81,6 +83,7 @@ rule live_run:
     output:
         steps=LIVE_TABLES["steps"],
         transfers=LIVE_TABLES["transfers"],
+        traced=LIVE_TABLES["traced"],
         summary=LIVE_TABLES["summary"],
         metrics=LIVE_METRICS,
     params:
@@ -96,7 +99,7 @@ rule live_run:
     shell:
         "python -m commsched.experiments.live --config-json '{params.cfg}' "
         "--traces {input.traces} --workdir {params.workdir} "
-        "--steps {output.steps} --transfers {output.transfers} "
+        "--steps {output.steps} --transfers {output.transfers} --traced {output.traced} "
         "--summary {output.summary} --metrics {output.metrics} > {log} 2>&1"
 
 

@@ -1,15 +1,18 @@
-"""TicTac Sec. 6 in simulation: multi-worker parameter-server study (Figs. 7, 9-13)."""
+"""TicTac Sec. 6 in simulation, both versions' protocols: SysML Figs. 7, 9-13 and the
+Sec. 6.1 ratio sweep; arXiv Figs. 7-10 (1 PS, 1 and 4 workers)."""
 
 import json
 
 TICTAC = config["tictac"]
 # The whole section goes to the driver; a changed setting re-runs the tables.
 TICTAC_CONFIG_JSON = json.dumps(TICTAC, sort_keys=True)
-TICTAC_SWEEPS = ["workers", "servers", "batch", "models"]
+TICTAC_SWEEPS = ["workers", "servers", "batch", "ratio", "models", "arxiv"]
 TICTAC_TABLE = "results/tables/tictac_{figure}.csv"
 TICTAC_STEPTIME = "results/tables/tictac_steptime.csv"
 TICTAC_METRICS = "results/metrics/tictac.csv"
-TICTAC_FIGURE_NAMES = ["workers", "servers", "batch", "efficiency", "steptime", "tic_vs_tac"]
+TICTAC_FIGURE_NAMES = [
+    "workers", "servers", "batch", "ratio", "efficiency", "tic_vs_tac", "arxiv", "steptime"
+]
 TICTAC_FIGURES = expand(
     "results/figures/tictac_{name}.{ext}", name=TICTAC_FIGURE_NAMES, ext=["pdf", "png"]
 )
@@ -26,8 +29,9 @@ rule tictac:
 
 
 rule tictac_sweep:
-    """Simulate one sweep (workers: Fig. 7, servers: Fig. 9, batch: Fig. 10, models: Figs. 11
-    and 13) for every traced model: random baseline, TIC and TAC orders."""
+    """Simulate one sweep for every traced model: random baseline, TIC and TAC orders
+    (SysML workers: Fig. 7, servers: Fig. 9, batch: Fig. 10, ratio: Sec. 6.1, models: Figs.
+    11 and 13 with the fixed-random control; arxiv: arXiv Figs. 9-10)."""
     input:
         traces=expand(f"{TRACE_DIR}/{{name}}.json.gz", name=TICTAC["traces"]),
     output:
@@ -37,7 +41,7 @@ rule tictac_sweep:
     log:
         "logs/tictac/{figure}.log",
     wildcard_constraints:
-        figure="workers|servers|batch|models",
+        figure="workers|servers|batch|ratio|models|arxiv",
     conda:
         CONDA_ENV
     shell:
@@ -46,9 +50,10 @@ rule tictac_sweep:
 
 
 rule tictac_steptime:
-    """Fig. 12: per-iteration ordering efficiency and step time of one model, baseline vs TAC."""
+    """SysML Fig. 12 / arXiv Figs. 7-8: per-iteration scheduling efficiency and step time
+    of Inception v2 (inference and training), baseline, TIC and TAC."""
     input:
-        trace=f"{TRACE_DIR}/{TICTAC['steptime']['trace']}.json.gz",
+        traces=expand(f"{TRACE_DIR}/{{name}}.json.gz", name=TICTAC["steptime"]["traces"]),
     output:
         table=TICTAC_STEPTIME,
     params:
@@ -59,7 +64,7 @@ rule tictac_steptime:
         CONDA_ENV
     shell:
         "python -m commsched.experiments.tictac steptime --config-json '{params.cfg}' "
-        "--traces {input.trace} --table {output.table} > {log} 2>&1"
+        "--traces {input.traces} --table {output.table} > {log} 2>&1"
 
 
 rule tictac_metrics:
@@ -68,7 +73,9 @@ rule tictac_metrics:
         workers=expand(TICTAC_TABLE, figure="workers"),
         servers=expand(TICTAC_TABLE, figure="servers"),
         batch=expand(TICTAC_TABLE, figure="batch"),
+        ratio=expand(TICTAC_TABLE, figure="ratio"),
         models=expand(TICTAC_TABLE, figure="models"),
+        arxiv=expand(TICTAC_TABLE, figure="arxiv"),
         steptime=TICTAC_STEPTIME,
     output:
         metrics=TICTAC_METRICS,
@@ -78,13 +85,13 @@ rule tictac_metrics:
         CONDA_ENV
     shell:
         "python -m commsched.experiments.tictac metrics --tables workers={input.workers} "
-        "servers={input.servers} batch={input.batch} models={input.models} "
-        "steptime={input.steptime} --metrics {output.metrics} > {log} 2>&1"
+        "servers={input.servers} batch={input.batch} ratio={input.ratio} "
+        "models={input.models} arxiv={input.arxiv} steptime={input.steptime} --metrics {output.metrics} > {log} 2>&1"
 
 
 rule tictac_scaling_figure:
-    """Figs. 7, 9, 10: throughput gain of TIC and TAC over the random order vs workers,
-    servers or batch factor."""
+    """SysML Figs. 7, 9, 10 and the Sec. 6.1 ratio sweep: throughput gain of TIC and TAC
+    over the random order vs workers, servers, batch factor or comm/compute ratio."""
     input:
         nb="notebooks/tictac_scaling.ipynb",
         table=TICTAC_TABLE,
@@ -99,7 +106,7 @@ rule tictac_scaling_figure:
     log:
         "logs/tictac/figure_{figure}.log",
     wildcard_constraints:
-        figure="workers|servers|batch",
+        figure="workers|servers|batch|ratio",
     conda:
         CONDA_ENV
     shell:
@@ -108,11 +115,12 @@ rule tictac_scaling_figure:
 
 
 rule tictac_models_figure:
-    """Fig. 11 (efficiency: ordering efficiency E and straggler effect per model) and Fig. 13
-    (tic_vs_tac: throughput gain of TIC vs TAC per model)."""
+    """SysML Fig. 11 (efficiency: scheduling efficiency E and straggler effect per model),
+    Fig. 13 (tic_vs_tac: gain of TIC vs TAC per model) and arXiv Fig. 9 (arxiv: gains of
+    TIO, TAO and the theoretical best and worst, straggler effect)."""
     input:
         nb="notebooks/tictac_models.ipynb",
-        table=expand(TICTAC_TABLE, figure="models"),
+        table=lambda w: TICTAC_TABLE.format(figure="arxiv" if w.name == "arxiv" else "models"),
     output:
         nb="results/notebooks/tictac_{name}.ipynb",
         pdf="results/figures/tictac_{name}.pdf",
@@ -124,7 +132,7 @@ rule tictac_models_figure:
     log:
         "logs/tictac/figure_{name}.log",
     wildcard_constraints:
-        name="efficiency|tic_vs_tac",
+        name="efficiency|tic_vs_tac|arxiv",
     conda:
         CONDA_ENV
     shell:
@@ -133,8 +141,8 @@ rule tictac_models_figure:
 
 
 rule tictac_steptime_figure:
-    """Fig. 12: ordering efficiency vs normalized step time (with R^2) and the step-time CDF
-    with its 95th percentiles, baseline vs TAC."""
+    """SysML Fig. 12 / arXiv Figs. 7-8: scheduling efficiency vs normalized step time (with
+    R^2) and the step-time CDF with its 95th percentiles, per mode."""
     input:
         nb="notebooks/tictac_steptime.ipynb",
         table=TICTAC_STEPTIME,

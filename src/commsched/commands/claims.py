@@ -6,8 +6,6 @@ import argparse
 import glob
 from typing import Any
 
-from commsched.claims import evaluate, load_claims, write_claims
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("claims", help="write the claims table (paper value vs ours)")
@@ -19,6 +17,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from commsched.claims import evaluate, load_claims, write_claims  # jsonschema: ~1 s
+
     claims = load_claims(args.claims or sorted(glob.glob("papers/claims/*.yaml")))
     metrics = args.metrics
     if metrics is None:

@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     ps.add_argument("trace", help="traced graph (data/traces/*.json)")
     ps.add_argument("-o", "--output", required=True, help="op graph to write")
     ps.add_argument("--servers", type=int, default=1, help="number of parameter servers")
-    ps.add_argument("--sharding", choices=["round_robin", "size"], default="round_robin")
+    ps.add_argument("--sharding", choices=["round_robin", "greedy", "size"],
+                    default="round_robin")
     ps.add_argument("--simplex", action="store_true",
                     help="sends share the recv channel (default: own uplink channel)")
     _link_args(ps)

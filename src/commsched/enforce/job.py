@@ -28,7 +28,8 @@ Measurement
     Every config gets W warm-up steps; then the K measured steps run *interleaved*: step k
     of every config before step k+1 of any, in an order rotated each step, so that slow
     drifts of a shared machine hit every config alike. Then T steps per config with
-    ``FULL_TRACE``, whose ``RecvTensor`` entries give each parameter transfer's start (the
+    ``FULL_TRACE`` (a config's own ``trace_iterations`` overrides the group's), whose
+``RecvTensor`` entries give each parameter transfer's start (the
     sender's send start) and end (arrival), and whose PS stats give the read times
     (:mod:`commsched.enforce.steptrace`).
 
@@ -50,7 +51,7 @@ from typing import Any
 
 from commsched.enforce.hooks import apply_hook, ps_variables, reads_by_variable
 from commsched.enforce.order import match_variables
-from commsched.enforce.steptrace import transfers
+from commsched.enforce.steptrace import compute_busy, transfers
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 
@@ -183,14 +184,20 @@ def _stats(run_metadata: Any) -> list[tuple[str, list[dict[str, Any]]]]:
 
 def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     """Parameter transfers (PS -> worker), gradient transfers (worker -> PS) and PS reads of
-    one traced step, in seconds from the step's first event."""
+    one traced step, in seconds from the step's first event, and the worker's compute
+    time (:func:`commsched.enforce.steptrace.compute_busy`, for the simulator's overhead
+    model in :mod:`commsched.experiments.live`)."""
     devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
     recvs: list[dict[str, Any]] = []
     grads: list[dict[str, Any]] = []
     ps_reads: list[dict[str, Any]] = []
+    busy, n_ops = 0.0, 0
     for dev, ns in devs:
+        if "/job:worker" in dev:
+            b_s, b_n = compute_busy(ns)
+            busy, n_ops = busy + b_s, n_ops + b_n
         for t in transfers(ns, t0):
             if t.src_op in read_var and "/job:worker" in t.dst_device:
                 recvs.append({"var": read_var[t.src_op], "start": t.start, "end": t.end})
@@ -200,7 +207,8 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
             ps_reads.extend({"var": read_var[n["node_name"]],
                              "start": (n["all_start_micros"] - t0) / 1e6}
                             for n in ns if n["node_name"] in read_var)
-    return {"recvs": recvs, "grads": grads, "ps_reads": ps_reads}
+    return {"recvs": recvs, "grads": grads, "ps_reads": ps_reads,
+            "compute_s": busy, "compute_ops": n_ops}
 
 
 def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
@@ -248,7 +256,8 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
                 i = (j + k) % n
                 steps[i].append(step(i))
         for i in range(n):
-            for _ in range(int(group.get("trace_iterations", 0))):
+            n_traced = configs[i].get("trace_iterations", group.get("trace_iterations", 0))
+            for _ in range(int(n_traced)):
                 step(i, traced=True)
         for s, b in zip(sessions, built, strict=True):
             s.run(b.barrier, options=opts)  # everybody is done with the variables

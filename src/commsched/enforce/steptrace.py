@@ -18,7 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Transfer", "parse_label", "transfers"]
+__all__ = ["Transfer", "compute_busy", "parse_label", "transfers"]
+
+#: Op types of one device's step stats that wait for the network rather than compute.
+_COMM_OPS = frozenset({"_Recv", "_Send", "_HostRecv", "_HostSend", "RecvTensor"})
+_OP_TYPE = re.compile(r"^\S+ = (?P<type>[\w]+)\(")
 
 _LABEL = re.compile(
     r"^\[(?P<size>[^\]]*)\] \[(?P<rate>[^\]]*)\] edge_\d+_(?P<src>\S+) "
@@ -70,3 +74,28 @@ def transfers(node_stats: Iterable[Mapping[str, Any]], t0_us: int) -> list[Trans
         end = start + int(n["op_end_rel_micros"])
         out.append(Transfer(parsed[0], parsed[1], parsed[2], start / 1e6, end / 1e6))
     return sorted(out, key=lambda t: (t.start, t.src_op))
+
+
+def compute_busy(node_stats: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
+    """``(seconds, ops)``: the summed run time of one device's compute ops in a traced step
+    and their number; ``RecvTensor`` entries and send/recv ops (whose time is spent waiting
+    for the network) are left out. The op type is read from the timeline label
+    (``name = Type(inputs)``); entries without one count as compute.
+
+    >>> s = [{"node_name": "a", "timeline_label": "a = Conv2D(x, w)", "op_end_rel_micros": 300},
+    ...      {"node_name": "r", "timeline_label": "r = _Recv()", "op_end_rel_micros": 9000},
+    ...      {"node_name": "RecvTensor", "timeline_label": "[1B] ...", "op_end_rel_micros": 5}]
+    >>> compute_busy(s)
+    (0.0003, 1)
+    """
+    busy = 0
+    ops = 0
+    for n in node_stats:
+        if n["node_name"] == "RecvTensor":
+            continue
+        m = _OP_TYPE.match(n.get("timeline_label") or "")
+        if m and m.group("type") in _COMM_OPS:
+            continue
+        busy += int(n["op_end_rel_micros"])
+        ops += 1
+    return busy / 1e6, ops

@@ -20,8 +20,18 @@ For every configured model and mode (inference, training):
 3. **Prediction.** The multi-worker simulator (:mod:`commsched.sim.multiworker`) runs the
    same view with N workers sharing each server's channel: the baseline as independent
    random orders per worker and iteration (``sim_iterations`` of them, mean), TIC and TAC
-   with their order (deterministic). ``pred_error = predicted / measured - 1`` on the mean
-   iteration time.
+   with their order (deterministic). Twice: on the view as traced (``predicted_nominal_s``:
+   nominal link rate, the oracle's op times) and with the runtime overheads that the
+   oracle leaves out (:mod:`commsched.sim.overhead`: per-transfer cost, measured link
+   rate, live compute speed and per-op cost, barrier round trip), fitted by
+   :func:`fit_overhead` from the run's *traced* steps pooled over all models and configs
+   (``predicted_s``), and once more fitted without the predicted model's own traces
+   (``pred_error_loo``, a check that the fit generalises). ``pred_error = predicted /
+   measured - 1`` on the mean iteration time.
+4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
+   order of arrival repeats (:func:`arrival_order_repeats`; TicTac Sec. 1 and 2.2 saw a new
+   order in every iteration) and how many transfers gRPC delivered out of the order they
+   were handed to it (:func:`out_of_order_rate`; Sec. 5.1: 0.4-0.5% under enforcement).
 
 Measured per step and worker: the work and barrier times; the *iteration time* of a step is
 the largest ``work + barrier`` over the workers, the *straggler effect* the longest barrier
@@ -37,12 +47,14 @@ out of order).
 Without root or namespace support (and without ``live.hosts``) nothing runs: the tables
 hold one row ``skipped: <reason>`` and the metrics table is empty, so the claims stay
 *pending*. Run as ``python -m commsched.experiments.live --config-json '{...}' --traces
-T.json ... --steps S.csv --transfers X.csv --summary Y.csv --metrics M.csv``.
+T.json ... --steps S.csv --transfers X.csv --traced T.csv --summary Y.csv --metrics
+M.csv``; ``--reuse`` re-analyses the job results an earlier run left in ``--workdir``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -65,9 +77,11 @@ from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
+from commsched.progress import bar, progress
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
 from commsched.sim.multiworker import run as simulate_workers
+from commsched.sim.overhead import Overhead, fit_compute, fit_link
 from commsched.tictac import tac, tic
 from commsched.trace.format import load_trace
 from commsched.views import ps_view
@@ -78,12 +92,19 @@ __all__ = [
     "LiveParams",
     "Workload",
     "agreement",
+    "analyse",
+    "arrival_order_repeats",
+    "fit_overhead",
     "load_workloads",
     "main",
     "metrics",
+    "out_of_order_rate",
+    "overtaken",
+    "reuse_results",
     "run_clients",
     "skipped_reason",
     "summarize",
+    "traced_steps",
 ]
 
 ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
@@ -138,6 +159,7 @@ class LiveParams:
     warmup: int
     iterations: int
     trace_iterations: int
+    baseline_trace_iterations: int
     timeout_s: float
     step_timeout_s: float
     sim_iterations: int
@@ -182,6 +204,8 @@ class LiveParams:
             latency=str(need("latency")), threads=int(need("threads")),
             warmup=int(need("warmup")), iterations=int(need("iterations")),
             trace_iterations=int(need("trace_iterations")),
+            baseline_trace_iterations=int(cfg.get("baseline_trace_iterations",
+                                                  need("trace_iterations"))),
             timeout_s=float(need("timeout_s")), step_timeout_s=float(need("step_timeout_s")),
             sim_iterations=int(need("sim_iterations")), seed=int(need("seed")),
             enabled=bool(cfg.get("enabled", True)),
@@ -199,6 +223,7 @@ class Workload:
     bandwidth: str
     view: nx.DiGraph
     orders: dict[str, dict[str, float]]  # order name -> {variable: priority}
+    recv_orders: dict[str, dict[str, int]]  # order name -> {recv op of the view: priority}
     configs: list[dict[str, Any]]
     predicted: dict[str, float]  # config name -> predicted mean iteration time (s)
     comm_comp: float
@@ -207,13 +232,19 @@ class Workload:
     def group_id(self) -> str:
         return f"{self.model.replace('_', '-')}.{self.mode}"
 
-
-def _prediction(view: nx.DiGraph, n_workers: int, order: Mapping[str, float] | None,
-                iterations: int, seed: int) -> float:
-    mw = compose(view, n_workers)
-    res = simulate_workers(mw, order, iterations, seed=seed,
-                           validate_every=max(1, iterations // 10))
-    return float(np.mean(res.iteration_time))
+    def predict(self, n_workers: int, iterations: int, seed: int,
+                overhead: Overhead | None = None) -> dict[str, float]:
+        """Config name -> the simulator's mean iteration time, on the view as traced
+        (``overhead`` None) or with ``overhead`` applied (:mod:`commsched.sim.overhead`)."""
+        view = overhead.apply(self.view) if overhead else self.view
+        mw = compose(view, n_workers)
+        by_order = {}
+        for name in [None, *self.recv_orders]:
+            res = simulate_workers(mw, self.recv_orders[name] if name else None, iterations,
+                                   seed=seed, validate_every=max(1, iterations // 10))
+            t = float(np.mean(res.iteration_time))
+            by_order[name or "none"] = overhead.iteration_time(t) if overhead else t
+        return {c["name"]: by_order[c["order"]] for c in self.configs}
 
 
 def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
@@ -228,42 +259,37 @@ def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
         meta = g.graph.get("meta", {})
         found[(meta.get("model"), meta.get("mode"), meta.get("batch"), meta.get("size"))] = g
     out = []
-    for m in params.models:
+    pairs = [(m, mode) for m in params.models for mode in params.modes]
+    for m, mode in progress(pairs, "live views, orders, predictions"):
         bw = net.parse_rate(m.bandwidth)
-        for mode in params.modes:
-            key = (m.model, mode, m.batch[mode], m.size)
-            if key not in found:
-                raise CommschedError(
-                    f"no trace of {m.model} ({mode}, batch {m.batch[mode]}, size {m.size}) "
-                    f"among --traces; rule live_trace makes it")
-            trace = found[key]
-            view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
-            recv_orders = {name: ORDERS[name](view) for name in
-                           dict.fromkeys(o for o, _ in params.configs)}
-            var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
-                          for name, o in recv_orders.items()}
-            recv_vars = view.graph["recvs"]
-            traced_vars = {v: list(trace.graph["variables"][v]["shape"])
-                           for v in recv_vars.values()}
-            configs: list[dict[str, Any]] = [{"name": "baseline", "order": "none",
-                                              "enforce": "none", "priorities": {}}]
-            predicted = {"baseline": _prediction(view, params.workers, None,
-                                                 params.sim_iterations, params.seed)}
-            order_pred = {name: _prediction(view, params.workers, o, params.sim_iterations,
-                                            params.seed) for name, o in recv_orders.items()}
-            for name, hook in params.configs:
-                cname = f"{name}-{hook}"
-                configs.append({"name": cname, "order": name, "enforce": hook,
-                                "priorities": var_orders[name],
-                                "traced_variables": traced_vars})
-                predicted[cname] = order_pred[name]
-            comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
-                                        if a["kind"] == "recv") / bw
-            comp = sum(a["duration"] for _, a in view.nodes(data=True)
-                       if a["kind"] not in ("recv", "send"))
-            out.append(Workload(m.model, mode, m.batch[mode], m.size, m.bandwidth, view,
-                                var_orders, configs, predicted, comm / comp if comp else
-                                math.inf))
+        key = (m.model, mode, m.batch[mode], m.size)
+        if key not in found:
+            raise CommschedError(
+                f"no trace of {m.model} ({mode}, batch {m.batch[mode]}, size {m.size}) "
+                f"among --traces; rule live_trace makes it")
+        trace = found[key]
+        view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
+        recv_orders = {name: ORDERS[name](view) for name in
+                       dict.fromkeys(o for o, _ in params.configs)}
+        var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
+                      for name, o in recv_orders.items()}
+        recv_vars = view.graph["recvs"]
+        traced_vars = {v: list(trace.graph["variables"][v]["shape"])
+                       for v in recv_vars.values()}
+        configs: list[dict[str, Any]] = [{
+            "name": "baseline", "order": "none", "enforce": "none", "priorities": {},
+            "trace_iterations": params.baseline_trace_iterations}]
+        for name, hook in params.configs:
+            configs.append({"name": f"{name}-{hook}", "order": name, "enforce": hook,
+                            "priorities": var_orders[name],
+                            "traced_variables": traced_vars})
+        comm = params.workers * sum(a["bytes"] for _, a in view.nodes(data=True)
+                                    if a["kind"] == "recv") / bw
+        comp = _oracle_compute(view)[0]
+        w = Workload(m.model, mode, m.batch[mode], m.size, m.bandwidth, view, var_orders,
+                     recv_orders, configs, {}, comm / comp if comp else math.inf)
+        w.predicted = w.predict(params.workers, params.sim_iterations, params.seed)
+        out.append(w)
     return out
 
 
@@ -306,15 +332,18 @@ def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: 
                                  env={"TF_CPP_MIN_LOG_LEVEL": "1"})
         procs.append((p, out, workdir / f"client-w{i}.log"))
     try:
-        while any(p.poll() is None for p, _, _ in procs):
-            for p, _, log in procs:
-                if p.poll() not in (None, 0):
-                    raise CommschedError(f"job client {log.name} failed (exit "
-                                         f"{p.returncode}): {_log_tail(log)}")
-            cluster.check()
-            if time.monotonic() > deadline:
-                raise CommschedError("live jobs did not finish within live.timeout_s")
-            time.sleep(0.5)
+        with bar(len(plan["groups"]), "live groups (worker 0)") as shown:
+            while any(p.poll() is None for p, _, _ in procs):
+                for p, _, log in procs:
+                    if p.poll() not in (None, 0):
+                        raise CommschedError(f"job client {log.name} failed (exit "
+                                             f"{p.returncode}): {_log_tail(log)}")
+                cluster.check()
+                if time.monotonic() > deadline:
+                    raise CommschedError("live jobs did not finish within live.timeout_s")
+                if not shown.disable:
+                    shown.update(_groups_done(procs[0][2]) - shown.n)
+                time.sleep(0.5)
         for p, _, log in procs:
             if p.returncode != 0:
                 raise CommschedError(f"job client {log.name} failed (exit {p.returncode}): "
@@ -328,6 +357,14 @@ def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: 
         results.extend(json.loads(out.read_text())["results"])
     say(f"collected {len(results)} config results")
     return results
+
+
+def _groups_done(log: Path) -> int:
+    """Groups a job client has finished, from its log (``group ID: T s`` lines)."""
+    try:
+        return sum(x.startswith("group ") for x in log.read_text(errors="replace").splitlines())
+    except OSError:
+        return 0
 
 
 def _log_tail(path: Path, lines: int = 4) -> str:
@@ -392,6 +429,38 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
     return steps, pd.DataFrame(xfer_rows)
 
 
+def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
+                 ) -> pd.DataFrame:
+    """One row per traced step and worker: the worker's compute time and op count
+    (``compute_s``, ``compute_ops``, :func:`commsched.enforce.steptrace.compute_busy`) and
+    its parameter transfers (``recvs``, ``recv_bytes``, ``recv_span_s`` = first start to
+    last arrival), beside the trace's (the time oracle's) compute time and op count."""
+    by_group = {w.group_id: w for w in loads}
+    rows = []
+    for r in results:
+        w = by_group[r["group"]]
+        oracle_s, oracle_ops = _oracle_compute(w.view)
+        for k, tr in enumerate(r["traces"]):
+            recvs = tr["recvs"]
+            rows.append({
+                "model": w.model, "mode": w.mode, "config": r["config"], "trace_step": k,
+                "worker": r["task"], "compute_s": tr.get("compute_s", math.nan),
+                "compute_ops": tr.get("compute_ops", 0), "oracle_compute_s": oracle_s,
+                "oracle_ops": oracle_ops, "recvs": len(recvs),
+                "recv_bytes": sum(r["variables"].get(x["var"], {}).get("bytes", 0)
+                                  for x in recvs),
+                "recv_span_s": (max(x["end"] for x in recvs) - min(x["start"] for x in recvs)
+                                if recvs else math.nan)})
+    return pd.DataFrame(rows)
+
+
+def _oracle_compute(view: nx.DiGraph) -> tuple[float, int]:
+    """Summed duration and number of a view's compute ops (the worker's, not the links')."""
+    comp = [float(a["duration"]) for _, a in view.nodes(data=True)
+            if a["kind"] not in ("recv", "send")]
+    return math.fsum(comp), len(comp)
+
+
 def _live_reference(w: Workload, r: Mapping[str, Any]) -> dict[str, float]:
     """TAC's variable priorities under the live names (for the baseline's agreement)."""
     from commsched.enforce.order import match_variables
@@ -403,14 +472,117 @@ def _live_reference(w: Workload, r: Mapping[str, Any]) -> dict[str, float]:
     return {mapping[v]: p for v, p in ref.items()}
 
 
+def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
+                 exclude_model: str | None = None) -> Overhead:
+    """The simulator's overheads (:class:`commsched.sim.overhead.Overhead`) fitted from
+    the traced steps of a live run, pooled over its models and modes (all but
+    ``exclude_model``, for a leave-one-model-out check):
+
+    * link (``transfer_s``, ``rate_Bps``): :func:`~commsched.sim.overhead.fit_link` on the
+      baseline's traced steps, where every request is issued at once and the server's link
+      stays busy: per step, all workers' parameter transfers, their bytes and their span
+      (first start to last arrival);
+    * compute (``compute_factor``, ``op_s``): :func:`~commsched.sim.overhead.fit_compute`
+      on every traced step of every worker and config: the live worker's summed compute
+      time against the trace's (the time oracle's) and its number of compute ops;
+    * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
+      i.e. the barrier's own round trip paid by the last worker to arrive (a measured
+      component of the iteration, not a fit to the iteration time).
+    """
+    x = xfers[(xfers.kind == "recv") & (xfers.config == "baseline")]
+    t = traced[traced.compute_s.notna()]
+    st = steps
+    if exclude_model is not None:
+        x, t, st = (d[d.model != exclude_model] for d in (x, t, st))
+    if x.empty or t.empty or st.empty:
+        raise CommschedError("fit_overhead: no traced baseline steps to fit")
+    busy = x.groupby(["model", "mode", "trace_step"]).agg(
+        n=("variable", "size"), nbytes=("bytes", "sum"), first=("start_s", "min"),
+        last=("end_s", "max"))
+    transfer_s, rate = fit_link(busy.n.tolist(), busy.nbytes.tolist(),
+                                (busy["last"] - busy["first"]).tolist())
+    factor, op_s = fit_compute(t.oracle_compute_s.tolist(), t.oracle_ops.tolist(),
+                               t.compute_s.tolist())
+    step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
+    return Overhead(transfer_s, rate, factor, op_s, step_s)
+
+
+def arrival_order_repeats(xfers: pd.DataFrame, config: str = "baseline") -> pd.DataFrame:
+    """How often an order of arrival repeats (TicTac Sec. 1 and 2.2: in TensorFlow's own
+    order, every iteration had an order not seen before).
+
+    One row per model, mode and worker of ``config``: ``steps`` traced steps and
+    ``distinct`` orders among them, where a step's order is its parameter transfers
+    sorted by arrival (ties, within a microsecond, broken by variable name, which can only
+    make orders coincide), and ``unique_frac`` = distinct / steps (1: every one unique).
+    """
+    sel = xfers[(xfers.kind == "recv") & (xfers.config == config)]
+    rows = []
+    for (model, mode, worker), d in sel.groupby(["model", "mode", "worker"]):
+        orders = {tuple(g.sort_values(["end_s", "variable"]).variable)
+                  for _, g in d.groupby("trace_step")}
+        n = d.trace_step.nunique()
+        rows.append({"model": model, "mode": mode, "worker": worker, "steps": n,
+                     "distinct": len(orders), "unique_frac": len(orders) / n})
+    return pd.DataFrame(rows, columns=["model", "mode", "worker", "steps", "distinct",
+                                       "unique_frac"])
+
+
+def overtaken(starts: Sequence[float], ends: Sequence[float]) -> int:
+    """Transfers that arrived before a transfer handed to the network earlier (strictly
+    earlier start, strictly later arrival): gRPC did not deliver them in the order they
+    were queued.
+
+    >>> overtaken([0.0, 1.0, 2.0], [5.0, 3.0, 6.0])
+    1
+    >>> overtaken([0.0, 1.0], [1.0, 2.0])
+    0
+    """
+    pairs = sorted(zip(starts, ends, strict=True))
+    count = 0
+    latest = -math.inf  # latest arrival among transfers started strictly earlier
+    i = 0
+    while i < len(pairs):
+        j = i
+        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
+            j += 1
+        count += sum(e < latest for _, e in pairs[i:j])
+        latest = max([latest, *(e for _, e in pairs[i:j])])
+        i = j
+    return count
+
+
+def out_of_order_rate(xfers: pd.DataFrame) -> pd.DataFrame:
+    """TicTac Sec. 5.1's gRPC error: the fraction of parameter transfers that gRPC
+    delivered out of the order they were handed to it (:func:`overtaken`), per model,
+    mode and config, over every traced step and worker."""
+    sel = xfers[xfers.kind == "recv"]
+    rows = []
+    for (model, mode, config), d in sel.groupby(["model", "mode", "config"]):
+        bad = sum(overtaken(g.start_s.tolist(), g.end_s.tolist())
+                  for _, g in d.groupby(["trace_step", "worker"]))
+        rows.append({"model": model, "mode": mode, "config": config, "transfers": len(d),
+                     "overtaken": bad, "rate": bad / len(d)})
+    return pd.DataFrame(rows, columns=["model", "mode", "config", "transfers", "overtaken",
+                                       "rate"])
+
+
 def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload],
-              n_workers: int) -> pd.DataFrame:
-    """One row per model, mode and config: throughput, gain, straggler, prediction."""
+              n_workers: int, fitted: Mapping[str, Mapping[str, float]] | None = None,
+              loo: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    """One row per model, mode and config: throughput, gain, straggler, prediction.
+
+    ``predicted_nominal_s`` is the simulator on the trace as it is (nominal link rate, the
+    oracle's op times); ``fitted`` and ``loo`` ({group id: {config: s}}) are its
+    predictions with the overheads fitted on the whole run and on the other models only
+    (:func:`fit_overhead`). ``predicted_s`` / ``pred_error`` are the fitted ones where
+    given, else the nominal ones."""
     rows = []
     for w in loads:
         it = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.worker == 0)]
         base = it[it.config == "baseline"]["iteration_s"].mean()
         base_strag = it[it.config == "baseline"]["straggler"].mean()
+        pred = fitted[w.group_id] if fitted else w.predicted
         for c in w.configs:
             x = it[it.config == c["name"]]
             mean = float(x["iteration_s"].mean())
@@ -438,29 +610,45 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                 "straggler_reduction": float(base_strag / strag) if strag > 0 else math.nan,
                 "order_agreement": float(np.nanmean(agree)) if agree else math.nan,
                 "end_agreement": float(np.nanmean(agree_end)) if agree_end else math.nan,
-                "predicted_s": w.predicted[c["name"]],
-                "pred_error": w.predicted[c["name"]] / mean - 1.0,
-                "predicted_gain": w.predicted["baseline"] / w.predicted[c["name"]] - 1.0,
+                "predicted_nominal_s": w.predicted[c["name"]],
+                "pred_error_nominal": w.predicted[c["name"]] / mean - 1.0,
+                "predicted_s": pred[c["name"]],
+                "pred_error": pred[c["name"]] / mean - 1.0,
+                "pred_error_loo": (loo[w.group_id][c["name"]] / mean - 1.0 if loo
+                                   else math.nan),
+                "predicted_gain": pred["baseline"] / pred[c["name"]] - 1.0,
                 "comm_comp_ratio": w.comm_comp,
             })
     return pd.DataFrame(rows)
 
 
-def metrics(summary: pd.DataFrame) -> dict[str, float]:
-    """Headline numbers for the claims table (``live.*``)."""
+def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
+            out_of_order: pd.DataFrame | None = None,
+            overhead: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Numbers for the claims table (``live.*``), per model: no best over models.
+
+    Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
+    / config mean; below 1 is an increase, counted in ``live.straggler_increases``),
+    prediction errors; per model and mode the best gain over the ordered configs; pooled:
+    the prediction errors' median and largest absolute values (nominal, fitted,
+    leave-one-model-out), the sender-vs-DAG difference and order agreements. With
+    ``repeats`` (:func:`arrival_order_repeats`), ``out_of_order``
+    (:func:`out_of_order_rate`) and ``overhead`` (the fitted numbers) their values too.
+    """
     out: dict[str, float] = {}
     ordered = summary[summary.config != "baseline"]
-    for r in ordered.itertuples():
+    for r in summary.itertuples():
         key = f"live.{r.model}.{r.mode}.{r.config}"
-        out[f"{key}.gain"] = r.gain
+        out[f"{key}.straggler"] = r.straggler
         out[f"{key}.pred_error"] = r.pred_error
-    for mode in ("infer", "train"):
-        sel = ordered[ordered["mode"] == mode]
-        if not sel.empty:
-            out[f"live.{mode}.best_gain"] = float(sel.gain.max())
-            out[f"live.{mode}.mean_gain"] = float(sel.gain.mean())
-            out[f"live.{mode}.best_straggler_reduction"] = float(
-                sel.straggler_reduction.max())
+        out[f"{key}.pred_error_nominal"] = r.pred_error_nominal
+        if r.config != "baseline":
+            out[f"{key}.gain"] = r.gain
+            out[f"{key}.straggler_reduction"] = r.straggler_reduction
+    for (model, mode), sel in ordered.groupby(["model", "mode"]):
+        out[f"live.{model}.{mode}.best_gain"] = float(sel.gain.max())
+    if not ordered.empty:
+        out["live.straggler_increases"] = float((ordered.straggler_reduction < 1).sum())
     pairs = ordered.pivot_table(index=["model", "mode", "order"], columns="hook",
                                 values="gain")
     if {"sender", "dag"} <= set(pairs.columns):
@@ -472,10 +660,66 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
         if not sel.empty:
             out[f"live.{hook}.order_agreement"] = float(sel.order_agreement.mean())
             out[f"live.{hook}.end_agreement"] = float(sel.end_agreement.mean())
-    if not summary.empty:
-        out["live.pred_error.median_abs"] = float(summary.pred_error.abs().median())
-        out["live.pred_error.max_abs"] = float(summary.pred_error.abs().max())
+    for col in ("pred_error", "pred_error_nominal", "pred_error_loo"):
+        err = summary[col].abs().dropna() if col in summary else pd.Series(dtype=float)
+        if not err.empty:
+            out[f"live.{col}.median_abs"] = float(err.median())
+            out[f"live.{col}.max_abs"] = float(err.max())
+    if repeats is not None and not repeats.empty:
+        for (model, mode), d in repeats.groupby(["model", "mode"]):
+            out[f"live.{model}.{mode}.baseline.unique_order_frac"] = float(d.unique_frac.min())
+        for model, d in repeats.groupby("model"):
+            out[f"live.{model}.baseline.unique_order_frac"] = float(d.unique_frac.min())
+            out[f"live.{model}.baseline.traced_steps"] = float(d.steps.sum())
+    if out_of_order is not None and not out_of_order.empty:
+        for r in out_of_order.itertuples():
+            out[f"live.{r.model}.{r.mode}.{r.config}.grpc_out_of_order"] = r.rate
+        for (model, config), d in out_of_order.groupby(["model", "config"]):
+            out[f"live.{model}.{config}.grpc_out_of_order"] = float(
+                d.overtaken.sum() / d.transfers.sum())
+    for k, v in (overhead or {}).items():
+        out[f"live.overhead.{k}"] = float(v)
     return out
+
+
+def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
+            loads: Sequence[Workload], params: LiveParams,
+            say: Callable[[str], None] = lambda _: None) -> tuple[pd.DataFrame,
+                                                                 dict[str, float]]:
+    """The summary table and the metrics of a live run's tables: fits the overheads
+    (:func:`fit_overhead`: on every model, and leaving each model out in turn), re-runs
+    the simulator with them, and measures order repeats and gRPC reordering."""
+    ov = fit_overhead(xfers, traced, steps)
+    say(f"fitted overhead: {ov}")
+    fitted = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed, ov)
+              for w in progress(loads, "predictions with the fitted overhead")}
+    loo: dict[str, dict[str, float]] = {}
+    models = sorted({w.model for w in loads})
+    if len(models) > 1:
+        for model in progress(models, "leave-one-model-out fits"):
+            ov_m = fit_overhead(xfers, traced, steps, exclude_model=model)
+            for w in loads:
+                if w.model == model:
+                    loo[w.group_id] = w.predict(params.workers, params.sim_iterations,
+                                                params.seed, ov_m)
+    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None)
+    nominal = net.parse_rate(loads[0].bandwidth) if loads else math.nan
+    values = metrics(summary, arrival_order_repeats(xfers), out_of_order_rate(xfers),
+                     {**dataclasses.asdict(ov), "rate_fraction_of_nominal":
+                      ov.rate_Bps / nominal})
+    return summary, values
+
+
+def reuse_results(workdir: Path, loads: Sequence[Workload]) -> list[dict[str, Any]]:
+    """The job results of an earlier run under ``workdir`` (``*/result-w*.json``), for
+    re-analysis; every configured group must be there."""
+    results = []
+    for path in sorted(workdir.glob("*/result-w*.json")):
+        results.extend(json.loads(path.read_text())["results"])
+    missing = {w.group_id for w in loads} - {r["group"] for r in results}
+    if missing:
+        raise CommschedError(f"{workdir}: no job results of {', '.join(sorted(missing))}")
+    return results
 
 
 def _cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
@@ -517,8 +761,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workdir", default="results/live/run", help="plans, client logs")
     p.add_argument("--steps", required=True, help="per-step table (CSV)")
     p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
+    p.add_argument("--traced", required=True, help="per-traced-step table (CSV)")
     p.add_argument("--summary", required=True, help="per-config summary table (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
+    p.add_argument("--reuse", action="store_true",
+                   help="analyse the job results already under --workdir instead of running")
     args = p.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -539,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reason:
             say(f"live experiment skipped: {reason}")
             skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
-            for path in (args.steps, args.transfers, args.summary):
+            for path in (args.steps, args.transfers, args.traced, args.summary):
                 write_table(skip, path, params.raw)
             write_metrics({}, args.metrics, {**params.raw, "skipped": reason})
             return 0
@@ -548,14 +795,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in loads:
             say(f"{w.group_id}: comm/comp {w.comm_comp:.2f}, predicted "
                 + ", ".join(f"{k} {v:.3f}s" for k, v in w.predicted.items()))
-        results = _cluster_run(params, loads, Path(args.workdir), say)
+        if args.reuse:
+            results = reuse_results(Path(args.workdir), loads)
+        else:
+            results = _cluster_run(params, loads, Path(args.workdir), say)
         steps, xfers = tables(results, loads, params.workers)
-        summary = summarize(steps, xfers, loads, params.workers)
+        traced = traced_steps(results, loads)
+        summary, values = analyse(steps, xfers, traced, loads, params, say)
         cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
         write_table(steps, args.steps, cfg)
         write_table(xfers, args.transfers, cfg)
+        write_table(traced, args.traced, cfg)
         write_table(summary, args.summary, cfg)
-        write_metrics(metrics(summary), args.metrics, cfg)
+        write_metrics(values, args.metrics, cfg)
         say(summary.to_string(index=False))
     except CommschedError as e:
         print(f"live: error: {e}", file=sys.stderr)

@@ -19,6 +19,14 @@ Composition (:func:`compose`)
     other resource (compute) is private and renamed ``w<i>/<resource>``.
     Choice (documented, tested): one channel per server resource of the view; whether
     downlink and uplink are one channel or two is decided by the view.
+    Known consequence: a whole tensor is sent to one worker at a time. When one tensor
+    dominates a model's bytes (the first fully connected kernel: 74% of VGG-16's bytes,
+    52% of AlexNet v2's) and every worker uses the same order, the server
+    sends that tensor to the workers one after another and the last one waits for the
+    others' copies: a shared order then *raises* the straggler effect of those models,
+    where a link shared fairly between the workers' streams (gRPC's per-worker channels
+    on one NIC) would deliver the copies together. The random baseline spreads the big
+    tensor over the iteration and hides this.
 
 Orders (:func:`rank_priorities`)
     An order is given per worker as a priority per recv (lower first). The sender of a
@@ -34,18 +42,40 @@ Orders (:func:`rank_priorities`)
     issue their requests at once (``interleave="rank"``; ``"random"`` serves all
     outstanding requests in one random order instead).
 
-Jitter
-    Every op duration of every worker is multiplied by an independent factor drawn
-    uniformly from ``[1 - jitter, 1 + jitter]`` each iteration (``jitter = 0``: the time
-    oracle's durations). Baseline and ordered runs with the same seed see the same
-    factors (common random numbers).
+Noise
+    Two independent components, both redrawn every iteration; baseline and ordered runs
+    with the same seed see the same draws (common random numbers):
 
-Iteration metrics (:class:`IterationResult`)
+    * *per-op jitter*: every op duration of every worker is multiplied by its own factor
+      drawn uniformly from ``[1 - jitter, 1 + jitter]`` (``jitter = 0``: the time
+      oracle's durations). Summed over thousands of ops it nearly averages out, so alone
+      it leaves workers with the same order almost in lockstep;
+    * *per-worker noise* (``worker_noise``, a coefficient of variation): all compute ops of
+      worker ``w`` in iteration ``t`` are multiplied by one factor ``f[t, w]``, lognormal
+      with mean 1 and that coefficient of variation. It models what makes one process
+      slower than another in a given step (scheduling, caches, the machine's other load).
+      The TicTac study sets it per model to the spread of the traced step times
+      (:mod:`commsched.experiments.tictac`). Transfers are not scaled: they run on the
+      servers' shared links.
+
+Iteration metrics (:class:`IterationResult`, :class:`RunResult`)
     Iterations are independent (the barrier resets every worker). A worker finishes when
     its last op ends; the iteration time is the slowest worker's finish time (synchronous
     barrier). The *straggler effect* of an iteration is the longest wait of any worker at
-    the barrier divided by the iteration time, ``(T - min_w T_w) / T`` (our reading of
-    TicTac Sec. 6.3, "straggler effect", which we could not check against the full text).
+    the barrier divided by the iteration time, ``(T - min_w T_w) / T`` (TicTac SysML Sec.
+    6.3: the largest time any worker spends waiting, over the iteration time).
+
+    The *scheduling efficiency* of worker ``w`` in iteration ``t`` (TicTac Eq. 3) comes from
+    that iteration's own timeline (:func:`timeline_efficiency`), as the authors compute it
+    from measured timelines: ``C`` = its compute busy time, ``N`` = its communication busy
+    time (the measure of the time during which one of its transfers is outstanding: from
+    the moment the transfer could start -- 0 for a recv, the end of its producers for a
+    send -- to its end, so time spent queued behind other workers' transfers on a shared
+    server counts, as a recv op's span does in a TensorFlow timeline), ``U = C + N``
+    (Eq. 1), ``L = max(C, N)`` (Eq. 2), ``m`` = its finish time, ``E = (U - m) / (U - L)``.
+    At every moment before ``m`` the worker computes or has a transfer outstanding (the
+    executor is work-conserving and recvs have no predecessors), so ``L <= m <= U`` and
+    ``E`` lies in [0, 1] (tested).
 
 Every simulated schedule can be checked with :func:`commsched.sim.validate.check_schedule`
 (``validate_every`` in :func:`run`; tests validate every one).
@@ -103,7 +133,9 @@ __all__ = [
     "rank_priorities",
     "run",
     "scale_compute",
+    "timeline_efficiency",
     "worker_id",
+    "worker_noise_factors",
 ]
 
 #: Op kinds whose resources are shared by all workers (the PS links).
@@ -513,6 +545,92 @@ def jitter_durations(
     return d * rng.uniform(1.0 - jitter, 1.0 + jitter, size=d.shape)
 
 
+def worker_noise_factors(cv: float, n_workers: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-worker compute factors of one iteration: lognormal, mean 1, coefficient of
+    variation ``cv`` (``sigma^2 = ln(1 + cv^2)``); all ones when ``cv == 0``.
+
+    >>> f = worker_noise_factors(0.1, 200_000, np.random.default_rng(0))
+    >>> round(float(f.mean()), 2), round(float(f.std() / f.mean()), 2)
+    (1.0, 0.1)
+    """
+    if cv == 0.0:
+        return np.ones(n_workers)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return np.exp(sigma * rng.standard_normal(n_workers) - sigma * sigma / 2.0)
+
+
+@dataclass(frozen=True)
+class _Timeline:
+    """Per-worker index arrays for :func:`timeline_efficiency` (local positions)."""
+
+    compute: np.ndarray  # compute ops
+    net: np.ndarray  # transfers (recvs and sends)
+    net_preds: np.ndarray  # (len(net), k): local predecessors of each transfer, -1 = none
+    channels: tuple[np.ndarray, ...]  # composite indices of every shared channel's ops
+
+
+def _timeline(mw: MultiWorker) -> _Timeline:
+    w = mw.worker
+    local = list(w.nodes)
+    pos = {n: i for i, n in enumerate(local)}
+    kinds = [w.nodes[n]["kind"] for n in local]
+    net = [i for i, k in enumerate(kinds) if k in NET_KINDS]
+    preds = [[pos[p] for p in w.predecessors(local[i])] for i in net]
+    width = max((len(p) for p in preds), default=0) or 1
+    pad = np.full((len(net), width), -1, dtype=np.int64)
+    for k, p in enumerate(preds):
+        pad[k, :len(p)] = p
+    per = mw.ops_per_worker
+    offsets = np.arange(mw.n_workers, dtype=np.int64)[:, None] * per
+    channels = []
+    for r in mw.shared:
+        loc = np.array([i for i in net if w.nodes[local[i]]["resource"] == r], dtype=np.int64)
+        if len(loc):
+            channels.append((offsets + loc[None, :]).ravel())
+    return _Timeline(
+        compute=np.array([i for i, k in enumerate(kinds) if k not in NET_KINDS],
+                         dtype=np.int64),
+        net=np.array(net, dtype=np.int64), net_preds=pad, channels=tuple(channels),
+    )
+
+
+def timeline_efficiency(
+    mw: MultiWorker, durations: np.ndarray, end: np.ndarray,
+    timeline: _Timeline | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-worker ``(E, compute busy, communication busy)`` of one simulated iteration.
+
+    See the module docstring (Iteration metrics): ``E = (U - m) / (U - L)`` with ``U`` the
+    sum and ``L`` the larger of the worker's compute and communication busy times and
+    ``m`` its finish time; 1 when ``U == L``. ``durations`` and ``end`` are in composed-
+    graph order (the iteration's durations and its schedule's end times).
+    """
+    tl = timeline or _timeline(mw)
+    n, per = mw.n_workers, mw.ops_per_worker
+    d2 = np.asarray(durations, dtype=float).reshape(n, per)
+    e2 = np.asarray(end, dtype=float).reshape(n, per)
+    comp = d2[:, tl.compute].sum(axis=1)
+    if len(tl.net):
+        ez = np.concatenate([e2, np.zeros((n, 1))], axis=1)  # column -1: "no predecessor"
+        ready = ez[:, tl.net_preds].max(axis=2)
+        ends = e2[:, tl.net]
+        order = np.argsort(ready, axis=1, kind="stable")
+        s_sorted = np.take_along_axis(ready, order, axis=1)
+        e_sorted = np.take_along_axis(ends, order, axis=1)
+        reach = np.maximum.accumulate(e_sorted, axis=1)
+        prev = np.concatenate([np.full((n, 1), -np.inf), reach[:, :-1]], axis=1)
+        comm = np.clip(e_sorted - np.maximum(s_sorted, prev), 0.0, None).sum(axis=1)
+    else:
+        comm = np.zeros(n)
+    m = e2.max(axis=1)
+    upper, lower = comp + comm, np.maximum(comp, comm)
+    span = upper - lower
+    tol = 1e-9 * np.maximum(1.0, upper)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eff = np.where(span > tol, (upper - m) / np.where(span > tol, span, 1.0), 1.0)
+    return np.clip(eff, 0.0, 1.0), comp, comm
+
+
 @dataclass(frozen=True)
 class IterationResult:
     """One synchronous iteration: per-worker finish times, the barrier and the schedule."""
@@ -592,12 +710,33 @@ class RunResult:
     """``n_iterations`` synchronous iterations of one configuration.
 
     ``worker_end[t, i]`` is worker ``i``'s finish time in iteration ``t``; ``ranks[t, i, k]``
-    the rank of recv ``k`` in worker ``i``'s order in iteration ``t`` (0 = first).
+    the rank of recv ``k`` in worker ``i``'s order in iteration ``t`` (0 = first);
+    ``efficiency``, ``compute_busy`` and ``comm_busy`` ``[t, i]`` come from iteration
+    ``t``'s timeline (:func:`timeline_efficiency`); ``channel_load[t, c]`` is the summed
+    duration of every transfer on shared channel ``c`` in iteration ``t``.
     """
 
     worker_end: np.ndarray
     ranks: np.ndarray
     validated: int
+    efficiency: np.ndarray
+    compute_busy: np.ndarray
+    comm_busy: np.ndarray
+    channel_load: np.ndarray
+
+    @property
+    def best_time(self) -> np.ndarray:
+        """Per iteration, the theoretical best (E = 1) iteration time: the slowest worker's
+        Eq. (2) bound with that iteration's op times, the larger of its compute time and
+        the busiest shared channel's load (which carries every worker's transfers)."""
+        busiest = self.channel_load.max(axis=1, initial=0.0)
+        return np.asarray(np.maximum(self.compute_busy.max(axis=1), busiest))
+
+    @property
+    def worst_time(self) -> np.ndarray:
+        """Per iteration, the theoretical worst (E = 0) iteration time: Eq. (1), nothing
+        overlaps -- the slowest worker's compute time plus every shared channel's load."""
+        return np.asarray(self.compute_busy.max(axis=1) + self.channel_load.sum(axis=1))
 
     @property
     def iteration_time(self) -> np.ndarray:
@@ -620,6 +759,7 @@ def run(
     compute_scale: float = 1.0,
     interleave: Interleave = "rank",
     method: Method = "auto",
+    worker_noise: float = 0.0,
 ) -> RunResult:
     """Simulate ``n_iterations`` independent synchronous iterations.
 
@@ -640,8 +780,12 @@ def run(
     jitter
         Multiplicative jitter on every op time, ``0 <= jitter < 1``.
     seed
-        Seeds the jitter, the baseline orders and the interleaving of equal ranks; three
-        independent streams, so runs with the same seed share their jitter.
+        Seeds the jitter, the baseline orders, the interleaving of equal ranks and the
+        per-worker noise; four independent streams, so runs with the same seed share
+        their jitter and noise.
+    worker_noise
+        Coefficient of variation of the per-worker per-iteration compute factor
+        (:func:`worker_noise_factors`; module docstring, Noise); 0 disables it.
     validate_every
         Validate the schedule of iterations ``0, k, 2k, ...``; 0 validates none.
     compute_scale
@@ -658,23 +802,33 @@ def run(
         raise CommschedError(f"validate_every must be >= 0, got {validate_every!r}")
     if interleave not in ("rank", "random"):
         raise CommschedError(f"interleave must be rank or random, got {interleave!r}")
+    if not (0.0 <= worker_noise < 10.0):
+        raise CommschedError(f"worker_noise must be in [0, 10), got {worker_noise!r}")
+    is_net = np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool)
     scale = None
     if compute_scale != 1.0:
-        is_net = np.array(
-            [mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool
-        )
         scale = np.where(is_net, 1.0, compute_scale)
+    op_worker = np.repeat(np.arange(mw.n_workers), mw.ops_per_worker)
+    tl = _timeline(mw)
     rng_jitter = np.random.default_rng([seed, 0])
     rng_order = np.random.default_rng([seed, 1])
     rng_tie = np.random.default_rng([seed, 2])
+    rng_noise = np.random.default_rng([seed, 3])
     n, r = mw.n_workers, mw.n_recvs
     fixed = None if order is None else rank_priorities(mw, order)
     base_perm = np.broadcast_to(np.arange(r, dtype=float), (n, r))
     ends = np.empty((n_iterations, n))
     ranks = np.empty((n_iterations, n, r), dtype=np.int32)
+    eff = np.empty((n_iterations, n))
+    comp = np.empty((n_iterations, n))
+    comm = np.empty((n_iterations, n))
+    load = np.empty((n_iterations, len(tl.channels)))
     validated = 0
     for t in range(n_iterations):
         d = jitter_durations(mw, jitter, rng_jitter, scale)
+        if worker_noise > 0.0:
+            f = worker_noise_factors(worker_noise, n, rng_noise)
+            d = d * np.where(is_net, 1.0, f[op_worker])
         tie = rng_tie.random((n, r))
         if fixed is not None:
             rk, prio = fixed, fixed + _TIE_WIDTH * tie
@@ -689,4 +843,7 @@ def run(
         validated += check
         ends[t] = res.worker_end
         ranks[t] = rk
-    return RunResult(worker_end=ends, ranks=ranks, validated=validated)
+        eff[t], comp[t], comm[t] = timeline_efficiency(mw, d, np.asarray(res.schedule.end), tl)
+        load[t] = [float(d[c].sum()) for c in tl.channels]
+    return RunResult(worker_end=ends, ranks=ranks, validated=validated, efficiency=eff,
+                     compute_busy=comp, comm_busy=comm, channel_load=load)

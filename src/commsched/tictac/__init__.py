@@ -4,7 +4,7 @@
   (Sec. 4.1, Alg. 1);
 * :mod:`~commsched.tictac.order` -- the TIC (Alg. 2) and TAC (Alg. 3) priority orders;
 * :mod:`~commsched.tictac.metrics` -- makespan bounds, ordering efficiency and speedup
-  (Sec. 3.1, Eqs. 1-4);
+  (SysML Sec. 3.2, Eqs. 1-4);
 * :mod:`~commsched.tictac.bruteforce` -- every recv order of a small graph simulated, to
   measure how far TIC and TAC are from the best order.
 """

@@ -140,7 +140,7 @@ def two_stage_instance(recv_times: Sequence[float], compute_times: Sequence[floa
     """Johnson's flow shop as an op graph: recv ``r<i>`` on ``net`` feeds only ``c<i>`` on ``cpu``.
 
     With these graphs ``M(r_i)`` is the recv time, ``P(r_i)`` the compute time, ``M+`` is
-    infinite, and TAC's comparator (Eq. 5) is Johnson's rule, which is optimal.
+    infinite, and TAC's comparator (SysML Eq. 6) is Johnson's rule, which is optimal.
     """
     if len(recv_times) != len(compute_times):
         raise ValueError("recv_times and compute_times must have the same length")

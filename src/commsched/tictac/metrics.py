@@ -1,6 +1,7 @@
-"""Makespan bounds, ordering efficiency and speedup of TicTac Sec. 3.1 (Eqs. 1-4).
+"""Makespan bounds, ordering efficiency and speedup of TicTac SysML Sec. 3.2 (Eqs. 1-4).
 
-TicTac (Hashemi, Jyothi & Campbell, SysML 2019), Sec. 3.1 "Quantifying the performance".
+TicTac (Hashemi, Jyothi & Campbell, SysML 2019), Sec. 3.2 "Scheduling Efficiency Metric"
+(Sec. 3.1 "Ordering Efficiency Metric" in the arXiv version, same equation numbers).
 For an op graph ``G`` whose ops run on resources ``D`` (a channel per parameter server, a
 compute unit) with times ``Time``:
 
@@ -54,12 +55,12 @@ __all__ = [
 
 
 def makespan_upper_bound(g: nx.DiGraph) -> float:
-    """Eq. (1) of TicTac Sec. 3.1: the sum of all op times (the theoretical worst)."""
+    """Eq. (1) of TicTac Sec. 3.2: the sum of all op times (the theoretical worst)."""
     return math.fsum(float(a["duration"]) for _, a in g.nodes(data=True))
 
 
 def makespan_lower_bound(g: nx.DiGraph) -> float:
-    """Eq. (2) of TicTac Sec. 3.1: the largest resource load (the theoretical best).
+    """Eq. (2) of TicTac Sec. 3.2: the largest resource load (the theoretical best).
 
     A resource's load is the sum of the times of its ops divided by its capacity.
     """
@@ -75,7 +76,7 @@ def _makespan(m: float | Schedule) -> float:
 
 
 def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
-    """Eq. (3) of TicTac Sec. 3.1: ``E = (U - m) / (U - L)`` for makespan ``m``.
+    """Eq. (3) of TicTac Sec. 3.2: ``E = (U - m) / (U - L)`` for makespan ``m``.
 
     Parameters
     ----------
@@ -109,13 +110,13 @@ def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
 
 
 def speedup(g: nx.DiGraph) -> float:
-    """Eq. (4) of TicTac Sec. 3.1: ``S = (U - L) / L``, the most overlap can gain."""
+    """Eq. (4) of TicTac Sec. 3.2: ``S = (U - L) / L``, the most overlap can gain."""
     upper, lower = makespan_upper_bound(g), makespan_lower_bound(g)
     return 0.0 if lower <= 0 else (upper - lower) / lower
 
 
 def overlap_metrics(g: nx.DiGraph, makespan: float | Schedule) -> dict[str, float]:
-    """All of Sec. 3.1 at once: ``upper_bound``, ``lower_bound``, ``efficiency``, ``speedup``."""
+    """All of Sec. 3.2 at once: ``upper_bound``, ``lower_bound``, ``efficiency``, ``speedup``."""
     return {
         "upper_bound": makespan_upper_bound(g),
         "lower_bound": makespan_lower_bound(g),

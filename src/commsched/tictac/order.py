@@ -1,44 +1,63 @@
 """TIC and TAC: TicTac's priority orders of parameter transfers (Alg. 2 and Alg. 3).
 
-TicTac (Hashemi, Jyothi & Campbell, SysML 2019), Sec. 4 (TAC's comparator is derived in
-Sec. 4.2); called TIO and TAO in the workshop version ("Communication Scheduling as a
-First-Class Citizen in Distributed Machine Learning Systems", arXiv:1803.03288v1). Both
-take an op graph whose parameter transfers are ``recv`` ops and return ``{recv id:
-priority}`` (lower is sent first), the format of :mod:`commsched.priorities`. Where the
-paper leaves details open we follow the authors' public implementation (``tictac/tic.py``,
-``tictac/tac.py``).
+Numbering follows TicTac (Hashemi, Jyothi & Campbell, SysML 2019): TIC is Sec. 4.2 and
+Alg. 2 with the general time oracle of Eq. (5); TAC is Sec. 4.3 and Alg. 3 with the
+comparator of Eq. (6). The earlier arXiv version ("Communication Scheduling as a
+First-Class Citizen in Distributed Machine Learning Systems", arXiv:1803.03288v1) calls
+them TIO and TAO and numbers them the other way round: TAO is Sec. 4.2, Alg. 2,
+comparator Eq. (5); TIO is Sec. 4.3, Alg. 3, time oracle Eq. (6). Both take an op graph
+whose parameter transfers are ``recv`` ops and return ``{recv id: priority}`` (lower is
+sent first), the format of :mod:`commsched.priorities`. Where the papers leave details
+open we follow the authors' public implementation (``tictac/tic.py``, ``tictac/tac.py``).
 
-TIC, Timing-Independent Communication scheduling (Alg. 2), restated::
+TIC (SysML Alg. 2), restated::
 
-    1  Time(op) = 1 if op is a recv else 0
+    1  Time(op) = 1 if op is a recv else 0                      (Eq. 5)
     2  R = all recv ops; update properties (Alg. 1) with Time and R
     3  sort R by M+; op.priority = number of recvs with a smaller M+
        (recvs with equal M+ share a priority)
 
-TAC, Timing-Aware Communication scheduling (Alg. 3), restated::
+TAC (SysML Alg. 3), restated::
 
     1  Time(op) = time oracle (the graph's durations)
     2  R = all recv ops; count = 0
     3  while R is not empty:
     4      update properties (Alg. 1) with Time and R
-    5      A = the first op of R under the comparator of Eq. (5)
+    5      A = the first op of R under the comparator of Eq. (6)
     6      A.priority = count; count += 1; R = R - {A}
 
-Comparator, Eq. (5): ``A`` goes before ``B`` when
-``min(P_B, M_A) < min(P_A, M_B)``; when the two minima are equal, the one with the
-smaller ``M+`` goes first. For two recvs each feeding only its own computation this is
-Johnson's rule for the two-machine flow shop (S. M. Johnson, 1954), with the channel as
-machine 1 (time ``M``) and the compute unit as machine 2 (time ``P``).
+Comparator, Eq. (6) (Sec. 4.3, case 1): ``A`` goes before ``B`` when
+``min(P_B, M_A) < min(P_A, M_B)``; for two recvs each feeding only its own computation
+this is the condition for "A then B" to have the shorter makespan, i.e. Johnson's rule
+for the two-machine flow shop (S. M. Johnson, 1954) with the channel as machine 1 (time
+``M``) and the compute unit as machine 2 (time ``P``). Case 2: when the minima are equal,
+the recv with the smaller ``M+`` goes first.
 
-Our choice where the paper is ambiguous: the relation of Eq. (5) is not transitive when
-minima tie, so "the first op" need not exist (the authors' code takes the head of a
-Python sort under it, which depends on the input order). Step 5 picks the first op under
-the total preorder of Johnson's algorithm -- ops with ``M < P`` first by increasing
-``M``, then the others by decreasing ``P`` -- and among ops equal under it the smaller
-``M+``, then the earlier op in graph order. Johnson's order never puts ``B`` before
-``A`` when Eq. (5) strictly prefers ``A`` (for any two ops it places ``i`` before ``j``,
+The printed Alg. 3 contradicts Eq. (6), in both versions (SysML Alg. 3, arXiv Alg. 2):
+its comparator sets ``A <- min(P_A, M_B)``, ``B <- min(P_B, M_A)`` and returns
+``A < B``, which puts A first when ``min(P_A, M_B) < min(P_B, M_A)``, the opposite of
+Eq. (6). Read literally it would send first the transfer whose completion unblocks the
+*least* computation. We follow Eq. (6), as the authors' code does (its comparator
+compares ``min(P_B, M_A)`` with ``min(P_A, M_B)``); :func:`eq6_before` is Eq. (6) and
+the tests check TAC against it, and against brute force on two-stage instances where
+Eq. (6) is optimal.
+
+Our choice where the paper is ambiguous, and where our ``M+`` tie-break differs from
+the paper's: the relation of Eq. (6) is not transitive when minima tie, so "the first op"
+of line 5 need not exist (the authors' code takes the head of a Python sort under it,
+which depends on the input order). Step 5 picks the first op under the total preorder of
+Johnson's algorithm -- ops with ``M < P`` first by increasing ``M``, then the others by
+decreasing ``P`` -- and only among ops equal under it the smaller ``M+``, then the
+earlier op in graph order. Johnson's order never puts ``B`` before ``A`` when Eq. (6)
+strictly prefers ``A`` (for any two ops it places ``i`` before ``j``,
 ``min(M_i, P_j) <= min(M_j, P_i)``), so the chosen op is never strictly beaten under
-Eq. (5); this is tested.
+Eq. (6); this is tested. The difference from the paper's comparator is in the ties of
+Eq. (6): the paper breaks every tie by ``M+``, we break a tie by Johnson's key first and
+reach ``M+`` only when that ties too. Example: ``A`` with ``M = P = 1`` and ``B`` with
+``M = 1, P = 2`` tie under Eq. (6) (both minima are 1); the paper then takes the smaller
+``M+``, we take ``B`` (``M < P``) whatever the ``M+``. When every ``P`` is 0 (all recvs
+outstanding at the start, case 2 of Sec. 4.3) Johnson's key is ``(1, 0)`` for every recv
+and the choice is by ``M+`` exactly as in the paper.
 """
 
 from __future__ import annotations
@@ -50,19 +69,19 @@ import networkx as nx
 
 from commsched.tictac.properties import IncrementalProperties, comm_index, op_times
 
-__all__ = ["eq5_before", "johnson_key", "tac", "tic"]
+__all__ = ["eq6_before", "johnson_key", "tac", "tic"]
 
 
-def eq5_before(m_a: float, p_a: float, m_b: float, p_b: float) -> bool:
-    """Eq. (5) without its tie-break: does recv A strictly go before recv B?
+def eq6_before(m_a: float, p_a: float, m_b: float, p_b: float) -> bool:
+    """Eq. (6) without its tie-break: does recv A strictly go before recv B?
 
     ``min(P_B, M_A) < min(P_A, M_B)``, i.e. the makespan of "A then B" is smaller than
     that of "B then A" for two recvs on one channel that each feed their own computation
-    (TicTac Sec. 4.2).
+    (TicTac SysML Sec. 4.3, case 1).
 
-    >>> eq5_before(1, 5, 2, 1)   # A: short transfer, long compute -> first
+    >>> eq6_before(1, 5, 2, 1)   # A: short transfer, long compute -> first
     True
-    >>> eq5_before(2, 1, 1, 5)
+    >>> eq6_before(2, 1, 1, 5)
     False
     """
     return min(p_b, m_a) < min(p_a, m_b)
@@ -72,13 +91,13 @@ def johnson_key(m: float, p: float) -> tuple[int, float]:
     """Sort key of Johnson's rule: ``(0, M)`` if ``M < P`` else ``(1, -P)``.
 
     Sorting by it gives an order in which every pair ``i`` before ``j`` satisfies
-    ``min(M_i, P_j) <= min(M_j, P_i)``: it refines the comparator of Eq. (5).
+    ``min(M_i, P_j) <= min(M_j, P_i)``: it refines the comparator of Eq. (6).
     """
     return (0, m) if m < p else (1, -p)
 
 
 def tic(g: nx.DiGraph) -> dict[str, int]:
-    """TIC (TicTac Alg. 2): priorities from ``M+`` with unit-time recvs.
+    """TIC (TicTac SysML Sec. 4.2, Alg. 2): priorities from ``M+`` with unit-time recvs.
 
     Lines 1-2 of Alg. 2 (see the module docstring): Alg. 1 with ``Time = 1`` for recvs,
     ``0`` for other ops, every recv outstanding. Line 3: a recv's priority is the number
@@ -124,12 +143,12 @@ def tic(g: nx.DiGraph) -> dict[str, int]:
 
 
 def tac(g: nx.DiGraph, time: Mapping[str, float] | None = None) -> dict[str, int]:
-    """TAC (TicTac Alg. 3): greedy order by the comparator of Eq. (5).
+    """TAC (TicTac SysML Sec. 4.3, Alg. 3): greedy order by the comparator of Eq. (6).
 
     Each round (lines 3-6 of Alg. 3, module docstring) updates the properties of the
     outstanding recvs (line 4; :class:`IncrementalProperties` applies the completion of
     the previously chosen recv instead of rerunning Alg. 1 from scratch), picks the first
-    recv under Eq. (5) with the ``M+`` tie-break (line 5; see the module docstring for
+    recv under Eq. (6) with the ``M+`` tie-break (line 5; see the module docstring for
     how a non-transitive tie is resolved), gives it the next priority and removes it
     (line 6).
 

@@ -63,6 +63,7 @@ import numpy as np
 
 from commsched import __version__, graph
 from commsched.errors import CommschedError
+from commsched.progress import progress
 from commsched.trace import zoo
 from commsched.trace.format import FUNCTIONAL_OPS, RAW_FIELDS, RAW_FORMAT, samples_from_raw
 
@@ -337,12 +338,12 @@ def trace_model(
     cfg = _session_config(tf, intra_threads, inter_threads, device)
     with tf.compat.v1.Session(graph=g, config=cfg) as sess:
         sess.run(b.init)
-        for _ in range(warmup):
+        for _ in progress(range(warmup), f"{model} warm-up"):
             t = time.perf_counter()
             sess.run(b.targets)
             warm_wall.append(time.perf_counter() - t)
         opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-        for _ in range(iterations):
+        for _ in progress(range(iterations), f"{model} traced steps"):
             md = tf.compat.v1.RunMetadata()
             t = time.perf_counter()
             sess.run(b.targets, options=opts, run_metadata=md)
