@@ -33,7 +33,9 @@ every scenario), ``echelon_eval.s.jct_mean_s``, ``echelon_eval.s.slowdown_mean``
 ``echelon_eval.s.tardiness_mean_s``
 (summed tardiness per scenario, averaged); and for every scheduler against every other
 ``b``: ``echelon_eval.s.p.iter_vs_b`` = the mean over scenarios of (mean iteration time of
-``p``-jobs under ``s``) / (the same under ``b``): below 1, ``s`` is faster.
+``p``-jobs under ``s``) / (the same under ``b``): below 1, ``s`` is faster;
+``echelon_eval.s.jct_vs_b`` (mean over jobs of the JCT ratio) and
+``echelon_eval.s.tardiness_vs_b`` (mean over scenarios of the total tardiness ratio).
 
 Run as ``python -m commsched.experiments.echelon_eval run --config-json '{...}' --traces
 T1 T2 ... --jobs-table J.csv --iterations-table I.csv`` then ``python -m
@@ -211,6 +213,9 @@ def headline_metrics(jobs: pd.DataFrame, iterations: pd.DataFrame) -> dict[str, 
         js = jobs[jobs["scheduler"] == s].set_index(["job", *scen])["jct_s"]
         jb = jobs[jobs["scheduler"] == b].set_index(["job", *scen])["jct_s"]
         out[f"echelon_eval.{s}.jct_vs_{b}"] = float((js / jb).dropna().mean())
+        ts = jobs[jobs["scheduler"] == s].groupby(scen)["tardiness_s"].sum()
+        tb = jobs[jobs["scheduler"] == b].groupby(scen)["tardiness_s"].sum()
+        out[f"echelon_eval.{s}.tardiness_vs_{b}"] = float((ts / tb).dropna().mean())
     return out
 
 
