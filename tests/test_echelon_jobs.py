@@ -85,6 +85,32 @@ def test_dp_ps_push_then_pull() -> None:
     assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([8.0])
 
 
+def test_tensor_parallel_closed_form() -> None:
+    """2 workers, 2 blocks of 2 s forward and backward (1 s per worker), 1-byte activation
+    between them: F0 [0, 1], all-reduce (one 1-byte flow each way) [1, 2], F1 [2, 3], B1
+    [3, 4], all-reduce of the input gradient [4, 5], B0 [5, 6]."""
+    prof = LayerProfile("toy", (2.0, 2.0), (2.0, 2.0), (8, 8), (1, 0))
+    job = build_job(JobSpec("tp", "tensor-parallel", hosts=(0, 1), blocks=2), prof)
+    run = run_jobs([job], big_switch(2, rate=1.0), "fair")
+    assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([6.0])
+    assert sorted(run.flows["finish"].tolist()) == pytest.approx([2.0, 2.0, 5.0, 5.0])
+
+
+def test_fsdp_closed_form_and_eq7_ideal_times() -> None:
+    """2 workers, 1 block (forward 1 s, backward 2 s, 2 bytes of parameters): the forward
+    all-gather (1 byte per ring flow) [0, 1], the backward one right after [1, 2], F [1, 2],
+    B [2, 4], reduce-scatter [4, 5]. Eq. 7: the second all-gather's ideal finish is the
+    first's plus the forward time consuming it (1 s): tardiness 1 s, as for the
+    reduce-scatter Coflow."""
+    prof = LayerProfile("toy", (1.0,), (2.0,), (2,), (0,))
+    job = build_job(JobSpec("fsdp", "fsdp", hosts=(0, 1), blocks=1), prof)
+    run = run_jobs([job], big_switch(2, rate=1.0), "fair")
+    assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([5.0])
+    gathers = run.flows[run.flows["kind"] == "fsdp"].sort_values("index")
+    assert gathers["ideal"].tolist() == pytest.approx([0.0, 0.0, 1.0, 1.0])
+    assert run.tardiness()["tardiness_s"].tolist() == pytest.approx([1.0, 1.0])
+
+
 def test_jobs_share_a_two_tier_core() -> None:
     """Two 2-worker all-reduce jobs across two racks under a 2:1 core: each job's ring
     crosses the core both ways; alone a ring flow gets the host rate, together they halve

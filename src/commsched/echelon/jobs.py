@@ -40,8 +40,10 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
     ``fsdp``
         FSDP / ZeRO-3 (the paper's Fig. 3): before the forward and again before the backward
         of each block, its parameters are all-gathered (one after the other: one
-        communication stream); after the backward of a block, its gradients are
-        reduce-scattered. The next iteration starts once every reduce-scatter is done.
+        communication stream, running as far ahead of the computation as the network
+        lets it: no memory limit on prefetching); after the backward of a block, its
+        gradients are reduce-scattered (beside the all-gathers, not queued behind them).
+        The next iteration starts once every reduce-scatter is done.
 
 Collectives (our choice). A ring all-reduce of ``S`` bytes over ``W`` workers is one
 Coflow of ``W`` neighbour flows ``w -> w+1`` of ``2 (W-1)/W * S`` bytes each (an
