@@ -111,6 +111,16 @@ def test_fsdp_closed_form_and_eq7_ideal_times() -> None:
     assert run.tardiness()["tardiness_s"].tolist() == pytest.approx([1.0, 1.0])
 
 
+def test_missing_flows_pass_their_dependencies_on() -> None:
+    """Without activation bytes there is no flow, but stage 1 still waits for stage 0:
+    F0 [0, 1], [1, 2]; F1 [1, 2], [2, 3]; B1 [3, 4], [4, 5]; B0 [4, 5], [5, 6]."""
+    job = build_job(JobSpec("pp", "gpipe", hosts=(0, 1), micro_batches=2), toy(1, 1, 4, 0))
+    run = run_jobs([job], big_switch(2, rate=1.0), "fair")
+    assert len(run.flows) == 0
+    assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([6.0])
+    assert run.tasks["start"].tolist() == pytest.approx([0, 1, 1, 2, 3, 4, 4, 5])
+
+
 def test_jobs_share_a_two_tier_core() -> None:
     """Two 2-worker all-reduce jobs across two racks under a 2:1 core: each job's ring
     crosses the core both ways; alone a ring flow gets the host rate, together they halve

@@ -337,9 +337,10 @@ class JobGraph:
 
     def flow(self, src: int, dst: int, size: float, it: int, group: int, offset: float,
              after: Sequence[Node]) -> list[Node]:
-        """Add a flow (none, returning ``[]``, when it stays on a host or has no bytes)."""
+        """Add a flow; returns what its consumers wait for: the flow, or, when it stays on
+        a host or has no bytes (no flow), its predecessors ``after``."""
         if src == dst or size <= 0:
-            return []
+            return list(after)
         self.flow_src.append(src)
         self.flow_dst.append(dst)
         self.flow_size.append(float(size))
@@ -354,9 +355,10 @@ class JobGraph:
 
     def ring(self, hosts: Sequence[int], per_flow: float, it: int, group: int, offset: float,
              after: Sequence[Node]) -> list[Node]:
-        """A ring collective as a Coflow of neighbour flows of ``per_flow`` bytes."""
-        if len(hosts) < 2:
-            return []
+        """A ring collective as a Coflow of neighbour flows of ``per_flow`` bytes; returns
+        what its consumers wait for (as :meth:`flow`)."""
+        if len(hosts) < 2 or per_flow <= 0:
+            return list(after)
         return [f for i, h in enumerate(hosts)
                 for f in self.flow(h, hosts[(i + 1) % len(hosts)], per_flow, it, group,
                                    offset, after)]
@@ -467,7 +469,7 @@ def _fsdp(job: JobGraph, p: LayerProfile) -> None:
                 offset += p.fwd[pb] if kind == "fwd" else p.bwd[pb]
             got = job.ring(spec.hosts, per * p.params[b], it, ech, offset, after=prev)
             gathered.append(got)
-            prev = got or prev
+            prev = got
         sync = []
         for i, (kind, b) in enumerate(order):
             ts = [job.task(h, p.fwd[b] if kind == "fwd" else p.bwd[b], it, f"{kind}{b}",
