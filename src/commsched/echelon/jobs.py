@@ -287,11 +287,11 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Group:
-    """One EchelonFlow: ``kind`` (``coflow``, ``gpipe``, ``fsdp``) and a label."""
+    """One EchelonFlow: ``kind`` (``coflow``, ``gpipe``, ``fsdp``: its arrangement) and a
+    label."""
 
     kind: str
     label: str
-    iteration: int
 
 
 Node = tuple[str, int]  # ("t", task) or ("f", flow)
@@ -331,8 +331,8 @@ class JobGraph:
         self.preds[node] = list(after)
         return node
 
-    def group(self, kind: str, label: str, it: int) -> int:
-        self.groups.append(Group(kind, label, it))
+    def group(self, kind: str, label: str) -> int:
+        self.groups.append(Group(kind, label))
         return len(self.groups) - 1
 
     def flow(self, src: int, dst: int, size: float, it: int, group: int, offset: float,
@@ -398,13 +398,13 @@ def _data_parallel(job: JobGraph, p: LayerProfile) -> None:
         sync = []
         for b in reversed(range(p.blocks)):
             if spec.paradigm == "dp-allreduce":
-                grp = job.group("coflow", f"allreduce{b}", it)
+                grp = job.group("coflow", f"allreduce{b}")
                 sync += job.ring(spec.hosts, 2 * (W - 1) / W * p.params[b], it, grp, 0.0,
                                  after=done[b])
                 continue
             shard = p.params[b] / len(spec.servers)
-            push = job.group("coflow", f"push{b}", it)
-            pull = job.group("coflow", f"pull{b}", it)
+            push = job.group("coflow", f"push{b}")
+            pull = job.group("coflow", f"pull{b}")
             for srv in spec.servers:
                 got = [f for h, t in zip(spec.hosts, done[b], strict=True)
                        for f in job.flow(h, srv, shard, it, push, 0.0, after=[t])]
@@ -416,8 +416,8 @@ def _gpipe(job: JobGraph, p: LayerProfile) -> None:
     spec, S, M = job.spec, len(job.spec.hosts), job.spec.micro_batches
     hosts = spec.hosts
     for it in range(spec.iterations):
-        acts = [job.group("gpipe", f"act{s}", it) for s in range(S - 1)]
-        grads = [job.group("gpipe", f"grad{s}", it) for s in range(S - 1)]
+        acts = [job.group("gpipe", f"act{s}") for s in range(S - 1)]
+        grads = [job.group("gpipe", f"grad{s}") for s in range(S - 1)]
         inbox: dict[tuple[int, int], list[Node]] = {}
         for j in range(M):
             for s in range(S):
@@ -443,13 +443,13 @@ def _tensor_parallel(job: JobGraph, p: LayerProfile) -> None:
             ts = [job.task(h, p.fwd[b] / W, it, f"fwd{b}", after=wait) for h in spec.hosts]
             wait = []
             if b + 1 < B:
-                grp = job.group("coflow", f"fwd-allreduce{b}", it)
+                grp = job.group("coflow", f"fwd-allreduce{b}")
                 wait = job.ring(spec.hosts, per * p.act[b], it, grp, 0.0, after=ts)
         for b in reversed(range(B)):
             ts = [job.task(h, p.bwd[b] / W, it, f"bwd{b}", after=wait) for h in spec.hosts]
             wait = []
             if b > 0:
-                grp = job.group("coflow", f"bwd-allreduce{b}", it)
+                grp = job.group("coflow", f"bwd-allreduce{b}")
                 wait = job.ring(spec.hosts, per * p.act[b - 1], it, grp, 0.0, after=ts)
 
 
@@ -458,7 +458,7 @@ def _fsdp(job: JobGraph, p: LayerProfile) -> None:
     per = (W - 1) / W
     sync: list[Node] = []
     for it in range(spec.iterations):
-        ech = job.group("fsdp", "allgather", it)
+        ech = job.group("fsdp", "allgather")
         prev: list[Node] = sync  # the comm stream runs the all-gathers one after another
         offset = 0.0
         gathered: list[list[Node]] = []
@@ -475,7 +475,7 @@ def _fsdp(job: JobGraph, p: LayerProfile) -> None:
             ts = [job.task(h, p.fwd[b] if kind == "fwd" else p.bwd[b], it, f"{kind}{b}",
                            after=gathered[i]) for h in spec.hosts]
             if kind == "bwd":
-                grp = job.group("coflow", f"reduce-scatter{b}", it)
+                grp = job.group("coflow", f"reduce-scatter{b}")
                 sync += job.ring(spec.hosts, per * p.params[b], it, grp, 0.0, after=ts)
 
 
@@ -548,9 +548,9 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
     the paper's Sec. 5 setting). With ``check`` the flow schedule is recorded and verified
     by :func:`commsched.sim.flow.check_flow_schedule`.
     """
-    pol: Policy = fair if policy == "fair" else policy  # type: ignore[assignment]
-    if isinstance(pol, str):
+    if isinstance(policy, str) and policy != "fair":
         raise CommschedError(f"unknown policy {policy!r} (give 'fair' or a callable)")
+    pol = fair if isinstance(policy, str) else policy
     owner: dict[int, int] = {}
     for j, job in enumerate(jobs):
         for h in set(job.task_host) | set(job.flow_src) | set(job.flow_dst):
@@ -671,9 +671,9 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
         "label": [x for j in jobs for x in j.task_label], "host": host,
         "start": start, "finish": finish})
     kinds = [g.kind for j in jobs for g in j.groups]
-    giter = [g.iteration for j in jobs for g in j.groups]
     flows = pd.DataFrame({
-        "job": fjob, "iteration": [giter[g] for g in group], "group": group,
+        "job": fjob, "iteration": np.concatenate([j.flow_iter for j in jobs]).astype(int),
+        "group": group,
         "kind": [kinds[g] for g in group], "index": index, "src": src, "dst": dst,
         "size": size, "release": frel, "finish": ffin, "ideal": ideal})
     return ClusterRun(list(jobs), tasks, flows)
