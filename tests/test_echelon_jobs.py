@@ -223,6 +223,11 @@ def test_layer_profile_of_a_traced_model_keeps_totals() -> None:
     # forward blocks of about equal time; VGG's activations shrink with depth
     assert max(prof.fwd) < 2.5 * min(prof.fwd)
     assert prof.act[0] > prof.act[-2] > 0 and prof.act[-1] == 0
+    # the fully connected layers (the last block) dominate VGG's backward
+    assert prof.bwd[-1] == max(prof.bwd)
+    # every block with parameters has backward work (gradient ops found by their names)
+    tr = layer_profile(load_trace(TRACES / "transformer-train-b4.json.gz"), 8)
+    assert all(b > 0 for b, p in zip(tr.bwd, tr.params, strict=True) if p > 0)
     merged = prof.merged(3)
     assert sum(merged.fwd) == pytest.approx(sum(prof.fwd))
     assert sum(merged.params) == sum(prof.params)
