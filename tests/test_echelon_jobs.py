@@ -135,6 +135,24 @@ def test_jobs_share_a_two_tier_core() -> None:
     assert both == pytest.approx([6.0, 6.0])  # 2 s compute + 2 bytes at 1/2 byte/s
 
 
+def test_a_scheduler_changes_iteration_times() -> None:
+    """The two jobs of the test above under strict priority for job 0 (read from the flows'
+    ``job`` column): job 0's all-reduce gets the whole core and ends at 4 s, job 1's waits
+    for it and ends at 6 s; fair sharing ends both at 6 s."""
+    net = two_tier(2, 2, rate=1.0, oversubscription=2.0)
+    prof = LayerProfile("toy", (1.0,), (1.0,), (2,), (0,))
+    jobs = [build_job(JobSpec("a", "dp-allreduce", hosts=(0, 2), blocks=1), prof),
+            build_job(JobSpec("b", "dp-allreduce", hosts=(1, 3), blocks=1), prof)]
+
+    def first_job_first(view: View) -> np.ndarray:
+        return priority_max_min(view.links, view.net.capacity,
+                                view.sim.meta["job"][view.active])
+
+    run = run_jobs(jobs, net, first_job_first)
+    assert run.jobs_table()["jct_s"].tolist() == pytest.approx([4.0, 6.0])
+    assert run_jobs(jobs, net, "fair").jobs_table()["jct_s"].tolist() == pytest.approx([6.0, 6.0])
+
+
 @pytest.mark.parametrize("paradigm", PARADIGMS)
 def test_every_paradigm_runs_validated_and_deterministic(paradigm: str) -> None:
     prof = LayerProfile("toy", (0.2, 0.3, 0.1, 0.4), (0.4, 0.5, 0.2, 0.6),
