@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from commsched.echelon.arrangement import fsdp as fsdp_arrangement
+from commsched.echelon.arrangement import pipeline_timeline
 from commsched.echelon.jobs import (
     PARADIGMS,
     JobSpec,
@@ -85,6 +87,45 @@ def test_dp_ps_push_then_pull() -> None:
     assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([8.0])
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["gpipe", "1f1b"]), st.integers(2, 4), st.integers(1, 5),
+       st.lists(st.floats(0.1, 2.0), min_size=8, max_size=8))
+def test_pipelines_follow_the_ideal_stage_schedule(schedule: str, stages: int, micro: int,
+                                                   times: list[float]) -> None:
+    """With nothing to send, every computation starts when the infinitely-fast-network
+    timeline of commsched.echelon.arrangement says (GPipe and 1F1B stage orders)."""
+    fwd, bwd = tuple(times[:stages]), tuple(times[4:4 + stages])
+    prof = LayerProfile("r", fwd, bwd, (1,) * stages, (0,) * stages)
+    job = build_job(JobSpec("p", schedule, hosts=tuple(range(stages)), micro_batches=micro),
+                    prof)
+    run = run_jobs([job], big_switch(stages, rate=1.0), "fair")
+    tl = pipeline_timeline(stages, micro, fwd, bwd, schedule)
+    for label, start in zip(run.tasks["label"], run.tasks["start"], strict=True):
+        kind, rest = label[0], label[1:]
+        s, j = (int(x) for x in rest.split("."))
+        assert start == pytest.approx(tl[(kind, s, j)][0])
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_pipeline_flows_on_a_fast_network_are_not_tardy(schedule: str) -> None:
+    """Tiny activations on a fast network arrive when produced: every EchelonFlow's
+    tardiness is about 0 (its head flow is not late, none is later) when the stages are
+    equal (GPipe: Eq. 6; 1F1B: the derived arrangement)."""
+    prof = LayerProfile("r", (1.0,) * 3, (2.0,) * 3, (1,) * 3, (1,) * 3)
+    job = build_job(JobSpec("p", schedule, hosts=(0, 1, 2), micro_batches=4), prof)
+    run = run_jobs([job], big_switch(3, rate=1e9), "fair")
+    assert run.tardiness()["tardiness_s"].abs().max() < 1e-6
+    assert set(run.flows["kind"]) == {schedule}
+
+
+def test_fsdp_offsets_are_eq7_for_equal_blocks() -> None:
+    prof = LayerProfile("r", (1.0,) * 3, (2.5,) * 3, (6,) * 3, (0,) * 3)
+    job = build_job(JobSpec("f", "fsdp", hosts=(0, 1), blocks=3), prof)
+    gathers = [o for o, g in zip(job.flow_offset, job.flow_group, strict=True)
+               if job.groups[g].kind == "fsdp"]
+    assert gathers[::2] == pytest.approx(fsdp_arrangement(3, 1.0, 2.5).tolist())
+
+
 def test_tensor_parallel_closed_form() -> None:
     """2 workers, 2 blocks of 2 s forward and backward (1 s per worker), 1-byte activation
     between them: F0 [0, 1], all-reduce (one 1-byte flow each way) [1, 2], F1 [2, 3], B1
@@ -118,7 +159,7 @@ def test_missing_flows_pass_their_dependencies_on() -> None:
     run = run_jobs([job], big_switch(2, rate=1.0), "fair")
     assert len(run.flows) == 0
     assert run.iteration_times()["iteration_s"].tolist() == pytest.approx([6.0])
-    assert run.tasks["start"].tolist() == pytest.approx([0, 1, 1, 2, 3, 4, 4, 5])
+    assert run.tasks["start"].tolist() == pytest.approx([0, 1, 4, 5, 1, 2, 3, 4])
 
 
 def test_jobs_share_a_two_tier_core() -> None:
@@ -188,7 +229,7 @@ def test_random_jobs_finish_and_respect_dependencies(
                         tuple(sizes))
     servers = (workers,) if paradigm == "dp-ps" else ()
     spec = JobSpec("j", paradigm, hosts=tuple(range(workers)), servers=servers,
-                   micro_batches=micro, blocks=3 if paradigm != "gpipe" else 1,
+                   micro_batches=micro, blocks=1 if paradigm in ("gpipe", "1f1b") else 3,
                    arrival=arrival)
     job = build_job(spec, prof)
     run = run_jobs([job], big_switch(workers + 1, rate=10.0), "fair")

@@ -27,11 +27,14 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
         when it finishes it; a server returns (pulls) its shard to every worker once all
         pushes of the bucket reached it. Servers are hosts of their own; their aggregation
         time is neglected.
-    ``gpipe``
-        GPipe (Huang et al. 2019; the paper's Fig. 1): stage ``s`` on host ``s`` runs the
-        forward of micro-batches ``0..M-1`` then their backward in reverse order; the
-        activation of micro-batch ``j`` goes ``s -> s+1`` after its forward, its gradient
-        ``s+1 -> s`` after the backward of ``s+1``.
+    ``gpipe``, ``1f1b``
+        Pipeline parallelism, stage ``s`` on host ``s``, each stage's computations in the
+        order of :func:`commsched.echelon.arrangement.pipeline_timeline`: GPipe (Huang et
+        al. 2019; the paper's Fig. 1) runs the forward of micro-batches ``0..M-1`` then
+        their backward in reverse order; 1F1B (PipeDream-Flush) runs ``S - s - 1`` warm-up
+        forwards, then one forward and one backward in turn. The activation of
+        micro-batch ``j`` goes ``s -> s+1`` after its forward, its gradient ``s+1 -> s``
+        after the backward of ``s+1``.
     ``tensor-parallel``
         Megatron-style (the paper's Fig. 5): every block's compute is split evenly over the
         ``W`` workers; after the forward of each block but the last, the block's output
@@ -52,18 +55,22 @@ network without latency, a ring whose steps are pipelined moves the same bytes o
 same links, and the Coflow keeps the flow count (and the scheduler's work) small. What is
 lost is the step-by-step coupling of the ring to its slowest link within a step.
 
-EchelonFlows (Sec. 3.2, Sec. 4). Every flow belongs to a *group* (one EchelonFlow) with an
-arrangement: Coflow (Eq. 5: every ideal finish time equals the reference time) for each
-all-reduce, push, pull, reduce-scatter and tensor-parallel all-reduce; GPipe (Eq. 6: the
-``j``-th flow's ideal finish time is ``r + j T``, ``T`` the consumer's time per
-micro-batch) for the activations (gradients) between two stages in one iteration; FSDP
-(Eq. 7) for the ``2B`` all-gathers of an iteration, spaced by the time of the computation
-that consumes the previous all-gather (so the ``i = n`` boundary is spaced by the last
-forward block; per-block times instead of one ``T_fwd``, ``T_bwd``). The reference time
-``r`` is the release of the group's first flow, known only at run time; when a flow is
-released, :func:`run_jobs` gives it the FlowSim meta columns ``job``, ``group`` (unique
-over all jobs), ``index`` (its position ``j``) and ``ideal`` (``r + offset_j``), which
-schedulers read.
+EchelonFlows (Sec. 3.2, Sec. 4; the model and its scheduler contract:
+:mod:`commsched.echelon.model`). Every flow belongs to a *group* (one EchelonFlow) whose
+arrangement gives each flow an offset (:mod:`commsched.echelon.arrangement`): Coflow (Eq.
+5: every offset 0) for each all-reduce, push, pull, reduce-scatter and tensor-parallel
+all-reduce; GPipe (Eq. 6: the ``k``-th flow released is due ``k T`` after the head, ``T``
+the consumer's time per micro-batch) and 1F1B (our extension: offsets derived from the
+stage schedule, :func:`~commsched.echelon.arrangement.pipeline_echelonflows`) for the
+activations (gradients) between two stages in one iteration; FSDP (Eq. 7, with its ``i =
+n`` boundary as :func:`~commsched.echelon.arrangement.fsdp` resolves it) for the ``2B``
+all-gathers of an iteration, each spaced from the previous one by the time of the block
+that consumes the previous one (per-block times; equal blocks give exactly
+:func:`~commsched.echelon.arrangement.fsdp`). The reference time ``r`` is the release of
+the group's first flow, known only at run time; when a flow is released, :func:`run_jobs`
+gives it the FlowSim meta columns ``job``, ``group`` (unique over all jobs), ``index``
+(its position in the group, in release order) and ``ideal`` (``r + offset``), which the
+schedulers of :mod:`commsched.echelon.schedulers` read.
 
 Examples
 --------
@@ -90,6 +97,8 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from commsched.echelon.arrangement import _stage_order, pipeline_echelonflows, pipeline_timeline
+from commsched.echelon.arrangement import gpipe as gpipe_arrangement
 from commsched.errors import CommschedError
 from commsched.sim.flow import FlowSim, Network, Policy, View, check_flow_schedule, max_min
 from commsched.trace.format import reads_of
@@ -109,7 +118,7 @@ __all__ = [
 ]
 
 #: The training paradigms :func:`build_job` knows.
-PARADIGMS = ("dp-allreduce", "dp-ps", "gpipe", "tensor-parallel", "fsdp")
+PARADIGMS = ("dp-allreduce", "dp-ps", "gpipe", "1f1b", "tensor-parallel", "fsdp")
 
 
 @dataclass(frozen=True)
@@ -394,7 +403,7 @@ def build_job(spec: JobSpec, profile: LayerProfile) -> JobGraph:
         raise CommschedError(f"job {spec.name}: iterations, micro_batches, blocks must be >= 1")
     if spec.paradigm == "dp-ps" and not spec.servers:
         raise CommschedError(f"job {spec.name}: dp-ps needs at least one server")
-    parts = len(hosts) if spec.paradigm == "gpipe" else spec.blocks
+    parts = len(hosts) if spec.paradigm in ("gpipe", "1f1b") else spec.blocks
     if parts > profile.blocks:
         raise CommschedError(f"job {spec.name}: {parts} blocks but the profile of "
                              f"{profile.model} has {profile.blocks}")
@@ -430,26 +439,33 @@ def _data_parallel(job: JobGraph, p: LayerProfile) -> None:
                     sync += job.flow(srv, h, shard, it, pull, 0.0, after=got)
 
 
-def _gpipe(job: JobGraph, p: LayerProfile) -> None:
+def _pipeline(job: JobGraph, p: LayerProfile) -> None:
     spec, S, M = job.spec, len(job.spec.hosts), job.spec.micro_batches
-    hosts = spec.hosts
+    schedule, hosts = spec.paradigm, spec.hosts
+    if S < 2:
+        raise CommschedError(f"job {spec.name}: a pipeline needs at least 2 stages (hosts)")
+    # the stage schedule with an infinitely fast network: each stage's order, the order in
+    # which each group's flows are released, and (1F1B) the derived arrangement
+    ideal = pipeline_timeline(S, M, p.fwd, p.bwd, schedule)
+    derived = (pipeline_echelonflows(S, M, p.fwd, p.bwd, 1.0, schedule)  # sizes: unused
+               if schedule == "1f1b" else [])
     for it in range(spec.iterations):
-        acts = [job.group("gpipe", f"act{s}") for s in range(S - 1)]
-        grads = [job.group("gpipe", f"grad{s}") for s in range(S - 1)]
-        inbox: dict[tuple[int, int], list[Node]] = {}
-        for j in range(M):
-            for s in range(S):
-                t = job.task(hosts[s], p.fwd[s], it, f"fwd{s}.{j}", after=inbox.get((s, j), []))
-                if s + 1 < S:  # Eq. 6: T = the consumer's forward time per micro-batch
-                    inbox[(s + 1, j)] = job.flow(hosts[s], hosts[s + 1], p.act[s], it,
-                                                 acts[s], j * p.fwd[s + 1], after=[t])
-        inbox = {}
-        for k, j in enumerate(reversed(range(M))):
-            for s in reversed(range(S)):
-                t = job.task(hosts[s], p.bwd[s], it, f"bwd{s}.{j}", after=inbox.get((s, j), []))
-                if s > 0:
-                    inbox[(s - 1, j)] = job.flow(hosts[s], hosts[s - 1], p.act[s - 1], it,
-                                                 grads[s - 1], k * p.bwd[s - 1], after=[t])
+        task: dict[tuple[str, int, int], Node] = {}
+        for s in range(S):
+            for kind, j in _stage_order(schedule, S, s, M):
+                task[(kind, s, j)] = job.task(hosts[s], p.fwd[s] if kind == "F" else p.bwd[s],
+                                              it, f"{kind}{s}.{j}")
+        for s in range(S - 1):
+            for d, (kind, a, b) in enumerate((("F", s, s + 1), ("B", s + 1, s))):
+                grp = job.group(schedule, f"{'act' if kind == 'F' else 'grad'}{s}")
+                end = [ideal[(kind, a, j)][1] for j in range(M)]
+                order = sorted(range(M), key=end.__getitem__)
+                offset = (derived[2 * s + d].offset if derived else  # Eq. 6: T = consumer's
+                          gpipe_arrangement(M, p.fwd[b] if kind == "F" else p.bwd[b]))
+                for k, j in enumerate(order):
+                    got = job.flow(hosts[a], hosts[b], p.act[s], it, grp, float(offset[k]),
+                                   after=[task[(kind, a, j)]])
+                    job.preds[task[(kind, b, j)]] += got
 
 
 def _tensor_parallel(job: JobGraph, p: LayerProfile) -> None:
@@ -500,7 +516,8 @@ def _fsdp(job: JobGraph, p: LayerProfile) -> None:
 _BUILDERS: dict[str, Callable[[JobGraph, LayerProfile], None]] = {
     "dp-allreduce": _data_parallel,
     "dp-ps": _data_parallel,
-    "gpipe": _gpipe,
+    "gpipe": _pipeline,
+    "1f1b": _pipeline,
     "tensor-parallel": _tensor_parallel,
     "fsdp": _fsdp,
 }

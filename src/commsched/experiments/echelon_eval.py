@@ -68,6 +68,7 @@ from commsched.echelon.jobs import (
     layer_profile,
     run_jobs,
 )
+from commsched.echelon.schedulers import SCHEDULERS as ECHELON_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
@@ -86,9 +87,12 @@ __all__ = [
     "run_sweep",
 ]
 
-#: Flow schedulers by name: a factory of a fresh policy per run (policies may keep state).
+#: Flow schedulers by name: a factory of a fresh policy per run (policies may keep state):
+#: per-flow fair sharing and the EchelonFlow schedulers of
+#: :data:`commsched.echelon.schedulers.SCHEDULERS` (Property 4's variants and EIFF).
 SCHEDULERS: dict[str, Callable[[], Policy]] = {
     "fair": lambda: fair,
+    **ECHELON_SCHEDULERS,
 }
 
 #: Profile blocks cut from each trace before a job merges them (>= any job's blocks).
