@@ -47,6 +47,7 @@ long one then runs alone:
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -279,7 +280,7 @@ class FlowSim:
         self.remaining = np.zeros(self._cap)
         self.finish = np.full(self._cap, np.nan)
         self.meta: dict[str, np.ndarray] = {}
-        self._pending: list[int] = []  # not yet released, sorted by release descending
+        self._pending: list[tuple[float, int]] = []  # heap of (release, id), not yet active
         self._active = np.zeros(0, dtype=np.int64)
         self._rates = np.zeros(0)
         self._dirty = True
@@ -330,8 +331,8 @@ class FlowSim:
             self.meta[name][sl] = a
         self.n += k
         ids = np.arange(i0, i0 + k)
-        self._pending.extend(ids.tolist())
-        self._pending.sort(key=lambda i: -self.release[i])
+        for t, i in zip(self.release[sl].tolist(), ids.tolist(), strict=True):
+            heapq.heappush(self._pending, (t, i))
         return ids
 
     def wake_at(self, t: float) -> None:
@@ -345,12 +346,12 @@ class FlowSim:
         return self._active
 
     def next_release(self) -> float:
-        return self.release[self._pending[-1]] if self._pending else math.inf
+        return self._pending[0][0] if self._pending else math.inf
 
     def _admit(self) -> None:
         new = []
-        while self._pending and self.release[self._pending[-1]] <= self.now:
-            new.append(self._pending.pop())
+        while self._pending and self._pending[0][0] <= self.now:
+            new.append(heapq.heappop(self._pending)[1])
         if new:
             self._active = np.concatenate([self._active, np.array(new, dtype=np.int64)])
             self._dirty = True
