@@ -81,3 +81,13 @@ def test_bad_configs_are_one_line_errors(change: dict, message: str,
                     "/nonexistent/i.csv"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("echelon_eval run: error:")
+
+
+@pytest.mark.parametrize("name", sorted(ee.SCHEDULERS))
+def test_every_registered_scheduler_runs_a_validated_scenario(name: str) -> None:
+    """The contract: every scheduler of the registry runs the coupled simulation (its flow
+    schedule checked by check_flow_schedule) and every job finishes."""
+    cfg = {**SMALL, "schedulers": [name], "oversubscription": [4], "iterations": 1}
+    jobs, its = ee.run_sweep(cfg, [str(TRACES / "alexnet_v2-train-b4.json.gz")])
+    assert len(jobs) == 2 and jobs["jct_s"].notna().all()
+    assert (its["iteration_s"] > 0).all()
