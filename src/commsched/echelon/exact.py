@@ -26,7 +26,9 @@ topology, with no time discretisation. The big-M constants come from a feasible 
 (:func:`upper_bound`: the best of fair sharing and the EchelonFlow heuristics): no optimal
 schedule ends a flow later than ``d_i + `` the largest tardiness that cost allows, given
 the lower bound ``r_i + size_i / capacity - d_i`` of every other EchelonFlow. Solutions
-are returned as a recorded :class:`commsched.sim.flow.FlowResult` that
+are polished (the event order of the MILP's solution fixed, the LP solved again, so that
+no big-M row is relaxed by the integrality tolerance) and returned as a recorded
+:class:`commsched.sim.flow.FlowResult` that
 :func:`commsched.sim.flow.check_flow_schedule` accepts.
 
 :func:`brute_force_priorities` -- an independent check: every strict priority order of
@@ -132,12 +134,12 @@ def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
     K = m + n
     # events: 0..m-1 the distinct releases (in order), m + i the finish of flow i
     lp = pulp.LpProblem("echelon_exact", pulp.LpMinimize)
-    a = {(e, k): pulp.LpVariable(f"a_{e}_{k}", cat="Binary")
+    a = {(e, k): lp.add_variable(f"a_{e}_{k}", cat="Binary")
          for e in range(K) for k in range(K)}
-    tau = [pulp.LpVariable(f"tau_{k}", lowBound=t0, upBound=horizon) for k in range(K)]
-    x = {(i, k): pulp.LpVariable(f"x_{i}_{k}", lowBound=0, upBound=float(tab.size[i]))
+    tau = [lp.add_variable(f"tau_{k}", lowBound=t0, upBound=horizon) for k in range(K)]
+    x = {(i, k): lp.add_variable(f"x_{i}_{k}", lowBound=0, upBound=float(tab.size[i]))
          for i in range(n) for k in range(1, K)}
-    t = [pulp.LpVariable(f"t_{g}", lowBound=float(lb[g])) for g in range(G)]
+    t = [lp.add_variable(f"t_{g}", lowBound=float(lb[g])) for g in range(G)]
     lp += pulp.lpSum(float(w[g]) * t[g] for g in range(G))
     for e in range(K):
         lp += pulp.lpSum(a[e, k] for k in range(K)) == 1, f"one_pos_{e}"
@@ -175,10 +177,16 @@ def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
         for k in range(1, K):
             lp += pulp.lpSum(x[i, k] for i in on) <= float(net.capacity[link]) * (
                 tau[k] - tau[k - 1]), f"cap_{link}_{k}"
-    status = pulp.LpStatus[lp.solve(pulp.HiGHS(msg=False, timeLimit=time_limit))]
-    if status != "Optimal":
-        raise CommschedError(f"exact solver: HiGHS reports {status!r} (time limit "
-                             f"{time_limit:g} s, {n} flows)")
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=1e-9, gapAbs=1e-9)
+    for stage in ("MILP", "LP with the MILP's event order"):
+        status = pulp.LpStatus[lp.solve(solver)]
+        if status != "Optimal":
+            raise CommschedError(f"exact solver: HiGHS reports {status!r} for the {stage} "
+                                 f"(time limit {time_limit:g} s, {n} flows)")
+        # polish: a binary within the integrality tolerance of 0 or 1 still relaxes a big-M
+        # row by up to tolerance * M; fixing the event order and solving the LP removes it
+        for v in a.values():
+            v.lowBound = v.upBound = round(v.value() or 0.0)
     taus = np.array([v.value() or 0.0 for v in tau])
     amt = np.array([[0.0] + [x[i, k].value() or 0.0 for k in range(1, K)] for i in range(n)])
     amt[amt < 1e-9 * tab.size[:, None]] = 0.0
