@@ -11,7 +11,7 @@ ECHELON_EVAL_JOBS = "results/tables/echelon_eval_jobs.csv"
 ECHELON_EVAL_ITERATIONS = "results/tables/echelon_eval_iterations.csv"
 ECHELON_EVAL_METRICS = "results/metrics/echelon_eval.csv"
 ECHELON_EVAL_FIGURES = expand(
-    "results/figures/echelon_eval_{kind}.{ext}", kind=["iterations", "sweep"], ext=["pdf", "png"]
+    "results/figures/echelon_eval_{kind}.{ext}", kind=["iterations", "ratios", "sweep"], ext=["pdf", "png"]
 )
 
 ALL_TARGETS.extend(ECHELON_EVAL_FIGURES)
@@ -66,7 +66,8 @@ rule echelon_eval_metrics:
 
 
 rule echelon_eval_figure:
-    """iterations: iteration-time distributions per paradigm and scheduler; sweep: slowdown and
+    """iterations: iteration-time distributions per paradigm and scheduler; ratios: mean
+    iteration time over fair sharing's per paradigm and scenario; sweep: slowdown and
     total tardiness against load and oversubscription."""
     input:
         nb="notebooks/echelon_eval.ipynb",
@@ -83,7 +84,7 @@ rule echelon_eval_figure:
     log:
         "logs/echelon_eval/figure_{kind}.log",
     wildcard_constraints:
-        kind="iterations|sweep",
+        kind="iterations|ratios|sweep",
     conda:
         CONDA_ENV
     shell:

@@ -240,9 +240,9 @@ class FigureConfig:
                                  f"{', '.join(FIGURE_KINDS)}")
 
 
-#: The figures of the notebook: iteration-time distributions per paradigm, and JCT and
-#: tardiness against load and oversubscription.
-FIGURE_KINDS = ("iterations", "sweep")
+#: The figures of the notebook: iteration-time distributions per paradigm, their ratios to
+#: fair sharing per scenario, and slowdown and tardiness against load and oversubscription.
+FIGURE_KINDS = ("iterations", "ratios", "sweep")
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
