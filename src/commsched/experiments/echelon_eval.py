@@ -2,7 +2,8 @@
 
 EchelonFlow (Pan et al., HotNets 2022) argues (Property 1, Sec. 3.3) that scheduling flows
 by tardiness shortens training, but evaluates nothing. Here training jobs of every
-paradigm of its Table 1, built from our traced models by :mod:`commsched.echelon.jobs`,
+paradigm of its Table 1 (and 1F1B pipelines, which it leaves open), built from our traced
+models by :mod:`commsched.echelon.jobs`,
 share an oversubscribed two-tier fabric (:func:`commsched.sim.flow.two_tier`), and each
 flow scheduler of :data:`SCHEDULERS` runs the same scenarios. Per job and iteration we
 record iteration times, job completion times (JCT), the slowdown of each job (its JCT
