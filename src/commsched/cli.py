@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "trace": "trace a model with TensorFlow into an op graph (or check / count)",
     "cluster": "emulated TensorFlow parameter-server cluster",
     "claims": "write the claims table (paper value vs ours)",
+    "echelon": "EchelonFlow / Coflow scheduling (trace replay)",
 }
 
 

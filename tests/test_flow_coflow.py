@@ -1,0 +1,182 @@
+"""Coflow schedulers (Varys SEBF + MADD + back-fill, fifo, fair, fair-ports), the
+Coflow-Benchmark reader, the replay and its command."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from commsched.cli import main
+from commsched.echelon.coflow import COFLOW_SCHEDULERS, bottleneck, madd, replay
+from commsched.errors import CommschedError
+from commsched.io.coflow import parse_coflow_trace, read_coflow_trace
+from commsched.sim.flow import big_switch, check_flow_schedule, simulate
+
+
+def run(name, src, dst, size, release, group, hosts=5):
+    net = big_switch(hosts, 1.0)
+    args = [np.asarray(a) for a in (src, dst)] + [np.asarray(size, dtype=float),
+                                                  np.asarray(release, dtype=float)]
+    r = simulate(net, *args, policy=COFLOW_SCHEDULERS[name](), record=True, group=group)
+    check_flow_schedule(net, *args, r)
+    return r.finish
+
+
+def test_sebf_runs_the_smaller_coflow_first():
+    # A: 1 byte 0->1, B: 2 bytes 0->2, both on egress 0 (1 B/s). Fair: A at 2, B at 3.
+    # SEBF (bottlenecks 1 s < 2 s): A alone first (1 s), then B (3 s).
+    args = ([0, 0], [1, 2], [1.0, 2.0], [0.0, 0.0], [0, 1])
+    assert run("fair", *args).tolist() == [2.0, 3.0]
+    assert run("sebf", *args).tolist() == [1.0, 3.0]
+
+
+def test_sebf_order_of_three_coflows_on_one_port():
+    # sizes 3, 1, 2 on one port: shortest first -> CCTs 1, 1 + 2 = 3, 3 + 3 = 6
+    f = run("sebf", [0, 0, 0], [1, 2, 3], [3.0, 1.0, 2.0], [0, 0, 0], [0, 1, 2])
+    assert f.tolist() == [6.0, 1.0, 3.0]
+
+
+def test_fifo_is_non_preemptive_and_sebf_preempts():
+    # A (4 bytes) arrives at 0, B (1 byte) at 1, same port. FIFO: A keeps the port until 4,
+    # B then runs: 5. SEBF at 1 s: A has 3 left, B 1 -> B first (1..2), A ends at 5.
+    args = ([0, 0], [1, 2], [4.0, 1.0], [0.0, 1.0], [0, 1])
+    assert run("fifo", *args).tolist() == [4.0, 5.0]
+    assert run("sebf", *args).tolist() == [5.0, 2.0]
+
+
+def test_madd_flows_finish_together_at_the_bottleneck():
+    # one Coflow: 0->1 (2 bytes), 2->3 (1 byte), 2->1 (1 byte). Link bytes: egress0 2,
+    # egress2 2, ingress1 3, ingress3 1 -> bottleneck 3 s. MADD's rates (2/3, 1/3, 1/3)
+    # finish every flow at 3 s; back-fill then gives 2->3 the idle capacity (egress 2 has
+    # 1/3 B/s spare), so it ends early at 1.5 s, and the CCT stays the bottleneck, 3 s.
+    net = big_switch(5, 1.0)
+    links = net.routes[[0, 2, 2], [1, 3, 1]]
+    rem = np.array([2.0, 1.0, 1.0])
+    r = madd(links, rem, net.capacity)
+    np.testing.assert_allclose(rem / r, [3.0, 3.0, 3.0])
+    f = run("sebf", [0, 2, 2], [1, 3, 1], rem, [0, 0, 0], [7, 7, 7])
+    np.testing.assert_allclose(f, [3.0, 1.5, 3.0])
+
+
+def test_back_fill_uses_what_madd_leaves():
+    # A: 0->1 (2 bytes), 2->3 (1 byte); B: 2->4 (1 byte). SEBF: B (1 s) before A (2 s).
+    # B takes egress 2, so MADD gives A nothing; back-fill lets A's 0->1 run at 1 B/s.
+    # At 1 s B is done; A has 1 byte left on each flow -> both end at 2 s.
+    # Without back-fill A would idle until 1 s and end at 3 s.
+    f = run("sebf", [0, 2, 2], [1, 3, 4], [2.0, 1.0, 1.0], [0, 0, 0], [0, 0, 1])
+    np.testing.assert_allclose(f, [2.0, 2.0, 1.0])
+
+
+def test_fair_ports_does_not_redistribute():
+    # f0: 0->1; f1: 2->1; f2: 2->3. Egress 2 has two flows (1/2 each), ingress 1 two (1/2).
+    # Port share: every flow min(1/2, ...) = 1/2; max-min: also 1/2, 1/2, 1/2.  Now make
+    # f0 alone at egress 0 but sharing ingress 1 with f1, f1 sharing egress 2 with f2 and f3:
+    # port share gives f0 1/2 (ingress 1 has 2 flows) while max-min gives f0 2/3.
+    src, dst = [0, 2, 2, 2], [1, 1, 3, 4]
+    size = [1.0, 1.0, 1.0, 1.0]
+    fair = run("fair", src, dst, size, [0] * 4, [0, 1, 2, 3])
+    ports = run("fair-ports", src, dst, size, [0] * 4, [0, 1, 2, 3])
+    assert fair[0] == pytest.approx(1.5)  # 2/3 B/s for 1.5 s... then done
+    assert ports[0] == pytest.approx(2.0)  # 1/2 B/s, never more while f1 is active
+    assert np.all(ports >= fair - 1e-9)
+
+
+def test_bottleneck():
+    links = np.array([[0, 2], [0, 3]])
+    assert bottleneck(links, np.array([1.0, 3.0]), np.ones(4)) == 4.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(COFLOW_SCHEDULERS)))
+def test_every_coflow_scheduler_passes_the_validator(data, name):
+    n = data.draw(st.integers(1, 10))
+    hosts = st.integers(0, 4)
+    src = data.draw(st.lists(hosts, min_size=n, max_size=n))
+    dst = data.draw(st.lists(hosts, min_size=n, max_size=n))
+    size = data.draw(st.lists(st.floats(0.05, 5.0), min_size=n, max_size=n))
+    group = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    rel = [float(g) * data.draw(st.floats(0.0, 1.0)) for g in group]
+    finish = run(name, src, dst, size, rel, group)
+    assert np.all(np.isfinite(finish))
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_coflow_alone_finishes_at_its_bottleneck(data):
+    # SEBF/MADD on a single Coflow is optimal: CCT = its bottleneck (no schedule can beat
+    # the busiest port); the flows on the bottleneck finish exactly then.
+    n = data.draw(st.integers(1, 8))
+    hosts = st.integers(0, 4)
+    src = data.draw(st.lists(hosts, min_size=n, max_size=n))
+    dst = data.draw(st.lists(hosts, min_size=n, max_size=n))
+    size = np.array(data.draw(st.lists(st.floats(0.1, 5.0), min_size=n, max_size=n)))
+    net = big_switch(5, 1.0)
+    g = bottleneck(net.routes[src, dst], size, net.capacity)
+    f = run("sebf", src, dst, size, [0.0] * n, [0] * n)
+    assert f.max() == pytest.approx(g, rel=1e-6)
+    assert run("fair", src, dst, size, [0.0] * n, [0] * n).max() >= g * (1 - 1e-9)
+
+
+TRACE = "3 3\n1 0 2 0 1 1 2:2.0\n2 1000 1 2 2 0:1.0 1:1.0\n3 1000 1 0 1 2:0.5\n"
+
+
+def test_reader_and_flows():
+    t = parse_coflow_trace(TRACE)
+    assert len(t) == 3 and t.ports == 3
+    f = t.flows(mb=1.0)
+    assert f["size"].tolist() == [1.0, 1.0, 1.0, 1.0, 0.5]
+    assert f["release"].tolist() == [0.0, 0.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("", ":1: header"),
+    ("3 1\n1 0 2 0 1 2:1.0\n", ":2: reducer count"),
+    ("3 1\n1 0 3 0 1 1 2:1.0\n", ":2: "),
+    ("3 1\n1 0 1 0 1 2-1.0\n", ":2: reducer entry"),
+    ("3 1\n1 0 1 5 1 2:1.0\n", ":2: a port is outside"),
+    ("3 1\n1 0 1 0 1 2:0\n", ":2: reducer MB must be positive"),
+    ("3 2\n1 5 1 0 1 2:1\n2 4 1 0 1 2:1\n", ":3: arrival time"),
+    ("3 2\n1 0 1 0 1 2:1\n", "header says 2"),
+    ("3 1\n1 x 1 0 1 2:1\n", ":2: arrival time 'x'"),
+])
+def test_malformed_traces_name_the_line(text, msg):
+    with pytest.raises(CommschedError, match=msg):
+        parse_coflow_trace(text, "t.txt")
+
+
+def test_replay_ccts_by_hand():
+    # 1 B/s ports, MB = 1 byte. Coflow 1 (t=0): 0->2 and 1->2, 1 byte each (ingress 2: 2 s).
+    # Coflows 2 and 3 arrive at 1 s: 2 sends 2->0 and 2->1 (1 byte each, egress 2: 2 s);
+    # 3 sends 0->2 (0.5 byte). Under SEBF at 1 s: C1 has 1 byte left on ingress 2 (1 s),
+    # C3 0.5 s on ingress 2, C2 2 s on egress 2 (disjoint). C3 first on ingress 2 -> ends
+    # 1.5; C1 back-fills... C1 then ends at 2.5; C2 runs alone on egress 2: ends at 3.
+    df = replay(parse_coflow_trace(TRACE), "sebf", port_rate=1.0, mb=1.0)
+    np.testing.assert_allclose(df["finish"], [2.5, 3.0, 1.5])
+    np.testing.assert_allclose(df["cct"], [2.5, 2.0, 0.5])
+    with pytest.raises(CommschedError, match="unknown Coflow scheduler"):
+        replay(parse_coflow_trace(TRACE), "varys")
+
+
+def test_fb2010_trace_is_intact():
+    t = read_coflow_trace("data/coflow/FB2010-1Hr-150-0.txt")
+    assert (len(t), t.ports) == (526, 150)
+    assert sum(len(m) * len(r) for m, r in zip(t.mappers, t.reducers, strict=True)) == 706397
+
+
+def test_replay_command(tmp_path, capsys):
+    trace = tmp_path / "t.txt"
+    trace.write_text(TRACE)
+    out = tmp_path / "cct.csv"
+    assert main(["echelon", "replay", str(trace), "--scheduler", "fair", "--port-rate",
+                 "1048576", "-o", str(out)]) == 0
+    df = pd.read_csv(out, comment="#")
+    assert list(df.columns[:4]) == ["id", "arrival", "finish", "cct"]
+    assert df["id"].tolist() == [1, 2, 3]
+    trace.write_text("3 1\n1 0 2 0 1 2:1.0\n")
+    assert main(["echelon", "replay", str(trace), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "t.txt:2" in err
+    assert pd.read_csv(out, comment="#")["id"].tolist() == [1, 2, 3]  # not overwritten
