@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from commsched.echelon.jobs import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.experiments import echelon_eval as ee
 from commsched.io.structured import read_yaml
@@ -39,7 +40,7 @@ def test_config_section_is_valid_for_the_driver() -> None:
 def test_sweep_is_deterministic_and_metrics_compare_schedulers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a second name for fair sharing: ratios against it must be exactly 1
-    monkeypatch.setitem(ee.SCHEDULERS, "fair-again", ee.SCHEDULERS["fair"])
+    monkeypatch.setitem(FLOW_SCHEDULERS, "fair-again", FLOW_SCHEDULERS["fair"])
     cfg = {**SMALL, "schedulers": ["fair", "fair-again"]}
     traces = [str(TRACES / "alexnet_v2-train-b4.json.gz")]
     jobs, its = ee.run_sweep(cfg, traces)
@@ -83,7 +84,7 @@ def test_bad_configs_are_one_line_errors(change: dict, message: str,
     assert len(err) == 1 and err[0].startswith("echelon_eval run: error:")
 
 
-@pytest.mark.parametrize("name", sorted(ee.SCHEDULERS))
+@pytest.mark.parametrize("name", sorted(FLOW_SCHEDULERS))
 def test_every_registered_scheduler_runs_a_validated_scenario(name: str) -> None:
     """The contract: every scheduler of the registry runs the coupled simulation (its flow
     schedule checked by check_flow_schedule) and every job finishes."""

@@ -99,12 +99,15 @@ import pandas as pd
 
 from commsched.echelon.arrangement import _stage_order, pipeline_echelonflows, pipeline_timeline
 from commsched.echelon.arrangement import gpipe as gpipe_arrangement
+from commsched.echelon.coflow import COFLOW_SCHEDULERS
+from commsched.echelon.schedulers import SCHEDULERS as ECHELON_SCHEDULERS
 from commsched.errors import CommschedError
-from commsched.sim.flow import FlowSim, Network, Policy, View, check_flow_schedule, max_min
+from commsched.sim.flow import FlowSim, Network, Policy, check_flow_schedule
 from commsched.trace.format import reads_of
 from commsched.views.common import check_trace, grad_producers, optimizer_ops
 
 __all__ = [
+    "FLOW_SCHEDULERS",
     "PARADIGMS",
     "ClusterRun",
     "Group",
@@ -112,7 +115,6 @@ __all__ = [
     "JobSpec",
     "LayerProfile",
     "build_job",
-    "fair",
     "layer_profile",
     "run_jobs",
 ]
@@ -523,9 +525,10 @@ _BUILDERS: dict[str, Callable[[JobGraph, LayerProfile], None]] = {
 }
 
 
-def fair(view: View) -> np.ndarray:
-    """Per-flow max-min fair sharing (the baseline every scheduler is compared with)."""
-    return max_min(view.links, view.net.capacity)
+#: Every flow scheduler by name, a factory of a fresh policy per run: the Coflow schedulers
+#: (:data:`commsched.echelon.coflow.COFLOW_SCHEDULERS`: ``fair``, ``fair-ports``, ``fifo``,
+#: ``sebf`` = Varys) and the EchelonFlow ones (:data:`commsched.echelon.schedulers.SCHEDULERS`).
+FLOW_SCHEDULERS: dict[str, Callable[[], Policy]] = {**COFLOW_SCHEDULERS, **ECHELON_SCHEDULERS}
 
 
 @dataclass
@@ -576,16 +579,18 @@ class ClusterRun:
 
 def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
              check: bool = True) -> ClusterRun:
-    """Run ``jobs`` together on ``net`` with flow ``policy`` (``"fair"`` = :func:`fair`).
+    """Run ``jobs`` together on ``net`` with flow ``policy`` (a policy, or the name of one
+    in :data:`FLOW_SCHEDULERS`).
 
     Hosts run one task at a time, in the order the job created them (after the job's
     arrival and the task's predecessors); jobs must use disjoint hosts (dedicated devices,
     the paper's Sec. 5 setting). With ``check`` the flow schedule is recorded and verified
     by :func:`commsched.sim.flow.check_flow_schedule`.
     """
-    if isinstance(policy, str) and policy != "fair":
-        raise CommschedError(f"unknown policy {policy!r} (give 'fair' or a callable)")
-    pol = fair if isinstance(policy, str) else policy
+    if isinstance(policy, str) and policy not in FLOW_SCHEDULERS:
+        raise CommschedError(f"unknown flow scheduler {policy!r}; known: "
+                             f"{', '.join(FLOW_SCHEDULERS)}")
+    pol = FLOW_SCHEDULERS[policy]() if isinstance(policy, str) else policy
     owner: dict[int, int] = {}
     for j, job in enumerate(jobs):
         for h in set(job.task_host) | set(job.flow_src) | set(job.flow_dst):

@@ -5,7 +5,9 @@ by tardiness shortens training, but evaluates nothing. Here training jobs of eve
 paradigm of its Table 1 (and 1F1B pipelines, which it leaves open), built from our traced
 models by :mod:`commsched.echelon.jobs`,
 share an oversubscribed two-tier fabric (:func:`commsched.sim.flow.two_tier`), and each
-flow scheduler of :data:`SCHEDULERS` runs the same scenarios. Per job and iteration we
+flow scheduler named in the config (:data:`commsched.echelon.jobs.FLOW_SCHEDULERS`: fair
+sharing, Varys and the other Coflow schedulers, the EchelonFlow schedulers) runs the same
+scenarios. Per job and iteration we
 record iteration times, job completion times (JCT), the slowdown of each job (its JCT
 over its JCT alone on the same hosts under the same scheduler: what sharing costs it) and
 EchelonFlow tardiness (Eq. 2, summed per job as in Eq. 4).
@@ -60,25 +62,23 @@ import numpy as np
 import pandas as pd
 
 from commsched.echelon.jobs import (
+    FLOW_SCHEDULERS,
     PARADIGMS,
     JobGraph,
     JobSpec,
     LayerProfile,
     build_job,
-    fair,
     layer_profile,
     run_jobs,
 )
-from commsched.echelon.schedulers import SCHEDULERS as ECHELON_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
-from commsched.sim.flow import Policy, two_tier
+from commsched.sim.flow import two_tier
 from commsched.trace.format import load_trace
 
 __all__ = [
-    "SCHEDULERS",
     "FigureConfig",
     "Scenario",
     "headline_metrics",
@@ -87,14 +87,6 @@ __all__ = [
     "run_scenario",
     "run_sweep",
 ]
-
-#: Flow schedulers by name: a factory of a fresh policy per run (policies may keep state):
-#: per-flow fair sharing and the EchelonFlow schedulers of
-#: :data:`commsched.echelon.schedulers.SCHEDULERS` (Property 4's variants and EIFF).
-SCHEDULERS: dict[str, Callable[[], Policy]] = {
-    "fair": lambda: fair,
-    **ECHELON_SCHEDULERS,
-}
 
 #: Profile blocks cut from each trace before a job merges them (>= any job's blocks).
 PROFILE_BLOCKS = 16
@@ -116,10 +108,10 @@ def _section(cfg: Mapping[str, Any]) -> dict[str, Any]:
     missing = [k for k in need if k not in cfg]
     if missing:
         raise CommschedError(f"echelon_eval config: missing {', '.join(missing)}")
-    unknown = [s for s in cfg["schedulers"] if s not in SCHEDULERS]
+    unknown = [s for s in cfg["schedulers"] if s not in FLOW_SCHEDULERS]
     if unknown:
         raise CommschedError(f"echelon_eval config: unknown schedulers {', '.join(unknown)}; "
-                             f"known: {', '.join(SCHEDULERS)}")
+                             f"known: {', '.join(FLOW_SCHEDULERS)}")
     for m in cfg["mix"]:
         if m.get("paradigm") not in PARADIGMS:
             raise CommschedError(f"echelon_eval config: mix entry {m}: paradigm must be one "
@@ -161,11 +153,11 @@ def run_scenario(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile], s
                    float(sc.oversubscription))
     jobs = make_jobs(cfg, profiles, sc)
     t0 = time.perf_counter()
-    run = run_jobs(jobs, net, SCHEDULERS[scheduler](), check=True)
+    run = run_jobs(jobs, net, FLOW_SCHEDULERS[scheduler](), check=True)
     wall = time.perf_counter() - t0
     keys = {"scheduler": scheduler, "jobs": sc.jobs, "oversubscription": sc.oversubscription,
             "seed": sc.seed}
-    alone = [run_jobs([j], net, SCHEDULERS[scheduler](), check=True).jobs_table()["jct_s"]
+    alone = [run_jobs([j], net, FLOW_SCHEDULERS[scheduler](), check=True).jobs_table()["jct_s"]
              .iloc[0] for j in jobs]
     jt = run.jobs_table().assign(**keys, jct_alone_s=alone, flows=len(run.flows),
                                  sim_wall_s=wall)
