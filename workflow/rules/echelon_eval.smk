@@ -66,7 +66,7 @@ rule echelon_eval_metrics:
 
 
 rule echelon_eval_figure:
-    """iterations: iteration-time distributions per paradigm and scheduler; ratios: mean
+    """iterations: iteration-time and JCT distributions per paradigm and scheduler; ratios: mean
     iteration time over fair sharing's per paradigm and scenario; sweep: slowdown and
     total tardiness against load and oversubscription."""
     input:
