@@ -17,6 +17,7 @@ include: "workflow/rules/tictac.smk"
 include: "workflow/rules/comm.smk"
 include: "workflow/rules/live.smk"
 include: "workflow/rules/echelon_eval.smk"
+include: "workflow/rules/echelon_replay.smk"
 include: "workflow/rules/claims.smk"
 
 

@@ -188,7 +188,8 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
            mb: float = MB) -> pd.DataFrame:
     """Replay a Coflow trace on a big switch of ``trace.ports`` ports of ``port_rate``
     bytes/s under ``scheduler`` (a name in :data:`COFLOW_SCHEDULERS`); one row per Coflow:
-    ``id``, ``arrival`` and ``finish`` (s), ``cct`` (s), ``total_mb``, ``width`` (flows).
+    ``id``, ``arrival`` and ``finish`` (s), ``cct`` (s), ``total_mb``, ``width`` (flows) and
+    ``longest_mb`` (the Coflow's largest flow).
 
     >>> from commsched.io.coflow import parse_coflow_trace
     >>> t = parse_coflow_trace("2 2\\n1 0 1 0 1 1:2.0\\n2 0 1 0 1 1:1.0\\n")
@@ -208,4 +209,6 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     arrival = trace.arrival_ms / 1000.0
     return pd.DataFrame({"id": trace.ids, "arrival": arrival, "finish": finish,
                          "cct": finish - arrival, "total_mb": trace.total_mb(),
-                         "width": np.bincount(f["coflow"], minlength=len(trace))})
+                         "width": np.bincount(f["coflow"], minlength=len(trace)),
+                         "longest_mb": [float(v.max()) / len(m) for m, v
+                                        in zip(trace.mappers, trace.reducer_mb, strict=True)]})
