@@ -300,9 +300,10 @@ def layer_profile(trace: nx.DiGraph, blocks: int) -> LayerProfile:
 @dataclass(frozen=True)
 class JobSpec:
     """A training job: ``paradigm`` (:data:`PARADIGMS`), the hosts of its workers (stages
-    for ``gpipe``) in order, ``servers`` (``dp-ps`` only), ``micro_batches`` (``gpipe``),
-    ``blocks`` (gradient buckets for DP, layers for ``tensor-parallel`` and ``fsdp``;
-    ``gpipe`` uses one block per stage), ``iterations`` and its ``arrival`` time (s)."""
+    for ``gpipe`` and ``1f1b``) in order, ``servers`` (``dp-ps`` only), ``micro_batches``
+    (pipelines), ``blocks`` (gradient buckets for DP, layers for ``tensor-parallel`` and
+    ``fsdp``; a pipeline has one block per stage), ``iterations`` and its ``arrival`` time
+    (s)."""
 
     name: str
     paradigm: str
@@ -316,8 +317,8 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Group:
-    """One EchelonFlow: ``kind`` (``coflow``, ``gpipe``, ``fsdp``: its arrangement) and a
-    label."""
+    """One EchelonFlow: ``kind`` (its arrangement: ``coflow``, ``gpipe``, ``1f1b`` or
+    ``fsdp``) and a label."""
 
     kind: str
     label: str
