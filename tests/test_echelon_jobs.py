@@ -194,6 +194,23 @@ def test_a_scheduler_changes_iteration_times() -> None:
     assert run_jobs(jobs, net, "fair").jobs_table()["jct_s"].tolist() == pytest.approx([6.0, 6.0])
 
 
+@pytest.mark.parametrize(("scheduler", "end"), [("echelon-edf-total", 8.0), ("fair", 8.5),
+                                                ("sebf", 10.0)])
+def test_fig2_pipeline_in_the_coupled_simulation(scheduler: str, end: float) -> None:
+    """The paper's Fig. 2 as a job: 3 micro-batches, 1 s forward per stage, 2-byte
+    activations over a 1 byte/s link, released at 1, 2, 3 s. Earliest ideal finish first
+    sends them one by one (done at 3, 5, 7): the consumer computes on [3, 4], [5, 6],
+    [7, 8]. Fair sharing: a0 alone on [1, 2], a0 and a1 at 1/2 on [2, 3], all three at
+    1/3 until a0 ends at 4.5, then a1 and a2 at 1/2: a1 ends at 6.5, a2 at 7; the consumer
+    runs [4.5, 5.5], [6.5, 7.5], [7.5, 8.5]. Varys' MADD treats the EchelonFlow as one
+    Coflow and finishes all three at 7: the consumer ends at 10, later than fair sharing."""
+    prof = LayerProfile("fig2", (1.0, 1.0), (0.0, 0.0), (1, 1), (2, 0))
+    job = build_job(JobSpec("pp", "gpipe", hosts=(0, 1), micro_batches=3), prof)
+    run = run_jobs([job], big_switch(2, rate=1.0), scheduler)
+    last = run.tasks.set_index("label").loc["F1.2", "finish"]
+    assert last == pytest.approx(end)
+
+
 @pytest.mark.parametrize("paradigm", PARADIGMS)
 def test_every_paradigm_runs_validated_and_deterministic(paradigm: str) -> None:
     prof = LayerProfile("toy", (0.2, 0.3, 0.1, 0.4), (0.4, 0.5, 0.2, 0.6),
