@@ -21,6 +21,7 @@ include: "workflow/rules/pace_sim.smk"
 include: "workflow/rules/pace_live.smk"
 include: "workflow/rules/placement.smk"
 include: "workflow/rules/echelon_core.smk"
+include: "workflow/rules/echelon_eval.smk"
 include: "workflow/rules/echelon_replay.smk"
 include: "workflow/rules/claims.smk"
 
