@@ -141,6 +141,7 @@ def test_reader_and_flows():
     ("3 2\n1 5 1 0 1 2:1\n2 4 1 0 1 2:1\n", ":3: arrival time"),
     ("3 2\n1 0 1 0 1 2:1\n", "header says 2"),
     ("3 1\n1 x 1 0 1 2:1\n", ":2: arrival time 'x'"),
+    ("3 2\n1 0 1 0 1 2:1\n1 0 1 0 1 2:1\n", ":3: Coflow id 1 already on line 2"),
 ])
 def test_malformed_traces_name_the_line(text, msg):
     with pytest.raises(CommschedError, match=msg):
@@ -180,6 +181,18 @@ def test_replay_command(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "t.txt:2" in err
     assert pd.read_csv(out, comment="#")["id"].tolist() == [1, 2, 3]  # not overwritten
+
+
+def test_replay_claims_name_metrics_the_replay_produces():
+    from commsched.claims import load_claims
+    from commsched.experiments.echelon_replay import metrics
+
+    df = pd.DataFrame({"id": [1], "cct": [1.0]}).set_index("id")
+    names = {"fair", "fair-ports", "fifo", "sebf"}
+    produced = metrics({n: df for n in names})
+    claims = load_claims("papers/claims/echelon-replay.yaml")
+    assert claims and all(c["metric"] in produced for c in claims)
+    assert {c["target"] for c in claims} == {"echelon_replay"}
 
 
 def test_replay_metrics_and_bins(tmp_path):

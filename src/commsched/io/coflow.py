@@ -93,6 +93,7 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
     maps: list[np.ndarray] = []
     reds: list[np.ndarray] = []
     mbs: list[np.ndarray] = []
+    seen: dict[int, int] = {}  # Coflow id -> its line
     for no, line in enumerate(lines[1:], start=2):
         t = line.split()
         if not t:
@@ -129,6 +130,9 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
         if ms < 0 or (arr and ms < arr[-1]):
             raise CommschedError(f"{where}: arrival time {ms} ms is negative or before the "
                                  "previous Coflow's")
+        if cid in seen:
+            raise CommschedError(f"{where}: Coflow id {cid} already on line {seen[cid]}")
+        seen[cid] = no
         ids.append(cid)
         arr.append(ms)
         maps.append(m)
@@ -136,8 +140,6 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
         mbs.append(v)
     if len(ids) != count:
         raise CommschedError(f"{name}:1: header says {count} Coflows, the file has {len(ids)}")
-    if len(set(ids)) != len(ids):
-        raise CommschedError(f"{name}: Coflow ids are not unique")
     return CoflowTrace(ports, np.array(ids, dtype=np.int64), np.array(arr, dtype=float),
                        tuple(maps), tuple(reds), tuple(mbs))
 
