@@ -6,10 +6,10 @@ Measured (``benchmarks/results/echelon_core.json``):
   seeded random instances of :func:`commsched.echelon.exact.random_instance` (3 hosts) of
   4 to 12 flows: wall and CPU time per instance (the upper bound from the heuristics is
   given, so only the MILP and its polishing LP are timed).
-* ``policies``: every scheduler of :data:`commsched.echelon.schedulers.SCHEDULERS` and
-  Varys' ``sebf`` on one seeded random instance of ``--flows`` flows (EchelonFlows of 6
-  flows on a 32-host big switch, releases spread): wall and CPU time of the simulation,
-  policy calls, objective.
+* ``policies``: every policy of :data:`commsched.echelon.exact.POLICIES` (fair sharing,
+  Varys' ``sebf`` and the EchelonFlow schedulers) on one seeded random instance of
+  ``--flows`` flows (EchelonFlows of 6 flows on a 32-host big switch, releases spread):
+  wall and CPU time of the simulation, policy calls, objective.
 
 The machine is shared (several engineers on 2 cores): the record carries the load
 average; CPU time (``time.process_time``) is what the work itself costs.
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 from benchlib import write_result
 
-from commsched.echelon.coflow import COFLOW_SCHEDULERS
-from commsched.echelon.exact import random_instance, solve_exact
+from commsched.echelon.exact import POLICIES, random_instance, solve_exact
 from commsched.echelon.model import FlowTable, flow_table, simulate_echelonflows
 from commsched.echelon.schedulers import SCHEDULERS
 from commsched.sim.flow import View, big_switch
@@ -68,8 +67,7 @@ def bench_policies(flows: int, seed: int) -> list[dict]:
     tab = _spread(flow_table(random_instance(rng, 32, max(1, flows // 6), 6)), 30.0)
     net = big_switch(32, 1.0)
     rows = []
-    pols = {**SCHEDULERS, "sebf": COFLOW_SCHEDULERS["sebf"]}
-    for name, make in pols.items():
+    for name, make in POLICIES.items():
         calls = 0
         inner = make()
 

@@ -68,6 +68,7 @@ from commsched.sim.flow import (
 )
 
 __all__ = [
+    "POLICIES",
     "ExactResult",
     "brute_force_priorities",
     "optimality_gaps",
@@ -92,9 +93,10 @@ class ExactResult:
     result: FlowResult
 
 
-def _baselines() -> dict[str, Callable[[], Policy]]:
-    """Fair sharing, Varys (each EchelonFlow as one Coflow) and :data:`SCHEDULERS`."""
-    return {"fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
+#: The policies measured against the optimum by default: fair sharing, Varys (each
+#: EchelonFlow as one Coflow) and the EchelonFlow schedulers of :data:`SCHEDULERS`.
+POLICIES: dict[str, Callable[[], Policy]] = {
+    "fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
 
 
 def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
@@ -106,7 +108,7 @@ def upper_bound(net: Network, tab: FlowTable,
                 policies: Mapping[str, Callable[[], Policy]] | None = None) -> float:
     """The best objective of ``policies`` (default: fair sharing, Varys' ``sebf`` and
     :data:`SCHEDULERS`)."""
-    pols = dict(policies) if policies else _baselines()
+    pols = dict(policies) if policies else POLICIES
     return min(simulate_echelonflows(net, tab, f()).objective for f in pols.values())
 
 
@@ -261,7 +263,7 @@ def optimality_gaps(seed: int, instances: int, hosts: int = 3, groups: int = 2,
     optimum (:func:`solve_exact`), the absolute gap and the ratio to the optimum (the
     optimum is positive: every EchelonFlow's head flow has offset 0 and a positive
     transfer time)."""
-    pols = dict(policies) if policies else _baselines()
+    pols = dict(policies) if policies else POLICIES
     rng = np.random.default_rng(seed)
     net = big_switch(hosts, 1.0)
     rows = []

@@ -27,28 +27,23 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from commsched.echelon import arrangement as arr
-from commsched.echelon.coflow import COFLOW_SCHEDULERS
-from commsched.echelon.exact import optimality_gaps, solve_exact
+from commsched.echelon.exact import POLICIES, optimality_gaps, solve_exact
 from commsched.echelon.model import EchelonFlow, simulate_echelonflows
-from commsched.echelon.schedulers import SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
-from commsched.sim.flow import Policy, big_switch
+from commsched.sim.flow import big_switch
 
-__all__ = ["OPTIMAL_TOL", "POLICIES", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
+__all__ = ["OPTIMAL_TOL", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
            "table1_metrics"]
 
-#: The policies run on Fig. 2: fair sharing, Varys, the EchelonFlow schedulers.
-POLICIES: dict[str, Callable[[], Policy]] = {
-    "fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
 
 #: A policy is optimal on an instance when its objective is within this of the optimum.
 OPTIMAL_TOL = 1e-6
