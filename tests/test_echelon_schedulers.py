@@ -12,13 +12,11 @@ from hypothesis import strategies as st
 
 from commsched.echelon import arrangement as arr
 from commsched.echelon.coflow import COFLOW_SCHEDULERS
-from commsched.echelon.exact import random_instance, solve_exact
+from commsched.echelon.exact import POLICIES, random_instance, solve_exact
 from commsched.echelon.model import EchelonFlow, flow_table, simulate_echelonflows
 from commsched.echelon.schedulers import SCHEDULERS, EchelonScheduler
 from commsched.errors import CommschedError
 from commsched.sim.flow import big_switch, check_flow_schedule, two_tier
-
-ALL = {"fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
 
 # --- Fig. 2 --------------------------------------------------------------------------------
 # The instance, from the caption and Sec. 1: the predecessor worker runs the forward of
@@ -146,7 +144,7 @@ def test_every_policy_gives_a_valid_schedule(seed: int, hosts: int, groups: int,
     cap = np.where(links >= 0, net.capacity[np.where(links >= 0, links, 0)], np.inf).min(1)
     bound = np.full(tab.groups, -np.inf)
     np.maximum.at(bound, tab.group, tab.release + tab.size / cap - tab.ideal)
-    for name, make in ALL.items():
+    for name, make in POLICIES.items():
         run = simulate_echelonflows(net, tab, make(), record=True)
         check_flow_schedule(net, tab.src, tab.dst, tab.size, tab.release, run.result)
         assert np.all(run.tardiness >= bound - 1e-9), name
@@ -160,7 +158,7 @@ def test_time_shift_leaves_tardiness_unchanged(seed: int, shift: float) -> None:
     hs = random_instance(rng, 3, 3, 2)
     moved = [EchelonFlow(h.src, h.dst, h.size, h.release + shift, h.offset) for h in hs]
     net = big_switch(3, 1.0)
-    for name, make in ALL.items():
+    for name, make in POLICIES.items():
         a = simulate_echelonflows(net, hs, make())
         b = simulate_echelonflows(net, moved, make())
         assert np.allclose(b.finish, a.finish + shift, rtol=1e-9, atol=1e-9), name
