@@ -93,6 +93,11 @@ def test_limits_are_one_line_errors() -> None:
     many = [EchelonFlow([0] * 13, [1] * 13, [1.0] * 13, [0.0] * 13, [0.0] * 13)]
     with pytest.raises(CommschedError, match="at most 12"):
         solve_exact(net, many)
+    # a solve cut short by the time limit is an error, never a merely feasible "optimum"
+    # (PuLP calls a time-limited HiGHS solution with an incumbent "Optimal")
+    hard = random_instance(np.random.default_rng(0), 3, 6, 2)
+    with pytest.raises(CommschedError, match=r"no proven optimum .*time limit 0\.2 s, 12 flows"):
+        solve_exact(big_switch(3, 1.0), hard, upper=47.0, time_limit=0.2)
     with pytest.raises(CommschedError, match="at most 8"):
         brute_force_priorities(net, [EchelonFlow([0] * 9, [1] * 9, [1.0] * 9, [0.0] * 9,
                                                  [0.0] * 9)])

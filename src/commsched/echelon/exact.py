@@ -115,7 +115,9 @@ def upper_bound(net: Network, tab: FlowTable,
 def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
                 upper: float | None = None, time_limit: float = 60.0) -> ExactResult:
     """Minimum weighted sum of EchelonFlow tardiness (module docstring); ``upper``: the
-    cost of a known schedule (default :func:`upper_bound`)."""
+    cost of a known schedule (default :func:`upper_bound`). Raises
+    :class:`~commsched.errors.CommschedError` unless HiGHS proves the optimum within
+    ``time_limit`` seconds (wall clock) per solve."""
     tab = echelonflows if isinstance(echelonflows, FlowTable) else flow_table(echelonflows)
     n = tab.n
     if n > MAX_EXACT_FLOWS:
@@ -183,9 +185,13 @@ def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
     solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=1e-9, gapAbs=1e-9)
     for stage in ("MILP", "LP with the MILP's event order"):
         status = pulp.LpStatus[lp.solve(solver)]
-        if status != "Optimal":
-            raise CommschedError(f"exact solver: HiGHS reports {status!r} for the {stage} "
-                                 f"(time limit {time_limit:g} s, {n} flows)")
+        # PuLP reports a solution cut short by the time limit as "Optimal" too; only
+        # sol_status tells a proven optimum from a merely feasible one
+        if status != "Optimal" or lp.sol_status != pulp.LpSolutionOptimal:
+            found = pulp.LpSolution.get(lp.sol_status, lp.sol_status)
+            raise CommschedError(f"exact solver: no proven optimum of the {stage} (status "
+                                 f"{status!r}, {found.lower()}; time limit {time_limit:g} s, "
+                                 f"{n} flows)")
         # polish: a binary within the integrality tolerance of 0 or 1 still relaxes a big-M
         # row by up to tolerance * M; fixing the event order and solving the LP removes it
         for v in a.values():
