@@ -198,30 +198,45 @@ def _routes(links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _water_fill(links: np.ndarray, capacity: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted water-filling; the flows still growing shrink as links saturate."""
-    rate = np.zeros(len(links))
+    """Weighted water-filling. Each round raises the level of every growing route until a
+    link saturates; the routes through saturated links freeze. Link weight sums are
+    updated by the frozen routes only, so a round costs O(links + frozen routes)."""
+    n = len(links)
+    rate = np.zeros(n)
     cap = capacity.astype(float).copy()
+    nl = len(cap)
     tol = REL_TOL * cap
     valid = links >= 0
-    idx = np.flatnonzero((w > 0) & valid.any(axis=1))
-    lk, vl, ww = links[idx], valid[idx], w[idx]
-    total = 0.0  # the fair level reached so far
-    while len(idx):
-        wsum = np.bincount(lk[vl], weights=np.broadcast_to(ww[:, None], lk.shape)[vl],
-                           minlength=len(cap))
-        used = wsum > 0
-        level = float(np.min(cap[used] / wsum[used]))
+    live = (w > 0) & valid.any(axis=1)
+    rows, hop = np.nonzero(valid & live[:, None])
+    lk = links[rows, hop]
+    wsum = np.bincount(lk, weights=w[rows], minlength=nl)
+    cnt = np.bincount(lk, minlength=nl)
+    by_link = rows[np.argsort(lk, kind="stable")]  # routes grouped by link (CSR)
+    start = np.concatenate([[0], np.cumsum(cnt)])
+    total = 0.0
+    while True:
+        used = cnt > 0
+        if not used.any():
+            return rate
+        share = cap[used] / wsum[used]
+        level = max(float(np.min(share)), 0.0)
         total += level
         cap[used] -= wsum[used] * level
         full = used & (cap <= tol)
         if not full.any():  # float noise: saturate the tightest link
-            j = np.flatnonzero(used)[np.argmin(cap[used] / wsum[used])]
-            full[j] = True
-        hit = (full[np.where(vl, lk, 0)] & vl).any(axis=1)
-        rate[idx[hit]] = ww[hit] * total
-        keep = ~hit
-        idx, lk, vl, ww = idx[keep], lk[keep], vl[keep], ww[keep]
-    return rate
+            full[np.flatnonzero(used)[np.argmin(share)]] = True
+        hit = np.unique(np.concatenate([by_link[start[j]:start[j + 1]]
+                                        for j in np.flatnonzero(full)]))
+        hit = hit[live[hit]]
+        live[hit] = False
+        rate[hit] = w[hit] * total
+        hv = valid[hit]
+        hl = links[hit][hv]
+        np.subtract.at(wsum, hl, np.broadcast_to(w[hit][:, None], hv.shape)[hv])
+        np.subtract.at(cnt, hl, 1)
+        cnt[full] = 0  # every route through a full link is frozen now
+        wsum[full] = 0.0
 
 
 def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
