@@ -5,7 +5,8 @@ Measured (``benchmarks/results/echelon_core.json``):
 * ``exact``: :func:`commsched.echelon.exact.solve_exact` (event-position MILP, HiGHS) on
   seeded random instances of :func:`commsched.echelon.exact.random_instance` (3 hosts) of
   4 to 12 flows: wall and CPU time per instance (the upper bound from the heuristics is
-  given, so only the MILP and its polishing LP are timed).
+  given, so only the MILP and its polishing LP are timed; every optimum is proven within
+  ``--time-limit`` wall seconds per solve, else the run stops with the solver's error).
 * ``policies``: every policy of :data:`commsched.echelon.exact.POLICIES` (fair sharing,
   Varys' ``sebf`` and the EchelonFlow schedulers) on one seeded random instance of
   ``--flows`` flows (EchelonFlows of 6 flows on a 32-host big switch, releases spread):
@@ -20,6 +21,7 @@ Run: ``python benchmarks/bench_echelon_core.py`` (about a minute on an idle mach
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -40,7 +42,8 @@ def _clock(fn: Any) -> tuple[float, float, Any]:
     return time.perf_counter() - w, time.process_time() - c, out
 
 
-def bench_exact(sizes: list[tuple[int, int]], repeats: int, seed: int) -> list[dict]:
+def bench_exact(sizes: list[tuple[int, int]], repeats: int, seed: int,
+                time_limit: float) -> list[dict]:
     rows = []
     net = big_switch(3, 1.0)
     for groups, k in sizes:
@@ -48,7 +51,8 @@ def bench_exact(sizes: list[tuple[int, int]], repeats: int, seed: int) -> list[d
         for rep in range(repeats):
             tab = flow_table(random_instance(rng, 3, groups, k))
             ub = simulate_echelonflows(net, tab, SCHEDULERS["echelon-edf-bottleneck"]()).objective
-            wall, cpu, res = _clock(lambda tab=tab, ub=ub: solve_exact(net, tab, upper=ub))
+            wall, cpu, res = _clock(lambda tab=tab, ub=ub: solve_exact(
+                net, tab, upper=ub, time_limit=time_limit))
             rows.append({"case": "exact", "flows": tab.n, "groups": groups, "repeat": rep,
                          "wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
                          "objective": res.objective})
@@ -90,11 +94,16 @@ def main() -> int:
     p.add_argument("--flows", type=int, default=1800, help="policies case: flows")
     p.add_argument("--repeats", type=int, default=3, help="exact case: instances per size")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-limit", type=float, default=600.0,
+                   help="exact case: HiGHS wall-clock limit per solve (s)")
     p.add_argument("--out", default="benchmarks/results/echelon_core.json")
     a = p.parse_args()
     sizes = [(2, 2), (3, 2), (2, 4), (4, 2), (5, 2), (3, 4), (6, 2)]
-    rows = bench_exact(sizes, a.repeats, a.seed) + bench_policies(a.flows, a.seed)
-    write_result(Path(a.out), {"benchmark": "echelon_core", "seed": a.seed, "runs": rows})
+    rows = bench_exact(sizes, a.repeats, a.seed, a.time_limit) + bench_policies(a.flows, a.seed)
+    write_result(Path(a.out), {
+        "benchmark": "echelon_core", "seed": a.seed, "time_limit_s": a.time_limit,
+        "runs": rows,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
     return 0
 
 
