@@ -94,14 +94,18 @@ def main() -> int:
     p.add_argument("--flows", type=int, default=1800, help="policies case: flows")
     p.add_argument("--repeats", type=int, default=3, help="exact case: instances per size")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-flows", type=int, default=12, choices=range(4, 13),
+                   metavar="4..12", help="exact case: largest instance (flows)")
     p.add_argument("--time-limit", type=float, default=600.0,
                    help="exact case: HiGHS wall-clock limit per solve (s)")
     p.add_argument("--out", default="benchmarks/results/echelon_core.json")
     a = p.parse_args()
-    sizes = [(2, 2), (3, 2), (2, 4), (4, 2), (5, 2), (3, 4), (6, 2)]
+    sizes = [(g, k) for g, k in [(2, 2), (3, 2), (2, 4), (4, 2), (5, 2), (3, 4), (6, 2)]
+             if g * k <= a.max_flows]
     rows = bench_exact(sizes, a.repeats, a.seed, a.time_limit) + bench_policies(a.flows, a.seed)
     write_result(Path(a.out), {
-        "benchmark": "echelon_core", "seed": a.seed, "time_limit_s": a.time_limit,
+        "benchmark": "echelon_core", "seed": a.seed, "max_flows": a.max_flows,
+        "time_limit_s": a.time_limit,
         "runs": rows,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
     return 0

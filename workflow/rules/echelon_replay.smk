@@ -31,6 +31,8 @@ rule echelon_replay_run:
         rate=ECHELON_REPLAY["port_rate_gbps"] * 1e9 / 8,
     log:
         "logs/echelon/replay_{scheduler}.log",
+    benchmark:
+        "logs/echelon/replay_{scheduler}.benchmark.tsv"
     wildcard_constraints:
         scheduler="fair|fair-ports|fifo|sebf",
     conda:
