@@ -16,7 +16,11 @@ resident memory is the process's ``ru_maxrss``):
 The machine is shared (several engineers on 2 cores while these numbers were taken): the
 record carries the load average; compare timings only between runs of similar load.
 
-Run: ``python benchmarks/bench_echelon.py`` (FB2010 under four schedulers: minutes).
+Run: ``python benchmarks/bench_echelon.py`` (FB2010 under four schedulers: about 6 CPU
+minutes each, far longer on a loaded machine; ``--skip-fb2010`` runs the synthetic case
+only). The pipeline measures the same FB2010 replays too: rule ``echelon_replay_run``
+writes each one's wall time, CPU time and peak RSS to
+``logs/echelon/replay_<scheduler>.benchmark.tsv``.
 """
 
 from __future__ import annotations
