@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from commsched.echelon import arrangement as arr
@@ -153,6 +153,7 @@ def test_every_policy_gives_a_valid_schedule(seed: int, hosts: int, groups: int,
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.floats(0.5, 100.0))
+@example(seed=361, shift=1.0)  # sebf's tie between two Coflows once broken by float noise
 def test_time_shift_leaves_tardiness_unchanged(seed: int, shift: float) -> None:
     rng = np.random.default_rng(seed)
     hs = random_instance(rng, 3, 3, 2)
