@@ -7,16 +7,17 @@ unchanged on EchelonFlows, treating each as one Coflow). :data:`COFLOW_SCHEDULER
 name to a factory of a :data:`~commsched.sim.flow.Policy`:
 
 ``sebf`` -- Varys (Chowdhury, Zhong, Stoica, SIGCOMM 2014, Sec. 5, Pseudocode 1), online:
-    at every arrival and completion, (1) order the active Coflows by *smallest effective bottleneck
-    first*: a Coflow's bottleneck ``Gamma`` is the largest, over the links its flows cross, of its
-    remaining bytes on the link over the link's capacity (the time it would need alone on the
-    network); ties (up to float noise) by Coflow id; (2) *MADD*: in that order, each Coflow gets the
-    rates that finish all its flows together, as early as the capacity the Coflows before it left
-    allows: with ``Gamma'`` its bottleneck on that leftover capacity, flow ``i`` gets ``remaining_i
-    / Gamma'`` (a Coflow with a saturated link waits); (3) *back-fill* (work conservation): the
-    capacity MADD leaves is given to the flows in the same order, each Coflow's flows weighted by
-    their remaining bytes (strict priority between Coflows, weighted max-min within one: a Coflow
-    alone on the network still finishes all its flows together).
+    at every arrival and completion, (1) order the active Coflows by *smallest effective
+    bottleneck first*: a Coflow's bottleneck ``Gamma`` is the largest, over the links its
+    flows cross, of its remaining bytes on the link over the link's capacity (the time it
+    would need alone on the network); ties (up to float noise) by Coflow id; (2) *MADD*: in
+    that order, each Coflow gets the rates that finish all its flows together, as early as
+    the capacity the Coflows before it left allows: with ``Gamma'`` its bottleneck on that
+    leftover capacity, flow ``i`` gets ``remaining_i/Gamma'`` (a Coflow with a saturated
+    link waits); (3) *back-fill* (work conservation): the capacity MADD leaves is given to
+    the flows in the same order, each Coflow's flows weighted by their remaining bytes
+    (strict priority between Coflows, weighted max-min within one: a Coflow alone on the
+    network still finishes all its flows together).
 ``fifo`` -- the non-preemptive Coflow scheduler Varys compares with: Coflows in arrival order
     (the earliest release among the Coflow's flows; ties by id), each given MADD rates on
     what the earlier ones left, then back-fill in the same order. A later Coflow never slows
