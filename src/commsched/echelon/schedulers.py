@@ -218,7 +218,7 @@ class EchelonScheduler:
                                minlength=len(left))
             # < 1 only by the float noise of the pace
             over = load > left
-            scale = min(1.0, float(np.min(left[over] / load[over], initial=1.0)))
+            scale = min(1.0, float(np.min(left[over] / load[over]))) if over.any() else 1.0
             rates[f] = r * scale
             left = np.maximum(left - load * scale, 0.0)
         fill = priority_max_min(view.links, left, pos[gidx], weight=rem)
