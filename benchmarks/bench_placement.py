@@ -21,9 +21,12 @@ Parts (``--parts``, all by default):
             graph plus scheduling, on both sides. Without SAGA the part records why it
             skipped the comparison (``saga_skipped``).
 
-Writes ``benchmarks/results/placement.json``. Run:
+Writes ``benchmarks/results/placement.json``; every part records the load average when it
+started and its UTC time (timings on a shared machine vary with the load). A part not in
+``--parts`` keeps its record from the existing file. Run:
 ``python benchmarks/bench_placement.py [--thesis-data ../shared/thesis-data]
-[--saga-python /tmp/saga-venv/bin/python]`` (about 2 minutes on 2 cores without SAGA).
+[--saga-python /tmp/saga-venv/bin/python] [--heft-tasks N] [--saga-check TASKS SEEDS]``
+(about 2 minutes on 2 idle cores without SAGA; SAGA's 10k-task HEFT takes 10-15 minutes).
 """
 
 from __future__ import annotations
@@ -236,20 +239,33 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     result: dict[str, Any] = {"benchmark": "placement suite (commsched.placement, sim.devices)",
                               "table71_graph1": TABLE71[1]}
-    if "graph1" in args.parts:
-        result["graph1"] = part_graph1()
-        print(f"graph 1: {result['graph1']['total_s']:.1f} s for 21 combinations", flush=True)
-    if "java" in args.parts:
-        result["java"] = part_java(args.thesis_data)
-        for k, v in result["java"].items():
-            print(f"{k}: {v['seconds']:.2f} s (Java {v['java_seconds']} s)", flush=True)
-    if "heft" in args.parts:
-        result["heft"] = part_heft(args.saga_python, args.heft_tasks, *args.saga_check)
-        h = result["heft"]
-        print(f"HEFT {h['tasks']} x 8: {h['ours_build_s'] + h['ours_s']:.2f} s end to end; "
-              f"SAGA: {h.get('speedup_end_to_end', h.get('saga_skipped'))}x slower; same "
-              f"makespan: {h.get('same_makespan')}; small instances with the same makespan: "
-              f"{sum(x['same_makespan'] for x in h.get('small_instances', []))}", flush=True)
+    out = Path(args.out)
+    if out.is_file():  # parts not run now keep their earlier record, with its load and time
+        old = json.loads(out.read_text())
+        for part in {"graph1", "java", "heft"} - set(args.parts):
+            if part in old:
+                result[part] = {"load_average": old["machine"]["load_average"],
+                                "created_utc": old["created_utc"], **old[part]}
+    runs = {"graph1": part_graph1, "java": lambda: part_java(args.thesis_data),
+            "heft": lambda: part_heft(args.saga_python, args.heft_tasks, *args.saga_check)}
+    for part in args.parts:
+        load = [round(x, 2) for x in os.getloadavg()]
+        begun = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        result[part] = {"load_average": load, "created_utc": begun, **runs[part]()}
+        if part == "graph1":
+            print(f"graph 1: {result['graph1']['total_s']:.1f} s for 21 combinations",
+                  flush=True)
+        elif part == "java":
+            for k, v in result["java"].items():
+                if isinstance(v, dict):
+                    print(f"{k}: {v['seconds']:.2f} s (Java {v['java_seconds']} s)", flush=True)
+        else:
+            h = result["heft"]
+            print(f"HEFT {h['tasks']} x 8: {h['ours_build_s'] + h['ours_s']:.2f} s end to "
+                  f"end; SAGA: {h.get('speedup_end_to_end', h.get('saga_skipped'))}x slower; "
+                  f"same makespan: {h.get('same_makespan')}; small instances with the same "
+                  f"makespan: {sum(x['same_makespan'] for x in h.get('small_instances', []))}",
+                  flush=True)
     write_result(args.out, result)
     print(f"wrote {args.out}")
     return 0
