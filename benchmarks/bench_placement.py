@@ -241,12 +241,17 @@ def part_heft(saga_python: str | None, tasks: int, check_tasks: int,
                                "install it in a separate virtualenv to compare")
         return out
     small = []
-    for seed in range(check_seeds):
-        ps, cs, _ = heft_instance(check_tasks, seed)
-        rs = heft_saga_model(ps, cs)
-        small.append({"seed": seed, **compare_saga(ps, cs, rs, run_saga(saga_python, ps, cs))})
-    out["small_instances"] = small
-    saga = run_saga(saga_python, p, c)
+    try:
+        for seed in range(check_seeds):
+            ps, cs, _ = heft_instance(check_tasks, seed)
+            rs = heft_saga_model(ps, cs)
+            small.append({"seed": seed,
+                          **compare_saga(ps, cs, rs, run_saga(saga_python, ps, cs))})
+        out["small_instances"] = small
+        saga = run_saga(saga_python, p, c)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        out["saga_skipped"] = str(e)
+        return out
     out["saga"] = {k: saga[k] for k in ("build_s", "schedule_s", "makespan",
                                         "anrg_saga_version")}
     out["speedup_end_to_end"] = (saga["build_s"] + saga["schedule_s"]) / (build + ours)
@@ -294,11 +299,12 @@ def main(argv: list[str] | None = None) -> int:
                           f"{v['java_seconds']} s)", flush=True)
         else:
             h = result["heft"]
+            saga = h.get("saga_skipped") or (
+                f"{h['speedup_end_to_end']:.0f}x slower; same makespan: {h['same_makespan']}; "
+                f"small instances with the same makespan: "
+                f"{sum(x['same_makespan'] for x in h['small_instances'])}")
             print(f"HEFT {h['tasks']} x 8: {h['ours_build_s'] + h['ours_s']:.2f} s end to "
-                  f"end; SAGA: {h.get('speedup_end_to_end', h.get('saga_skipped'))}x slower; "
-                  f"same makespan: {h.get('same_makespan')}; small instances with the same "
-                  f"makespan: {sum(x['same_makespan'] for x in h.get('small_instances', []))}",
-                  flush=True)
+                  f"end; SAGA: {saga}", flush=True)
     if "heft" in result:  # what the comparison means (also on a record kept from before)
         result["heft"]["agreement"] = AGREEMENT
     write_result(args.out, result)
