@@ -104,6 +104,7 @@ def test_known_answers(metrics):
         "placement.batch_split_traffic_share_tf_over_synthetic": 1.0,
         "placement.tensorflow.batch_split_faster_than_mite_dfs_frac": 1.0,
         "placement.synthetic.mite_dfs_g6_time_per_node_ratio": 1.0,
+        "placement.heft_time_share_tf_over_synthetic": 1.0,
     }
     for k, v in expect.items():
         assert metrics[k] == pytest.approx(v), k
@@ -111,7 +112,7 @@ def test_known_answers(metrics):
     assert metrics["placement.tensorflow.hashing_time_over_median"] == pytest.approx(hashing)
 
 
-def test_msr_runs_and_graph6_time():
+def test_msr_runs_graph6_and_heft_time():
     syn = synthetic()
     th = syn.semantics == "thesis"
     # one of 8 (graph 1-2 x MITE, Hashing x 2 runs) runs where MSR beats PCT
@@ -121,7 +122,13 @@ def test_msr_runs_and_graph6_time():
     # MITE three times slower per node on graph 6, DFS unchanged: (3 + 1) / 2
     g6 = th & (syn.graph == "graph 6") & (syn.partitioner == "mite")
     syn.loc[g6, "partition_s"] *= 3
+    # HEFT twice as slow on every synthetic graph: 18 over the median 3 (MITE), but over 4
+    # (DFS) on graph 6, where MITE now takes 9; on the TensorFlow graphs 9 / 3
+    syn.loc[syn.partitioner == "heft", "partition_s"] *= 2
     m = tables(syn)
+    synthetic_share = (5 * 18 / 3 + 18 / 4) / 6
+    assert m["placement.heft_time_share_tf_over_synthetic"] == pytest.approx(
+        (9 / 3) / synthetic_share)
     assert m["placement.synthetic.msr_beats_pct_runs_g12_mite_hashing_frac"] == 1 / 8
     assert m["placement.synthetic.mite_dfs_g6_time_per_node_ratio"] == pytest.approx(2.0)
 
