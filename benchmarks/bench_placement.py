@@ -40,7 +40,7 @@ Parts (``--parts``, all by default):
             ``PYTHONHASHSEED=k``, the timed one under 0, so SAGA's own ties vary):
             ``same_makespan`` and ``same_placement`` compare the latter, exactly
             (relative 1e-12). ``--saga-check TASKS SEEDS`` adds seeded small instances
-            (default 10 of 50 tasks, seconds each) to ``small_instances``;
+            (default 10 of 300 tasks, about a minute in all) to ``small_instances``;
             ``--heft-tasks`` sets the size of the timed instance.
 
 Writes ``benchmarks/results/placement.json``; every part records the load average when it
@@ -272,10 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--saga-python", default=None, help="a Python with anrg-saga installed")
     p.add_argument("--heft-tasks", type=int, default=10_000,
                    help="tasks of the timed HEFT instance (default 10000)")
-    p.add_argument("--saga-check", type=int, nargs=2, default=[50, 10],
+    p.add_argument("--saga-check", type=int, nargs=2, default=[300, 10],
                    metavar=("TASKS", "SEEDS"),
                    help="with --saga-python: SEEDS seeded instances of TASKS tasks compared "
-                        "with SAGA (default 50 10)")
+                        "with SAGA (default 300 10)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "placement.json"))
     args = p.parse_args(argv)
     result: dict[str, Any] = {"benchmark": "placement suite (commsched.placement, sim.devices)",
