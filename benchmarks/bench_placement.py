@@ -21,15 +21,44 @@ Parts (``--parts``, all by default):
             graph plus scheduling, on both sides. Without SAGA the part records why it
             skipped the comparison (``saga_skipped``).
 
-Writes ``benchmarks/results/placement.json``. Run:
+            Where the models agree. Our call uses SAGA's model (:func:`heft_saga_model`:
+            rank means over all device pairs, a device with itself included at cost 0,
+            which SAGA's network holds as self-links of infinite rate). The two HEFTs then
+            differ only in how ties go. Equal earliest finish times on several devices
+            (devices of equal speed, both idle, or a zero-cost task): SAGA keeps the first
+            device in the iteration order of its frozenset of devices, which follows the
+            string hashes of their names and so ``PYTHONHASHSEED``; ours keeps the lowest
+            id. Equal upward ranks (e.g. two sinks of equal cost): SAGA orders them by a
+            networkx topological order (hash-dependent too), ours by its own topological
+            order. Either tie can change the placement and the makespan (the previous
+            record, 1190.7732 ours vs 1190.7619 SAGA on the 10k-task instance, whose
+            devices 5 and 7 have the same speed). SAGA's zero-cost super source and sink
+            (added when a graph has several sources or sinks) change no time. So the
+            comparison runs ours twice: with its own ties (``ours_makespan``, the timed
+            run) and with SAGA's tie orders, read from SAGA's run (``saga_heft.py``
+            reports its device order and task order; small instance k runs SAGA under
+            ``PYTHONHASHSEED=k``, the timed one under 0, so SAGA's own ties vary):
+            ``same_makespan`` and ``same_placement`` compare the latter, exactly
+            (relative 1e-12). ``--saga-check TASKS SEEDS`` adds seeded small instances
+            (default 10 of 300 tasks, about a minute in all) to ``small_instances``;
+            ``--heft-tasks`` sets the size of the timed instance.
+
+Writes ``benchmarks/results/placement.json``; every part records the load average when it
+started and its UTC time. Timings on a shared machine vary with the load, so graph 1 and
+the Java work also record the process's CPU time (``total_cpu_s``, ``cpu_seconds``): the
+Java simulator's seconds are wall times on a machine we assume idle, the fairer match
+under load is our CPU time. A part not in
+``--parts`` keeps its record from the existing file. Run:
 ``python benchmarks/bench_placement.py [--thesis-data ../shared/thesis-data]
-[--saga-python /tmp/saga-venv/bin/python]`` (about 2 minutes on 2 cores without SAGA).
+[--saga-python /tmp/saga-venv/bin/python] [--heft-tasks N] [--saga-check TASKS SEEDS]``
+(about 2 minutes on 2 idle cores without SAGA; SAGA's 10k-task HEFT takes 10-15 minutes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -42,20 +71,36 @@ from benchlib import write_result
 from commsched.experiments.placement import TABLE71, synthetic_graph
 from commsched.io.thesis import read_devices, read_graph
 from commsched.placement import PARTITIONERS, SCHEDULERS, Cluster, Options, Problem
-from commsched.placement.heft import heft_core
+from commsched.placement.heft import HeftResult, heft_core
 from commsched.placement.model import random_devices
 from commsched.placement.run import partition, schedule
 from commsched.trace.synthetic import level_dag
 
 JAVA_S = {"cnn": 1.7, "rnn": 11.4, "dynamic_rnn": 23.9}
 SAGA_S = {"build": 120.0, "schedule": 21.8}
+SAGA_TIMEOUT_S = 1800
+AGREEMENT = (
+    "The two HEFTs share the model (insertion-based earliest finish time; upward ranks with "
+    "means over all device pairs, a device with itself included at cost 0) and differ only "
+    "in tie-breaks. Device ties (equal earliest finish times, e.g. devices of equal speed "
+    "both idle): SAGA takes the first device in its frozenset's iteration order (string "
+    "hashes of the names, so PYTHONHASHSEED), ours the lowest id. Rank ties (e.g. sinks of "
+    "equal cost): SAGA orders them by a networkx topological order (hash-dependent too), "
+    "ours by its own topological order. Either can change the placement and the makespan: "
+    "an earlier run with another hash seed gave SAGA 1190.7619 on the 10k-task instance "
+    "(ours 1190.7732; its devices 5 and 7 have equal speed), and in a 40-task check rank "
+    "ties alone moved two sinks; SAGA's own makespan thus depends on PYTHONHASHSEED. "
+    "same_makespan and same_placement compare ours run with SAGA's two tie orders (read "
+    "from SAGA's run: small instance k under hash seed k, the timed one under 0), exactly "
+    "(relative 1e-12); same_makespan_own_ties compares ours with its own ties. SAGA's "
+    "zero-cost super source and sink change no time.")
 TABLE72 = {"rnn": (3069, 5533, 533), "dynamic_rnn": (5271, 9214, 1356)}
 
 
 def all_combinations(p: Problem, c: Cluster) -> dict[str, Any]:
     """Every partitioner x scheduler; per-step times and the results."""
     out: dict[str, Any] = {"partition_s": {}, "schedule_s": {}, "makespan": {}, "traffic": {}}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for pn in PARTITIONERS:
         placement, pt = partition(p, c, pn, Options())
         out["partition_s"][pn] = pt
@@ -66,6 +111,7 @@ def all_combinations(p: Problem, c: Cluster) -> dict[str, Any]:
             out["makespan"][key] = s.makespan
             out["traffic"][key] = s.traffic
     out["total_s"] = time.perf_counter() - t0
+    out["total_cpu_s"] = time.process_time() - c0
     return out
 
 
@@ -106,31 +152,89 @@ def part_java(thesis_data: Path | None) -> dict[str, Any]:
                      "seconds_7_devices": r7["total_s"], "seconds_50_devices": r50["total_s"],
                      "combinations": 2 * len(PARTITIONERS) * len(SCHEDULERS),
                      "seconds": total, "java_seconds": JAVA_S[name],
-                     "speedup_vs_java": JAVA_S[name] / total}
+                     "speedup_vs_java": JAVA_S[name] / total,
+                     "cpu_seconds": r7["total_cpu_s"] + r50["total_cpu_s"],
+                     "speedup_vs_java_cpu": JAVA_S[name] / (r7["total_cpu_s"]
+                                                            + r50["total_cpu_s"])}
     return out
 
 
-def heft_instance(seed: int) -> tuple[Problem, Cluster, float]:
-    """The 10k-task instance, with the seconds it takes to build our model of it."""
-    g = level_dag(levels=200, min_per_level=25, max_per_level=75, nodes=10_000,
-                  max_level_distance=5, level_edges=20_000, long_range_edges=0,
-                  colocation_scale=0.0, cpu_prob=0.0, gpu_prob=0.0, seed=seed)
+def heft_instance(tasks: int, seed: int) -> tuple[Problem, Cluster, float]:
+    """A level-generator instance of ``tasks`` tasks on 8 devices, with the seconds it
+    takes to build our model of it. Levels are about 50 tasks wide (25-75), narrower on
+    small instances so they keep some depth; two edges per task; no colocation or device
+    constraints (SAGA has neither)."""
+    width = min(50, max(2, tasks // 10))
+    g = level_dag(levels=max(1, tasks // width), min_per_level=max(1, width // 2),
+                  max_per_level=3 * width // 2, nodes=tasks, max_level_distance=5,
+                  level_edges=2 * tasks, long_range_edges=0, colocation_scale=0.0,
+                  cpu_prob=0.0, gpu_prob=0.0, seed=seed)
     t = time.perf_counter()
     p = Problem.from_thesis(g)
     return p, random_devices(8, seed=seed), time.perf_counter() - t
 
 
-def part_heft(saga_python: str | None) -> dict[str, Any]:
-    p, c, build = heft_instance(0)
-    t = time.perf_counter()
-    w = p.ops[:, None] / c.speed[None, :]
+def heft_saga_model(p: Problem, c: Cluster, order: np.ndarray | None = None,
+                    tie: np.ndarray | None = None) -> HeftResult:
+    """Our HEFT on SAGA's model of the instance: rank costs are the means of ``ops / speed``
+    and of ``size / rate`` over all device pairs, a device with itself included (cost 0).
+    ``order`` lists the devices in the order ties between equal finish times go (default:
+    by id; the placement returned is in the original ids); ``tie`` breaks rank ties
+    (default: our topological order)."""
+    order = np.arange(c.n) if order is None else order
+    speed, rate = c.speed[order], c.rate[np.ix_(order, order)]
+    w = p.ops[:, None] / speed[None, :]
     size = p.size
-    # SAGA's model: rank costs are means of cost / speed and of size / bandwidth over all
-    # device pairs, a device with itself included (cost 0); ties rarely matter
-    inv = 1.0 / c.rate
-    iu = np.triu_indices(c.n)
-    r = heft_core(w, w.mean(axis=1), p.succ, lambda u, _v: float(size[u]), c.rate,
-                  comm_factor=float(inv[iu].mean()))
+    r = heft_core(w, w.mean(axis=1), p.succ, lambda u, _v: float(size[u]), rate,
+                  comm_factor=float((1.0 / rate)[np.triu_indices(c.n)].mean()), tie=tie)
+    r.device = order[r.device]
+    return r
+
+
+def run_saga(saga_python: str, p: Problem, c: Cluster, hash_seed: int) -> dict[str, Any]:
+    """SAGA's HEFT on the instance (``saga_heft.py`` in ``saga_python``) under
+    ``PYTHONHASHSEED=hash_seed``, which fixes its tie orders; raises RuntimeError with
+    SAGA's last error line."""
+    spec = {"ops": p.ops.tolist(), "size": p.size.tolist(),
+            "edges": [(u, v) for u in range(p.n) for v in p.succ[u]],
+            "speed": c.speed.tolist(),
+            "rate": [[0.0 if i == j else float(c.rate[i, j]) for j in range(c.n)]
+                     for i in range(c.n)]}
+    proc = subprocess.run([saga_python, str(Path(__file__).with_name("saga_heft.py"))],
+                          input=json.dumps(spec), text=True, capture_output=True,
+                          timeout=SAGA_TIMEOUT_S, check=False,
+                          env={**os.environ, "PYTHONHASHSEED": str(hash_seed)})
+    if proc.returncode != 0:
+        raise RuntimeError("SAGA failed: " + " ".join(proc.stderr.strip().splitlines()[-1:]))
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def compare_saga(p: Problem, c: Cluster, ours: HeftResult, saga: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """Makespans and placements side by side: ours with its own tie-breaks, and ours with
+    SAGA's (its device order for equal finish times, its task order for equal ranks)."""
+    pos = np.empty(p.n)
+    pos[saga["order"]] = np.arange(p.n)
+    tied = heft_saga_model(p, c, np.asarray(saga["device_order"]), pos)
+    speeds = c.speed.tolist()
+    return {"tasks": p.n, "edges": p.n_edges, "saga_makespan": saga["makespan"],
+            "ours_makespan": ours.makespan, "ours_makespan_saga_ties": tied.makespan,
+            "same_makespan_own_ties": bool(np.isclose(saga["makespan"], ours.makespan,
+                                                            rtol=1e-12)),
+            "same_makespan": bool(np.isclose(saga["makespan"], tied.makespan, rtol=1e-12)),
+            "same_placement": bool(np.array_equal(tied.device, saga["device"])),
+            "repeated_ranks": int(p.n - len(np.unique(ours.rank))),
+            "saga_device_order": saga["device_order"],
+            "equal_speed_devices": [[i for i, s in enumerate(speeds) if s == v]
+                                    for v in sorted(set(speeds)) if speeds.count(v) > 1]}
+
+
+def part_heft(saga_python: str | None, tasks: int, check_tasks: int,
+              check_seeds: int) -> dict[str, Any]:
+    p, c, build = heft_instance(tasks, 0)
+    t = time.perf_counter()
+    r = heft_saga_model(p, c)
     ours = time.perf_counter() - t
     out: dict[str, Any] = {"tasks": p.n, "edges": p.n_edges, "devices": c.n,
                            "ours_build_s": build, "ours_s": ours,
@@ -138,22 +242,24 @@ def part_heft(saga_python: str | None) -> dict[str, Any]:
     if not saga_python:
         out["saga_skipped"] = ("no --saga-python given: anrg-saga is not a project dependency; "
                                "install it in a separate virtualenv to compare")
-    else:
-        spec = {"ops": p.ops.tolist(), "size": p.size.tolist(),
-                "edges": [(u, v) for u in range(p.n) for v in p.succ[u]],
-                "speed": c.speed.tolist(),
-                "rate": [[0.0 if i == j else float(c.rate[i, j]) for j in range(c.n)]
-                         for i in range(c.n)]}
-        script = Path(__file__).with_name("saga_heft.py")
-        proc = subprocess.run([saga_python, str(script)], input=json.dumps(spec), text=True,
-                              capture_output=True, timeout=1800, check=False)
-        if proc.returncode != 0:
-            out["saga_skipped"] = "SAGA failed: " + " ".join(proc.stderr.strip().splitlines()[-1:])
-        else:
-            saga = json.loads(proc.stdout)
-            out["saga"] = saga
-            out["speedup_end_to_end"] = (saga["build_s"] + saga["schedule_s"]) / (build + ours)
-            out["same_makespan"] = bool(np.isclose(saga["makespan"], r.makespan, rtol=1e-9))
+        return out
+    small = []
+    try:
+        for seed in range(check_seeds):
+            ps, cs, _ = heft_instance(check_tasks, seed)
+            rs = heft_saga_model(ps, cs)
+            saga = run_saga(saga_python, ps, cs, hash_seed=seed)
+            small.append({"seed": seed, "saga_hash_seed": seed,
+                          **compare_saga(ps, cs, rs, saga)})
+        out["small_instances"] = small
+        saga = run_saga(saga_python, p, c, hash_seed=0)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        out["saga_skipped"] = str(e)
+        return out
+    out["saga"] = {k: saga[k] for k in ("build_s", "schedule_s", "makespan",
+                                        "anrg_saga_version")}
+    out["speedup_end_to_end"] = (saga["build_s"] + saga["schedule_s"]) / (build + ours)
+    out.update(compare_saga(p, c, r, saga))
     return out
 
 
@@ -164,22 +270,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--thesis-data", type=Path, default=None,
                    help="directory with the published thesis-format CNN graph and devices")
     p.add_argument("--saga-python", default=None, help="a Python with anrg-saga installed")
+    p.add_argument("--heft-tasks", type=int, default=10_000,
+                   help="tasks of the timed HEFT instance (default 10000)")
+    p.add_argument("--saga-check", type=int, nargs=2, default=[300, 10],
+                   metavar=("TASKS", "SEEDS"),
+                   help="with --saga-python: SEEDS seeded instances of TASKS tasks compared "
+                        "with SAGA (default 300 10)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "placement.json"))
     args = p.parse_args(argv)
     result: dict[str, Any] = {"benchmark": "placement suite (commsched.placement, sim.devices)",
                               "table71_graph1": TABLE71[1]}
-    if "graph1" in args.parts:
-        result["graph1"] = part_graph1()
-        print(f"graph 1: {result['graph1']['total_s']:.1f} s for 21 combinations", flush=True)
-    if "java" in args.parts:
-        result["java"] = part_java(args.thesis_data)
-        for k, v in result["java"].items():
-            print(f"{k}: {v['seconds']:.2f} s (Java {v['java_seconds']} s)", flush=True)
-    if "heft" in args.parts:
-        result["heft"] = part_heft(args.saga_python)
-        h = result["heft"]
-        print(f"HEFT 10k x 8: {h['ours_build_s'] + h['ours_s']:.2f} s end to end; SAGA: "
-              f"{h.get('speedup_end_to_end', h.get('saga_skipped'))}", flush=True)
+    out = Path(args.out)
+    if out.is_file():  # parts not run now keep their earlier record, with its load and time
+        old = json.loads(out.read_text())
+        for part in {"graph1", "java", "heft"} - set(args.parts):
+            if part in old:
+                result[part] = {"load_average": old["machine"]["load_average"],
+                                "created_utc": old["created_utc"], **old[part]}
+    runs = {"graph1": part_graph1, "java": lambda: part_java(args.thesis_data),
+            "heft": lambda: part_heft(args.saga_python, args.heft_tasks, *args.saga_check)}
+    for part in args.parts:
+        load = [round(x, 2) for x in os.getloadavg()]
+        begun = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        result[part] = {"load_average": load, "created_utc": begun, **runs[part]()}
+        if part == "graph1":
+            print(f"graph 1: {result['graph1']['total_s']:.1f} s, "
+                  f"{result['graph1']['total_cpu_s']:.1f} s CPU for 21 combinations", flush=True)
+        elif part == "java":
+            for k, v in result["java"].items():
+                if isinstance(v, dict):
+                    print(f"{k}: {v['seconds']:.2f} s, {v['cpu_seconds']:.2f} s CPU (Java "
+                          f"{v['java_seconds']} s)", flush=True)
+        else:
+            h = result["heft"]
+            saga = h.get("saga_skipped") or (
+                f"{h['speedup_end_to_end']:.0f}x slower; same makespan: {h['same_makespan']}; "
+                f"small instances with the same makespan: "
+                f"{sum(x['same_makespan'] for x in h['small_instances'])}")
+            print(f"HEFT {h['tasks']} x 8: {h['ours_build_s'] + h['ours_s']:.2f} s end to "
+                  f"end; SAGA: {saga}", flush=True)
+    if "heft" in result:  # what the comparison means (also on a record kept from before)
+        result["heft"]["agreement"] = AGREEMENT
     write_result(args.out, result)
     print(f"wrote {args.out}")
     return 0

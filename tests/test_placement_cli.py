@@ -66,6 +66,18 @@ def test_place_errors_are_one_line(files, tmp_path, capsys):
                  "--scheduler", "fifo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "fits on no device" in err[-1]
+    head = ("Id,(Outgoing) node,(Incoming) node,Colocation nodes,#tensorSize,#operations,"
+            "RAM storage,Device constraint,name\n")
+    bad = {"malformed": ("0,1,,,10,x,1,NO,a\n1,,0,,5,5,1,NO,b\n", "not an integer: 'x'"),
+           "contradictory colocation": ("0,1,,1,10,5,1,CPU,a\n1,,0,0,5,5,1,GPU,b\n",
+                                        "need different device types")}
+    for name, (rows, expect) in bad.items():
+        graph = tmp_path / f"{name.replace(' ', '_')}.csv"
+        graph.write_text(head + rows)
+        assert main(["place", str(graph), str(d), "--partitioner", "mite",
+                     "--scheduler", "pct"]) == 2, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expect in err[0], (name, err)
 
 
 def test_registries_reach_cli_and_schema():

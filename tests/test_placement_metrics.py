@@ -39,10 +39,14 @@ def table(graphs: dict[str, tuple[int, int, float]], runs: int = 2) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-@pytest.fixture(scope="module")
-def metrics() -> dict[str, float]:
-    syn = table({f"graph {k}": (t["nodes"], t["edges"], 10.0 if k == 3 else 1.0)
-                 for k, t in exp.TABLE71.items()})
+def synthetic() -> pd.DataFrame:
+    return table({f"graph {k}": (t["nodes"], t["edges"], 10.0 if k == 3 else 1.0)
+                  for k, t in exp.TABLE71.items()})
+
+
+def tables(syn: pd.DataFrame) -> dict[str, float]:
+    """The headline metrics of ``syn`` with hand-made TensorFlow, 7-device, Gantt and Table
+    7.1 tables."""
     tf = table({"cnn": (128, 200, 1.0), "rnn": (1032, 2000, 1.0),
                 "dynamic_rnn": (147, 300, 1.0)})
     seven = table({"graph 2": (1800, 2500, 1.0), "graph 3": (750, 5000, 0.5),
@@ -56,6 +60,11 @@ def metrics() -> dict[str, float]:
          for g, ex in (("graph 2", 10), ("graph 3", 2)) for d in range(7)])
     t71 = pd.DataFrame({"rel_err": [0.01, -0.03, 0.0]})
     return exp.headline_metrics(syn, tf, seven, gantt, t71)
+
+
+@pytest.fixture(scope="module")
+def metrics() -> dict[str, float]:
+    return tables(synthetic())
 
 
 def test_known_answers(metrics):
@@ -90,11 +99,38 @@ def test_known_answers(metrics):
         "placement.seven.g2_over_g3_executable": 5.0,
         "placement.seven.batch_split_7_over_50_dynamic_rnn": 1.5,
         "placement.seven.mite_g2_busiest_share": 6 / 12,
+        "placement.best_other_scheduler_over_pct": 1.1,  # MSR's factor
+        "placement.synthetic.msr_beats_pct_runs_g12_mite_hashing_frac": 0.0,
+        "placement.batch_split_traffic_share_tf_over_synthetic": 1.0,
+        "placement.tensorflow.batch_split_faster_than_mite_dfs_frac": 1.0,
+        "placement.synthetic.mite_dfs_g6_time_per_node_ratio": 1.0,
+        "placement.heft_time_share_tf_over_synthetic": 1.0,
     }
     for k, v in expect.items():
         assert metrics[k] == pytest.approx(v), k
     hashing = PART_S["hashing"] / sorted(PART_S.values())[3]
     assert metrics["placement.tensorflow.hashing_time_over_median"] == pytest.approx(hashing)
+
+
+def test_msr_runs_graph6_and_heft_time():
+    syn = synthetic()
+    th = syn.semantics == "thesis"
+    # one of 8 (graph 1-2 x MITE, Hashing x 2 runs) runs where MSR beats PCT
+    one = (th & (syn.graph == "graph 1") & (syn.partitioner == "mite") & (syn.run == 0)
+           & (syn.scheduler == "msr"))
+    syn.loc[one, "makespan"] *= 0.5
+    # MITE three times slower per node on graph 6, DFS unchanged: (3 + 1) / 2
+    g6 = th & (syn.graph == "graph 6") & (syn.partitioner == "mite")
+    syn.loc[g6, "partition_s"] *= 3
+    # HEFT twice as slow on every synthetic graph: 18 over the median 3 (MITE), but over 4
+    # (DFS) on graph 6, where MITE now takes 9; on the TensorFlow graphs 9 / 3
+    syn.loc[syn.partitioner == "heft", "partition_s"] *= 2
+    m = tables(syn)
+    synthetic_share = (5 * 18 / 3 + 18 / 4) / 6
+    assert m["placement.heft_time_share_tf_over_synthetic"] == pytest.approx(
+        (9 / 3) / synthetic_share)
+    assert m["placement.synthetic.msr_beats_pct_runs_g12_mite_hashing_frac"] == 1 / 8
+    assert m["placement.synthetic.mite_dfs_g6_time_per_node_ratio"] == pytest.approx(2.0)
 
 
 def test_every_claim_metric_is_produced(metrics):

@@ -221,16 +221,27 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     semantics unless a name says otherwise; means over runs)."""
     m: dict[str, float] = {}
     m["placement.table71.max_abs_rel_err"] = float(t71.rel_err.abs().max())
-    # PCT best with (almost) every partitioner (Sec. 7.1, Ch. 10)
+    # PCT best with (almost) every partitioner (Sec. 7.1, Ch. 10), by far (Ch. 10)
+    other_over_pct: list[float] = []
     for tag, df in (("synthetic", synthetic), ("tensorflow", tensorflow), ("seven", seven)):
         ms = _mean(df, "makespan").pivot_table(index=["graph", "partitioner"],
                                                 columns="scheduler", values="makespan")
+        other_over_pct += list(ms[["fifo", "msr"]].min(axis=1) / ms["pct"])
         best = ms.min(axis=1)
         m[f"placement.{tag}.pct_best_frac"] = _frac(list(ms["pct"] <= best * (1 + 1e-9)))
         m[f"placement.{tag}.fifo_worst_frac"] = _frac(list(ms["fifo"] >= ms.max(axis=1)))
         tr = df.groupby(["semantics", "graph", "run", "partitioner"]).traffic.agg(["min", "max"])
         m[f"placement.{tag}.traffic_scheduler_spread"] = float(
             ((tr["max"] - tr["min"]) / tr["max"].clip(lower=1e-12)).max())
+    m["placement.best_other_scheduler_over_pct"] = float(np.mean(other_over_pct))
+    # MSR slightly better than PCT in some runs with MITE and Hashing on graphs 1-2 (Sec. 7.1)
+    runs = synthetic[(synthetic.semantics == "thesis")
+                     & synthetic.graph.isin(["graph 1", "graph 2"])
+                     & synthetic.partitioner.isin(["mite", "hashing"])].pivot_table(
+        index=["graph", "partitioner", "run"], columns="scheduler", values="makespan")
+    if len(runs):
+        m["placement.synthetic.msr_beats_pct_runs_g12_mite_hashing_frac"] = _frac(
+            list(runs["msr"] < runs["pct"] * (1 - 1e-9)))
     tf_pct = _mean(tensorflow[tensorflow.scheduler == "pct"], "makespan").pivot_table(
         index="graph", columns="partitioner", values="makespan")
     ratio = tf_pct["heft"] / tf_pct["mite"] - 1
@@ -283,21 +294,38 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     m["placement.tensorflow.traffic_hashing_heft_worst_frac"] = _frac(
         [set(r.nlargest(2).index) == {"hashing", "heft"} for _, r in tf_tr.iterrows()])
     m["placement.tensorflow.traffic_icp_below_cp_frac"] = _frac(list(tf_tr["icp"] < tf_tr["cp"]))
+    # Batch Split's traffic, relative to Hashing's, lower on the TensorFlow graphs (Sec. 7.2)
+    m["placement.batch_split_traffic_share_tf_over_synthetic"] = float(
+        (tf_tr["batch_split"] / tf_tr["hashing"]).mean()
+        / (syn_tr["batch_split"] / syn_tr["hashing"]).mean())
     # partitioning time (Figs. 7.3, 7.6)
+    heft_over_median = {}
     for tag, df, slowest in (("synthetic", synthetic, "heft"), ("tensorflow", tensorflow, "icp")):
         pt = (df[df.semantics == "thesis"].groupby(["graph", "partitioner"]).partition_s
               .mean().unstack())
         m[f"placement.{tag}.{slowest}_slowest_frac"] = _frac(list(pt.idxmax(axis=1) == slowest))
         m[f"placement.{tag}.hashing_time_over_median"] = float(
             (pt["hashing"] / pt.median(axis=1)).mean())
-        if tag == "tensorflow":  # HEFT second slowest (Sec. 7.2)
+        heft_over_median[tag] = float((pt["heft"] / pt.median(axis=1)).mean())
+        if tag == "tensorflow":  # HEFT second slowest; Batch Split faster than MITE, DFS
             second = pt.apply(lambda r: r.nlargest(2).index[-1], axis=1)
             m["placement.tensorflow.heft_second_slowest_frac"] = _frac(list(second == "heft"))
+            m["placement.tensorflow.batch_split_faster_than_mite_dfs_frac"] = _frac(
+                list(pt["batch_split"] < pt[["mite", "dfs"]].min(axis=1)))
         else:  # HEFT's time orders the graphs as their node counts do (Sec. 7.1)
             nodes = synthetic.groupby("graph").nodes.first().reindex(pt.index)
             if len(pt) > 1:
                 m["placement.synthetic.heft_time_nodes_rank_corr"] = float(np.corrcoef(
                     pt["heft"].rank(), nodes.rank())[0, 1])
+            # MITE and DFS comparatively slow on graph 6 (many edges): time per node
+            per_node = pt.div(nodes, axis=0)
+            if "graph 6" in per_node.index and len(per_node) > 1:
+                rest = per_node.drop(index="graph 6")
+                m["placement.synthetic.mite_dfs_g6_time_per_node_ratio"] = float(np.mean(
+                    [per_node.loc["graph 6", k] / rest[k].median() for k in ("mite", "dfs")]))
+    # HEFT's partitioning time comparatively lower on the TensorFlow graphs (Sec. 7.2)
+    m["placement.heft_time_share_tf_over_synthetic"] = (heft_over_median["tensorflow"]
+                                                        / heft_over_median["synthetic"])
     # seven devices (Sec. 7.3)
     s7 = _mean(seven[seven.scheduler == "pct"], "makespan").groupby("graph").makespan.mean()
     s100 = _mean(synthetic[synthetic.scheduler == "pct"], "makespan").groupby(

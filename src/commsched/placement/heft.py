@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from commsched.placement.model import topological_order
+
 __all__ = ["HeftResult", "heft_core", "topcuoglu_example", "upward_ranks"]
 
 
@@ -62,23 +64,6 @@ def upward_ranks(w_mean: np.ndarray, succ: Sequence[Sequence[int]],
                 best = x
         rank[v] = w_mean[v] + best
     return rank
-
-
-def _topo(succ: Sequence[Sequence[int]]) -> list[int]:
-    n = len(succ)
-    indeg = [0] * n
-    for ss in succ:
-        for s in ss:
-            indeg[s] += 1
-    order = [v for v in range(n) if indeg[v] == 0]
-    k = 0
-    while k < len(order):
-        for s in succ[order[k]]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                order.append(s)
-        k += 1
-    return order
 
 
 def heft_core(
@@ -125,7 +110,7 @@ def heft_core(
         ``1 / rate`` over all pairs including a device with itself (cost 0).
     """
     n, ndev = w.shape
-    topo = _topo(succ)
+    topo = topological_order(succ)
     off = rate[~np.eye(ndev, dtype=bool)]
     mean_rate = float(off.mean()) if off.size else 1.0
     if comm_factor is not None:

@@ -57,6 +57,7 @@ __all__ = [
     "UnionFind",
     "check_placement",
     "random_devices",
+    "topological_order",
     "traffic",
 ]
 
@@ -185,17 +186,9 @@ class Problem:
             pred[v].append(u)
         for lst in (*succ, *pred):
             lst.sort()
-        indeg = [len(p) for p in pred]
-        topo = [v for v in range(n) if indeg[v] == 0]
-        k = 0
-        while k < len(topo):
-            for s in succ[topo[k]]:
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    topo.append(s)
-            k += 1
+        topo = topological_order(succ)
         if len(topo) != n:
-            v = next(i for i in range(n) if indeg[i] > 0)
+            v = min(set(range(n)).difference(topo))
             raise PlacementError(f"the graph has a cycle through node {names[v]}")
         uf = UnionFind(n)
         witness = {v: v for v in range(n) if cons[v] != NO}  # root -> a constrained member
@@ -298,6 +291,28 @@ class Cluster:
         if constraint == NO:
             return np.ones(self.n, dtype=bool)
         return np.asarray(self.type == constraint)
+
+
+def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
+    """Kahn's order of the nodes ``0..len(succ)-1`` (sources by id, then in the order they
+    become free); shorter than ``len(succ)`` when the graph has a cycle.
+
+    >>> topological_order([[2], [2], []])
+    [0, 1, 2]
+    """
+    indeg = [0] * len(succ)
+    for ss in succ:
+        for s in ss:
+            indeg[s] += 1
+    order = [v for v in range(len(succ)) if indeg[v] == 0]
+    k = 0
+    while k < len(order):
+        for s in succ[order[k]]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                order.append(s)
+        k += 1
+    return order
 
 
 def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, int] = (10, 100),
