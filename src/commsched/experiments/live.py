@@ -241,7 +241,8 @@ class Workload:
         by_order = {}
         for name in [None, *self.recv_orders]:
             res = simulate_workers(mw, self.recv_orders[name] if name else None, iterations,
-                                   seed=seed, validate_every=max(1, iterations // 10))
+                                   seed=seed, validate_every=max(1, iterations // 10),
+                                   fair_share=overhead.sim_fair_share if overhead else None)
             t = float(np.mean(res.iteration_time))
             by_order[name or "none"] = overhead.iteration_time(t) if overhead else t
         return {c["name"]: by_order[c["order"]] for c in self.configs}

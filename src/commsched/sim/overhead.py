@@ -14,15 +14,27 @@ A live cluster adds costs that neither number contains:
   kernel's network stack; caches shared with them), and the executor spends a fixed time
   per op (``op_s``) that the oracle does not count;
 * **per iteration** (``step_s``): the synchronisation barrier's round trip to the server,
-  which the simulated iteration (slowest worker's last op) ends before.
+  which the simulated iteration (slowest worker's last op) ends before;
+* **how a server's link is shared** (``fair_share``): the simulator's default channel sends
+  one transfer at a time in priority order. A live server hands each read over to gRPC,
+  which sends every response it holds at once, one HTTP/2 stream each, sharing the link:
+  in the traced baseline steps of our first run with this model (Inception v1 inference,
+  2 workers) every transfer had been handed over within 21 ms, the median transfer took
+  0.38 s and half of a worker's bytes had arrived only after 0.34 s of a 0.49 s busy
+  period, where one-at-a-time sending would deliver the early layers' parameters at
+  once. With ``fair_share`` true the simulator's downlinks hand transfers over in
+  priority order, one per ``transfer_s``, and share their rate equally among those
+  handed over (:func:`commsched.sim.multiworker.fair_share_ends`); false gives the
+  one-at-a-time channel (kept to show what the sharing changes).
 
-:class:`Overhead` holds the five numbers and :meth:`Overhead.apply` rewrites a view with
+:class:`Overhead` holds these numbers and :meth:`Overhead.apply` rewrites a view with
 them: every ``recv``/``send`` of ``b`` bytes takes ``transfer_s + b / rate_Bps``, every
-other op ``compute_factor * d + op_s``; :meth:`Overhead.iteration_time` adds ``step_s``.
-The simulator itself is unchanged. The fits (:func:`fit_link`, :func:`fit_compute`) are
-least squares over *traced* steps of a live run (distributed ``FULL_TRACE``, which the
-measured steps do not use), pooled over all models, modes and configs given, so one set
-of numbers serves every prediction; nothing is fitted to the measured iteration times.
+other op ``compute_factor * d + op_s``; :meth:`Overhead.iteration_time` adds ``step_s``;
+:attr:`Overhead.sim_fair_share` is the simulator's ``fair_share`` argument. The
+fits (:func:`fit_link`, :func:`fit_compute`) are least squares over *traced* steps of a
+live run (distributed ``FULL_TRACE``, which the measured steps do not use), pooled over
+all models, modes and configs given, so one set of numbers serves every prediction;
+nothing is fitted to the measured iteration times.
 """
 
 from __future__ import annotations
@@ -50,6 +62,7 @@ class Overhead:
     compute_factor: float
     op_s: float
     step_s: float
+    fair_share: bool = True
 
     def __post_init__(self) -> None:
         for name in ("transfer_s", "op_s", "step_s"):
@@ -78,6 +91,12 @@ class Overhead:
             else:
                 a["duration"] = self.compute_factor * float(a["duration"]) + self.op_s
         return out
+
+    @property
+    def sim_fair_share(self) -> float | None:
+        """The ``fair_share`` argument of :func:`commsched.sim.multiworker.run`: the
+        hand-over interval (``transfer_s``) when links are shared, else None."""
+        return self.transfer_s if self.fair_share else None
 
     def iteration_time(self, simulated_s: float) -> float:
         """A simulated iteration time plus the per-iteration cost."""
