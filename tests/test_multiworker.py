@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commsched.cost import LinkModel
@@ -20,7 +20,6 @@ from commsched.sim import check_schedule, simulate
 from commsched.sim.multiworker import (
     coarsen,
     compose,
-    fair_share_ends,
     iteration,
     rank_priorities,
     run,
@@ -73,56 +72,6 @@ def test_two_workers_one_server_bad_order():
     res = iteration(mw, np.array([[1.0, 0.0], [1.25, 0.25]]))
     assert res.worker_end.tolist() == [6.0, 7.0]
     assert res.straggler == pytest.approx(1 / 7)
-
-
-def test_fair_share_two_workers_by_hand():
-    # fair_share = 0: all four recvs (1 s of link each) join at 0 and share the link, so
-    # all end at 4; then w0: c1 [4,6] c2 [6,7]; w1 likewise: iteration 7, whatever the order.
-    # With hand-over 0.5 s (work 0.5 s each): w0.r1 joins at 0, w1.r1 at 0.5, w0.r2 at 1,
-    # w1.r2 at 1.5. Link: w0.r1 alone [0,0.5];
-    # [0.5,1] w1.r1 alone -> ends 1; [1,1.5] w0.r2 alone -> 1.5; w1.r2 [1.5,2].
-    mw = compose(seq2(), 2)
-    good = np.array([[0.0, 1.0], [0.25, 1.25]])
-    bad = np.array([[1.0, 0.0], [1.25, 0.25]])
-    for prio in (good, bad):
-        res = iteration(mw, prio, fair_share=0.0)
-        assert res.worker_end.tolist() == [7.0, 7.0]
-    res = iteration(mw, good, fair_share=0.5)
-    ends = [res.schedule.end[i] for i in mw.recv_index.ravel()]
-    assert ends == [0.5, 1.5, 1.0, 2.0]  # w0.r1, w0.r2, w1.r1, w1.r2
-    # w0: c1 [0.5,2.5], c2 [2.5,3.5]; w1: c1 [1,3], c2 [3,4]
-    assert res.worker_end.tolist() == [3.5, 4.0]
-
-
-def test_fair_share_needs_decomposition_and_a_number():
-    mw = compose(seq2(), 2)
-    p = np.zeros((2, 2))
-    with pytest.raises(CommschedError, match="decomposed"):
-        iteration(mw, p, fair_share=0.1, method="reference")
-    with pytest.raises(CommschedError, match="fair_share"):
-        iteration(mw, p, fair_share=-1.0)
-
-
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 3)), min_size=1, max_size=12))
-def test_fair_share_ends_work_conserving(jobs):
-    h = np.array([a for a, _ in jobs])
-    w = np.array([b for _, b in jobs])
-    e = fair_share_ends(h, w)
-    eps = 1e-9 * max(1.0, float(e.max()))
-    assert (e >= h + w - eps).all()  # nobody runs faster than the whole link
-    # Work-conserving: the link finishes everything joined by time t no later than a
-    # one-at-a-time sender would (in order of joining), and the last end is the same.
-    order = np.argsort(h, kind="stable")
-    free = 0.0
-    for i in order:
-        free = max(free, h[i]) + w[i]
-    assert e.max() == pytest.approx(free, abs=eps)
-    # Equal shares: of two transfers joined together, the smaller ends first.
-    for i in range(len(h)):
-        for j in range(len(h)):
-            if h[i] == h[j] and w[i] < w[j]:
-                assert e[i] <= e[j] + eps
 
 
 def test_rank_priorities_ties_and_unnamed_recvs():
@@ -578,20 +527,3 @@ def test_decomposition_applies_only_where_exact():
     assert iteration(mw, p).schedule.end == iteration(mw, p, method="reference").schedule.end
     with pytest.raises(CommschedError, match="method"):
         iteration(mw, p, method="fast")  # type: ignore[arg-type]
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(g=worker_graphs(), n=st.integers(1, 3), seed=st.integers(0, 10**6),
-       baseline=st.booleans(), a=st.sampled_from([0.0, 0.05]))
-def test_fair_share_runs_validate(g, n, seed, baseline, a):
-    mw = compose(g, n)
-    assume(mw.plan is not None and bool((mw.base_duration > 0).all()))
-    order = None if baseline else {r: i for i, r in enumerate(mw.recvs)}
-    r = run(mw, order, n_iterations=2, seed=seed, validate_every=1, fair_share=a)
-    assert r.validated == 2
-    # Never faster than every worker's own compute, never slower than compute + all links.
-    net, comp, _ = _loads(mw, mw.base_duration)
-    for t in range(2):
-        tt = r.iteration_time[t]
-        eps = 1e-9 * max(1.0, tt)
-        assert comp.max() - eps <= tt <= comp.max() + net + eps

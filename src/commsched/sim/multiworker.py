@@ -77,22 +77,6 @@ Iteration metrics (:class:`IterationResult`, :class:`RunResult`)
     executor is work-conserving and recvs have no predecessors), so ``L <= m <= U`` and
     ``E`` lies in [0, 1] (tested).
 
-Shared downlinks (``fair_share``)
-    By default a downlink sends one transfer at a time (above). A live TensorFlow server
-    does not: gRPC carries every ``RecvTensor`` response it was handed as its own HTTP/2
-    stream on the worker's connection, and the streams share the link. With
-    ``fair_share = a`` (seconds, :func:`run`, :func:`iteration`) a downlink *hands over*
-    its recvs in priority order, one every ``a`` seconds (the sender's per-transfer
-    cost), and then serves every handed-over, unfinished recv at once, each at an equal
-    share of its rate (processor sharing, :func:`fair_share_ends`): a recv of duration
-    ``d`` needs ``d - a`` seconds of the whole link, starts at its hand-over and ends when
-    its share has moved that much. An order then decides when a transfer enters the
-    link, not that it has the link alone. Uplinks (sends) stay one at a time (their last
-    end, which is all an iteration sees, is the same for any work-conserving sharing).
-    Only the decomposed schedule supports it (the general event loop knows capacities,
-    not shares); schedules are validated with each recv's span as its duration and the
-    downlinks' capacities lifted.
-
 Every simulated schedule can be checked with :func:`commsched.sim.validate.check_schedule`
 (``validate_every`` in :func:`run`; tests validate every one).
 
@@ -144,7 +128,6 @@ __all__ = [
     "RunResult",
     "coarsen",
     "compose",
-    "fair_share_ends",
     "iteration",
     "jitter_durations",
     "rank_priorities",
@@ -377,8 +360,7 @@ def _plan(worker: nx.DiGraph, g: nx.DiGraph, cg: CompiledGraph, shared: set[str]
 
 
 def _decomposed(
-    mw: MultiWorker, plan: _Plan, prio: np.ndarray, d: np.ndarray,
-    fair_share: float | None = None,
+    mw: MultiWorker, plan: _Plan, prio: np.ndarray, d: np.ndarray
 ) -> tuple[list[float], list[float]]:
     """Start and end times of every op, equal to :func:`simulate_compiled`'s.
 
@@ -402,12 +384,8 @@ def _decomposed(
     pr[mw.recv_index.ravel()] = prio.ravel()
     for idx in plan.recv_channels:
         order = idx[np.lexsort((idx, pr[idx]))]
-        if fair_share is None:
-            e = np.cumsum(d[order])
-            s = np.concatenate(([0.0], e[:-1]))
-        else:  # hand-over in priority order, then processor sharing (module docstring)
-            s = fair_share * np.arange(len(order), dtype=float)
-            e = fair_share_ends(s, np.maximum(d[order] - fair_share, 0.0))
+        e = np.cumsum(d[order])
+        s = np.concatenate(([0.0], e[:-1]))
         for i, a, b in zip(order.tolist(), s.tolist(), e.tolist(), strict=True):
             start[i] = a
             end[i] = b
@@ -462,54 +440,6 @@ def _decomposed(
             start[i] = s0
             end[i] = free
     return start, end
-
-
-def fair_share_ends(handover: np.ndarray, work: np.ndarray) -> np.ndarray:
-    """End times of transfers on one processor-shared link (module docstring, Shared
-    downlinks): transfer ``i`` joins at ``handover[i]`` and needs ``work[i]`` seconds of
-    the whole link; at every instant the link's rate is split equally among the joined,
-    unfinished transfers (work-conserving).
-
-    >>> fair_share_ends(np.array([0.0, 0.0]), np.array([1.0, 2.0])).tolist()
-    [2.0, 3.0]
-    >>> fair_share_ends(np.array([0.0, 1.0, 5.0]), np.array([2.0, 0.5, 1.0])).tolist()
-    [2.5, 2.0, 6.0]
-    """
-    h = np.asarray(handover, dtype=float)
-    w = np.asarray(work, dtype=float)
-    n = len(h)
-    ends = np.empty(n)
-    order = np.argsort(h, kind="stable")
-    rem = np.empty(n)  # remaining work of the active transfers (ids in `active`)
-    active = np.empty(n, dtype=np.int64)
-    m = 0  # number active
-    k = 0  # next to join, in `order`
-    t = 0.0
-    while k < n or m:
-        if m == 0:
-            t = max(t, float(h[order[k]]))
-        while k < n and h[order[k]] <= t:
-            active[m] = order[k]
-            rem[m] = w[order[k]]
-            m += 1
-            k += 1
-        nxt = float(h[order[k]]) if k < n else math.inf
-        j = int(np.argmin(rem[:m]))
-        step = float(rem[j])
-        if t + step * m <= nxt:  # a transfer finishes before the next one joins
-            t += step * m
-            rem[:m] -= step
-            done = rem[:m] <= 1e-15 * max(1.0, step)
-            ends[active[:m][done]] = t
-            keep = ~done
-            m2 = int(keep.sum())
-            active[:m2] = active[:m][keep]
-            rem[:m2] = rem[:m][keep]
-            m = m2
-        else:
-            rem[:m] -= (nxt - t) / m
-            t = nxt
-    return ends
 
 
 def _net_resources(g: nx.DiGraph) -> set[str]:
@@ -725,7 +655,6 @@ def iteration(
     durations: np.ndarray | None = None,
     validate_schedule: bool = True,
     method: Method = "auto",
-    fair_share: float | None = None,
 ) -> IterationResult:
     """Simulate one iteration.
 
@@ -747,10 +676,6 @@ def iteration(
         per iteration) showed 97 % of the time in the general event loop, 0.1 s per
         iteration, too slow for 1,000 iterations in a minute; equality with the reference
         is tested on random graphs.
-    fair_share
-        None: a downlink sends one recv at a time. A number ``a >= 0``: downlinks hand
-        their recvs over one every ``a`` s and share their rate among them (module
-        docstring, Shared downlinks); needs the decomposed schedule.
     """
     p = np.asarray(priorities, dtype=float)
     if p.shape != (mw.n_workers, mw.n_recvs):
@@ -763,27 +688,11 @@ def iteration(
     if d.shape != mw.base_duration.shape:
         raise CommschedError(f"durations must have {mw.cg.n} entries, got {d.shape}")
     cg = mw.cg
-    decomposable = mw.plan is not None and bool(np.all(d > 0))
-    if fair_share is not None:
-        if not (math.isfinite(fair_share) and fair_share >= 0):
-            raise CommschedError(f"fair_share must be a finite number >= 0, got {fair_share!r}")
-        if method != "auto" or not decomposable:
-            raise CommschedError("fair_share needs the decomposed schedule (method auto, "
-                                 "a decomposable graph, every duration > 0)")
-    if method == "auto" and decomposable and mw.plan is not None:
-        start, end = _decomposed(mw, mw.plan, p, d, fair_share)
+    if method == "auto" and mw.plan is not None and bool(np.all(d > 0)):
+        start, end = _decomposed(mw, mw.plan, p, d)
         s = Schedule(cg.ids, start, end)
         if validate_schedule:
-            check = dataclasses.replace(cg, duration=d.tolist())
-            if fair_share is not None:  # a recv runs from hand-over to end, links shared
-                dur = check.duration
-                for i in mw.recv_index.ravel().tolist():
-                    dur[i] = end[i] - start[i]
-                cap = list(check.capacity)
-                for i in mw.recv_index.ravel().tolist():
-                    cap[check.resource[i]] = cg.n
-                check = dataclasses.replace(check, duration=dur, capacity=cap)
-            check_schedule(check, s)
+            check_schedule(dataclasses.replace(cg, duration=d.tolist()), s)
     else:
         prio: list[float | None] = [None] * cg.n
         for i, v in zip(mw.recv_index.ravel().tolist(), p.ravel().tolist(), strict=True):
@@ -851,7 +760,6 @@ def run(
     interleave: Interleave = "rank",
     method: Method = "auto",
     worker_noise: float = 0.0,
-    fair_share: float | None = None,
 ) -> RunResult:
     """Simulate ``n_iterations`` independent synchronous iterations.
 
@@ -878,8 +786,6 @@ def run(
     worker_noise
         Coefficient of variation of the per-worker per-iteration compute factor
         (:func:`worker_noise_factors`; module docstring, Noise); 0 disables it.
-    fair_share
-        See :func:`iteration` (module docstring, Shared downlinks).
     validate_every
         Validate the schedule of iterations ``0, k, 2k, ...``; 0 validates none.
     compute_scale
@@ -933,8 +839,7 @@ def run(
             prio = rng_order.random((n, r))
             rk = np.argsort(np.argsort(prio, axis=1), axis=1)
         check = validate_every > 0 and t % validate_every == 0
-        res = iteration(mw, prio, d, validate_schedule=check, method=method,
-                        fair_share=fair_share)
+        res = iteration(mw, prio, d, validate_schedule=check, method=method)
         validated += check
         ends[t] = res.worker_end
         ranks[t] = rk

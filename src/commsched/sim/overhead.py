@@ -15,30 +15,40 @@ A live cluster adds costs that neither number contains:
   per op (``op_s``) that the oracle does not count;
 * **per iteration** (``step_s``): the synchronisation barrier's round trip to the server,
   which the simulated iteration (slowest worker's last op) ends before;
-* **how a server's link is shared** (``fair_share``): the simulator's default channel sends
-  one transfer at a time in priority order. A live server hands each read over to gRPC,
-  which sends every response it holds at once, one HTTP/2 stream each, sharing the link:
-  in the traced baseline steps of our first run with this model (Inception v1 inference,
-  2 workers) every transfer had been handed over within 21 ms, the median transfer took
-  0.38 s and half of a worker's bytes had arrived only after 0.34 s of a 0.49 s busy
-  period, where one-at-a-time sending would deliver the early layers' parameters at
-  once. With ``fair_share`` true the simulator's downlinks hand transfers over in
-  priority order, one per ``transfer_s``, and share their rate equally among those
-  handed over (:func:`commsched.sim.multiworker.fair_share_ends`); false gives the
-  one-at-a-time channel (kept to show what the sharing changes).
+* **executor gaps** (``gap_factor``): the worker's single inter-op thread is idle between
+  ops even when nothing waits for the network (dispatch, the thread losing its core to
+  the other processes on the machine, gRPC threads serialising gradients). Measured on
+  the traced steps' executor timelines after each worker's last parameter arrival (no op
+  waits for a recv any more): wall time from that arrival to the last op's end over the
+  summed time of the ops run there, pooled; every compute op's time is multiplied by it;
+* **the DAG hook** (``dag_transfer_s``): when the worker chains its reads (hook ``dag``),
+  each request leaves only after the previous transfer arrived and the executor ran the
+  control edge, so every transfer pays a round trip; :func:`fit_link` on the busy
+  periods of the ``dag`` configs' traced steps gives it (:meth:`Overhead.for_hook`).
+
+What we measured and left out: gRPC multiplexes responses on HTTP/2 streams, so a server
+could share its link among all outstanding transfers instead of sending one at a time. A
+processor-sharing downlink fitted the traced arrivals worse (median |error| 28% against
+25% for the one-at-a-time channel, both with the achieved orders, run of 2026-11-23):
+the baseline's arrivals are spread over the busy period in a random order, as
+one-at-a-time sending gives, so the simulator's channel is kept.
 
 :class:`Overhead` holds these numbers and :meth:`Overhead.apply` rewrites a view with
 them: every ``recv``/``send`` of ``b`` bytes takes ``transfer_s + b / rate_Bps``, every
-other op ``compute_factor * d + op_s``; :meth:`Overhead.iteration_time` adds ``step_s``;
-:attr:`Overhead.sim_fair_share` is the simulator's ``fair_share`` argument. The
-fits (:func:`fit_link`, :func:`fit_compute`) are least squares over *traced* steps of a
-live run (distributed ``FULL_TRACE``, which the measured steps do not use), pooled over
-all models, modes and configs given, so one set of numbers serves every prediction;
-nothing is fitted to the measured iteration times.
+other op ``compute_factor * gap_factor * d + op_s``; :meth:`Overhead.iteration_time` adds
+``step_s``. The fits (:func:`fit_link`, :func:`fit_compute`) are least squares over
+*traced* steps of a live run (distributed ``FULL_TRACE``, which the measured steps do not
+use), pooled over all models, modes and configs given. The live experiment
+(:func:`commsched.experiments.live.fit_overhead`) may replace ``compute_factor`` by one
+per model and mode, from that workload's own traced steps (its live op time over the
+oracle's: a live time oracle, as the trace is the unloaded one); its leave-one-model-out
+check uses the pooled fit of the other models only. Nothing is fitted to the measured
+iteration times.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,14 +72,19 @@ class Overhead:
     compute_factor: float
     op_s: float
     step_s: float
-    fair_share: bool = True
+    gap_factor: float = 1.0
+    dag_transfer_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("transfer_s", "op_s", "step_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
-        for name in ("rate_Bps", "compute_factor"):
+        if self.dag_transfer_s is not None and not (
+                math.isfinite(self.dag_transfer_s) and self.dag_transfer_s >= 0):
+            raise CommschedError("overhead dag_transfer_s must be finite and >= 0, got "
+                                 f"{self.dag_transfer_s!r}")
+        for name in ("rate_Bps", "compute_factor", "gap_factor"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise CommschedError(f"overhead {name} must be finite and > 0, got {v!r}")
@@ -89,14 +104,16 @@ class Overhead:
             if a["kind"] in _NET:
                 a["duration"] = self.transfer_s + int(a.get("bytes", 0)) / self.rate_Bps
             else:
-                a["duration"] = self.compute_factor * float(a["duration"]) + self.op_s
+                a["duration"] = (self.compute_factor * self.gap_factor * float(a["duration"])
+                                 + self.op_s)
         return out
 
-    @property
-    def sim_fair_share(self) -> float | None:
-        """The ``fair_share`` argument of :func:`commsched.sim.multiworker.run`: the
-        hand-over interval (``transfer_s``) when links are shared, else None."""
-        return self.transfer_s if self.fair_share else None
+    def for_hook(self, hook: str) -> Overhead:
+        """The overheads of a config enforced with ``hook``: the DAG hook's per-transfer
+        cost where fitted, else these."""
+        if hook == "dag" and self.dag_transfer_s is not None:
+            return dataclasses.replace(self, transfer_s=self.dag_transfer_s)
+        return self
 
     def iteration_time(self, simulated_s: float) -> float:
         """A simulated iteration time plus the per-iteration cost."""
