@@ -18,16 +18,22 @@ For every configured model and mode (inference, training):
    order and hook (``tic-sender``, ``tac-dag``, ...), all measured in the same worker
    processes with interleaved steps (:mod:`commsched.enforce.job`).
 3. **Prediction.** The multi-worker simulator (:mod:`commsched.sim.multiworker`) runs the
-   same view with N workers sharing each server's channel: the baseline as independent
-   random orders per worker and iteration (``sim_iterations`` of them, mean), TIC and TAC
-   with their order (deterministic). Twice: on the view as traced (``predicted_nominal_s``:
-   nominal link rate, the oracle's op times) and with the runtime overheads that the
-   oracle leaves out (:mod:`commsched.sim.overhead`: per-transfer cost, measured link
-   rate, live compute speed and per-op cost, barrier round trip), fitted by
-   :func:`fit_overhead` from the run's *traced* steps pooled over all models and configs
-   (``predicted_s``), and once more fitted without the predicted model's own traces
-   (``pred_error_loo``, a check that the fit generalises). ``pred_error = predicted /
-   measured - 1`` on the mean iteration time.
+   same view with N workers sharing each server's channel. On the view as traced
+   (``predicted_nominal_s``: nominal link rate, the oracle's op times, the intended
+   orders: the baseline as independent random orders per worker and iteration,
+   ``sim_iterations`` of them, mean; TIC and TAC with their order). Then with the
+   runtime overheads the oracle leaves out (:mod:`commsched.sim.overhead`: per-transfer
+   cost and measured link rate, the DAG hook's per-transfer round trip, the executor's
+   gaps, the barrier's round trip, fitted by :func:`fit_overhead` from the run's *traced*
+   steps pooled over all models and configs; the compute speed per model and mode from
+   its own traced steps, :func:`workload_compute_factors`): on the intended orders
+   (``predicted_intended_s``) and on the orders the run *achieved* (``predicted_s``: one
+   simulated iteration per traced step of the config, each worker's transfers ranked by
+   their arrival in that step, :func:`achieved_ranks`), which separates the simulator's
+   error from the hook's (the hooks enforce the order only in part: ``end_agreement``).
+   ``pred_error_loo``: the achieved orders with every overhead, compute speed included,
+   fitted on the other models only (a check that the fit generalises). ``pred_error =
+   predicted / measured - 1`` on the mean iteration time.
 4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
    order of arrival repeats (:func:`arrival_order_repeats`; TicTac Sec. 1 and 2.2 saw a new
    order in every iteration) and how many transfers gRPC delivered out of the order they
@@ -676,8 +682,9 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
     ``predicted_nominal_s`` is the simulator on the trace as it is (nominal link rate, the
     oracle's op times); ``fitted`` and ``loo`` ({group id: {config: s}}) are its
     predictions with the overheads fitted on the whole run and on the other models only
-    (:func:`fit_overhead`). ``predicted_s`` / ``pred_error`` are the fitted ones where
-    given, else the nominal ones."""
+    (:func:`fit_overhead`), ``intended`` with the whole run's overheads on the intended
+    orders (module docstring, step 3). ``predicted_s`` / ``pred_error`` are the fitted
+    ones where given, else the nominal ones."""
     rows = []
     for w in loads:
         it = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.worker == 0)]
@@ -800,11 +807,13 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     ov = fit_overhead(xfers, traced, steps)
     factors = workload_compute_factors(traced)
     say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
-    fitted = {w.group_id: w.predict_achieved(
-        params.workers, dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
-                                            op_s=0.0), achieved[w.group_id])
-        for w in progress(loads, "predictions with the fitted overhead")}
-    intended = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed, ov)
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
+                                           op_s=0.0) for w in loads}
+    fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
+                                             achieved[w.group_id])
+              for w in progress(loads, "predictions with the fitted overhead")}
+    intended = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed,
+                                      own[w.group_id])
                 for w in progress(loads, "predictions of the intended orders")}
     loo: dict[str, dict[str, float]] = {}
     models = sorted({w.model for w in loads})
