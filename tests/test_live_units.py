@@ -362,6 +362,21 @@ def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
         w.predict_achieved(2, ov, {"baseline": ranks})
 
 
+def test_traced_steps_read_the_executor_tail():
+    # recvs arrive at 0.1 and 0.6; ops [0.0,0.05] (before), [0.6,0.7] and [0.75,0.8]
+    # after the last arrival: tail wall 0.8 - 0.6 = 0.2, tail op time 0.15, 2 tail ops
+    w = _toy_workload()
+    r = _result("baseline", 0, [1.0], [0.0], {"a": 0.0, "b": 0.5})
+    r["traces"][0].update({"compute_s": 0.2, "compute_ops": 3, "step_s": 0.85,
+                           "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
+    row = live.traced_steps([r], [w]).iloc[0]
+    assert row.last_recv_s == 0.6 and row.step_s == 0.85
+    assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
+    assert row.tail_ops == 2
+    old = _result("baseline", 0, [1.0], [0.0], {"a": 0.0})  # a run without timelines
+    assert live.traced_steps([old], [w]).iloc[0].tail_ops == 0
+
+
 def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
     out = {k: tmp_path / f"{k}.csv" for k in ("steps", "transfers", "traced", "summary",
                                                "metrics")}
