@@ -712,6 +712,7 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                 "hook": c["enforce"], "steps": len(x), "iteration_mean_s": mean,
                 "iteration_median_s": float(x["iteration_s"].median()),
                 "iteration_p95_s": float(x["iteration_s"].quantile(0.95)),
+                "work_cv": _work_cv(steps, w, c["name"]),
                 "throughput": n_workers * w.batch / mean,
                 "gain": float(base / mean - 1.0),
                 "straggler": strag,
@@ -734,6 +735,14 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
     return pd.DataFrame(rows)
 
 
+def _work_cv(steps: pd.DataFrame, w: Workload, config: str) -> float:
+    """Coefficient of variation of one worker's work time over the measured steps and
+    workers of a config: the live spread that the simulator's per-worker, per-iteration
+    noise stands for (:mod:`commsched.sim.multiworker`, Noise)."""
+    x = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.config == config)]
+    return float(x.work_s.std() / x.work_s.mean()) if len(x) > 1 else math.nan
+
+
 def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
             out_of_order: pd.DataFrame | None = None,
             overhead: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -741,7 +750,7 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
 
     Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
     / config mean; below 1 is an increase, counted in ``live.straggler_increases``),
-    prediction errors; per model and mode the best gain over the ordered configs; pooled:
+    prediction errors, the work time's coefficient of variation (``work_cv``); per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
     leave-one-model-out), the sender-vs-DAG difference and order agreements. With
     ``repeats`` (:func:`arrival_order_repeats`), ``out_of_order``
@@ -754,6 +763,7 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         out[f"{key}.straggler"] = r.straggler
         out[f"{key}.pred_error"] = r.pred_error
         out[f"{key}.pred_error_nominal"] = r.pred_error_nominal
+        out[f"{key}.work_cv"] = r.work_cv
         if r.config != "baseline":
             out[f"{key}.gain"] = r.gain
             out[f"{key}.straggler_reduction"] = r.straggler_reduction
