@@ -750,7 +750,8 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
 
     Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
     / config mean; below 1 is an increase, counted in ``live.straggler_increases``),
-    prediction errors, the work time's coefficient of variation (``work_cv``); per model and mode the best gain over the ordered configs; pooled:
+    prediction errors, the work time's coefficient of variation (``work_cv``);
+    per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
     leave-one-model-out), the sender-vs-DAG difference and order agreements. With
     ``repeats`` (:func:`arrival_order_repeats`), ``out_of_order``
