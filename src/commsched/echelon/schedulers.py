@@ -217,8 +217,8 @@ class EchelonScheduler:
                                weights=np.broadcast_to(r[:, None], valid.shape)[valid],
                                minlength=len(left))
             # < 1 only by the float noise of the pace
-            scale = min(1.0, float(np.min(np.where(load > left,
-                                                   left / np.maximum(load, 1e-300), 1.0))))
+            over = load > left
+            scale = min(1.0, float(np.min(left[over] / load[over]))) if over.any() else 1.0
             rates[f] = r * scale
             left = np.maximum(left - load * scale, 0.0)
         fill = priority_max_min(view.links, left, pos[gidx], weight=rem)
