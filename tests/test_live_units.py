@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -26,6 +27,7 @@ from commsched.errors import CommschedError
 from commsched.experiments import live
 from commsched.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
+from commsched.sim.overhead import Overhead
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -303,30 +305,76 @@ def test_arrival_order_repeats_and_out_of_order_rate():
 
 
 def test_fit_overhead_recovers_known_costs():
-    # two models, the link: span = n * 1 ms + bytes / 100 MB/s; compute = 1.5 oracle + 1 ms/op
+    # two models, the link: span = n * 1 ms + bytes / 100 MB/s (baseline) and n * 3 ms +
+    # bytes / 100 MB/s (DAG hook); compute = 1.5 oracle + 1 ms/op; after the last arrival
+    # the executor's wall time is 1.2 x its ops' time
     xrows, trows, srows = [], [], []
     for model, n, size, oracle in (("m1", 4, 1e6, 0.5), ("m2", 10, 3e5, 0.2)):
-        for step in range(2):
-            t = 0.0
-            for i in range(n):
-                dur = 1e-3 + size / 1e8
-                xrows.append({"model": model, "mode": "train", "config": "baseline",
-                              "trace_step": step, "worker": i % 2, "kind": "recv",
-                              "variable": f"v{i}", "bytes": size, "start_s": 0.0,
-                              "end_s": t + dur})
-                t += dur
-            trows.append({"model": model, "mode": "train", "config": "baseline",
-                          "compute_s": 1.5 * oracle + n * 1e-3, "oracle_compute_s": oracle,
-                          "oracle_ops": n})
-            srows += [{"model": model, "mode": "train", "config": "baseline", "step": step,
-                       "worker": w, "barrier_s": 0.002 + w} for w in (0, 1)]
-    ov = live.fit_overhead(pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows))
+        for config, hook, per in (("baseline", "none", 1e-3), ("tac-dag", "dag", 3e-3)):
+            for step in range(2):
+                t = 0.0
+                for i in range(n):
+                    dur = per + size / 1e8
+                    xrows.append({"model": model, "mode": "train", "config": config,
+                                  "trace_step": step, "worker": i % 2, "kind": "recv",
+                                  "variable": f"v{i}", "bytes": size, "start_s": 0.0,
+                                  "end_s": t + dur})
+                    t += dur
+                trows.append({"model": model, "mode": "train", "config": config,
+                              "compute_s": 1.5 * oracle + n * 1e-3, "oracle_compute_s": oracle,
+                              "oracle_ops": n, "tail_ops": n, "tail_op_s": 0.1 * oracle,
+                              "tail_wall_s": 0.12 * oracle})
+                srows += [{"model": model, "mode": "train", "config": config, "hook": hook,
+                           "step": step, "worker": w, "barrier_s": 0.002 + w} for w in (0, 1)]
+    x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
+    ov = live.fit_overhead(x, t, st)
     assert ov.transfer_s == pytest.approx(1e-3, rel=1e-6)
     assert ov.rate_Bps == pytest.approx(1e8, rel=1e-6)
+    assert ov.dag_transfer_s == pytest.approx(3e-3, rel=1e-6)
+    assert ov.for_hook("dag").transfer_s == ov.dag_transfer_s
+    assert ov.for_hook("sender") is ov
     assert ov.compute_factor == pytest.approx(1.5) and ov.op_s == pytest.approx(1e-3)
+    assert ov.gap_factor == pytest.approx(1.2)
     assert ov.step_s == pytest.approx(0.002)
+    factors = live.workload_compute_factors(t)
+    assert factors[("m1", "train")] == pytest.approx(1.5 + 4e-3 / 0.5)
+    # one model left: one DAG workload cannot separate the two link terms
+    assert live.fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
     with pytest.raises(CommschedError, match="no traced baseline"):
-        live.fit_overhead(pd.DataFrame(xrows).iloc[:0], pd.DataFrame(trows), pd.DataFrame(srows))
+        live.fit_overhead(x.iloc[:0], t, st)
+
+
+def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
+    w = _toy_workload()
+    results = [_result("baseline", 0, [1.0], [0.0], {"a": 0.2, "b": 0.1}),  # b arrives first
+               _result("baseline", 1, [1.0], [0.0], {"a": 0.1})]  # b never arrives: last
+    ranks = live.achieved_ranks(results, [w], 2)[w.group_id]["baseline"]
+    assert len(ranks) == 1
+    assert ranks[0].tolist() == [[1.0, 0.0], [0.0, 1.0]]  # view order: recv:a, recv:b
+    # By hand: recvs take 8 B / 8 B/s = 1 s on the shared channel, compute 1 s. With TAC's
+    # achieved order (a, then b) on both workers: w0.a [0,1] w1.a [1,2] w0.b [2,3]
+    # w1.b [3,4]; c of w0 [3,4], of w1 [4,5]: iteration 5, plus step_s 0.5.
+    ov = Overhead(0.0, 8.0, 1.0, 0.0, 0.5)
+    ach = {"baseline": ranks, "tac-sender": [np.array([[0.0, 1.0], [0.0, 1.0]])]}
+    pred = w.predict_achieved(2, ov, ach)
+    assert pred["tac-sender"] == pytest.approx(5.5)
+    with pytest.raises(CommschedError, match="no traced step"):
+        w.predict_achieved(2, ov, {"baseline": ranks})
+
+
+def test_traced_steps_read_the_executor_tail():
+    # recvs arrive at 0.1 and 0.6; ops [0.0,0.05] (before), [0.6,0.7] and [0.75,0.8]
+    # after the last arrival: tail wall 0.8 - 0.6 = 0.2, tail op time 0.15, 2 tail ops
+    w = _toy_workload()
+    r = _result("baseline", 0, [1.0], [0.0], {"a": 0.0, "b": 0.5})
+    r["traces"][0].update({"compute_s": 0.2, "compute_ops": 3, "step_s": 0.85,
+                           "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
+    row = live.traced_steps([r], [w]).iloc[0]
+    assert row.last_recv_s == 0.6 and row.step_s == 0.85
+    assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
+    assert row.tail_ops == 2
+    old = _result("baseline", 0, [1.0], [0.0], {"a": 0.0})  # a run without timelines
+    assert live.traced_steps([old], [w]).iloc[0].tail_ops == 0
 
 
 def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):

@@ -51,7 +51,7 @@ from typing import Any
 
 from commsched.enforce.hooks import apply_hook, ps_variables, reads_by_variable
 from commsched.enforce.order import match_variables
-from commsched.enforce.steptrace import compute_busy, transfers
+from commsched.enforce.steptrace import compute_busy, compute_intervals, transfers
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 
@@ -184,9 +184,11 @@ def _stats(run_metadata: Any) -> list[tuple[str, list[dict[str, Any]]]]:
 
 def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     """Parameter transfers (PS -> worker), gradient transfers (worker -> PS) and PS reads of
-    one traced step, in seconds from the step's first event, and the worker's compute
-    time (:func:`commsched.enforce.steptrace.compute_busy`, for the simulator's overhead
-    model in :mod:`commsched.experiments.live`)."""
+    one traced step, in seconds from the step's first event, the worker's compute
+    time (:func:`commsched.enforce.steptrace.compute_busy`), its compute ops' intervals
+    (``ops``, :func:`~commsched.enforce.steptrace.compute_intervals`) and the step's
+    span over every device (``step_s``), for the simulator's overhead model in
+    :mod:`commsched.experiments.live`."""
     devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
@@ -194,10 +196,12 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     grads: list[dict[str, Any]] = []
     ps_reads: list[dict[str, Any]] = []
     busy, n_ops = 0.0, 0
+    ops: list[tuple[float, float]] = []
     for dev, ns in devs:
         if "/job:worker" in dev:
             b_s, b_n = compute_busy(ns)
             busy, n_ops = busy + b_s, n_ops + b_n
+            ops.extend(compute_intervals(ns, t0))
         for t in transfers(ns, t0):
             if t.src_op in read_var and "/job:worker" in t.dst_device:
                 recvs.append({"var": read_var[t.src_op], "start": t.start, "end": t.end})
@@ -207,8 +211,11 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
             ps_reads.extend({"var": read_var[n["node_name"]],
                              "start": (n["all_start_micros"] - t0) / 1e6}
                             for n in ns if n["node_name"] in read_var)
+    end = max((n["all_start_micros"] + n["op_end_rel_micros"] for _, ns in devs for n in ns),
+              default=t0)
     return {"recvs": recvs, "grads": grads, "ps_reads": ps_reads,
-            "compute_s": busy, "compute_ops": n_ops}
+            "compute_s": busy, "compute_ops": n_ops, "ops": sorted(ops),
+            "step_s": (end - t0) / 1e6}
 
 
 def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Transfer", "compute_busy", "parse_label", "transfers"]
+__all__ = ["Transfer", "compute_busy", "compute_intervals", "parse_label", "transfers"]
 
 #: Op types of one device's step stats that wait for the network rather than compute.
 _COMM_OPS = frozenset({"_Recv", "_Send", "_HostRecv", "_HostSend", "RecvTensor"})
@@ -76,6 +76,32 @@ def transfers(node_stats: Iterable[Mapping[str, Any]], t0_us: int) -> list[Trans
     return sorted(out, key=lambda t: (t.start, t.src_op))
 
 
+def _is_compute(n: Mapping[str, Any]) -> bool:
+    if n["node_name"] == "RecvTensor":
+        return False
+    m = _OP_TYPE.match(n.get("timeline_label") or "")
+    return not (m and m.group("type") in _COMM_OPS)
+
+
+def compute_intervals(node_stats: Iterable[Mapping[str, Any]], t0_us: int
+                      ) -> list[tuple[float, float]]:
+    """``(start, end)`` in seconds from ``t0_us`` of every compute op of one device's step
+    stats (the ops :func:`compute_busy` counts), sorted by start: the worker's executor
+    timeline, gaps included.
+
+    >>> s = [{"node_name": "a", "timeline_label": "a = Conv2D(x, w)", "all_start_micros": 30,
+    ...       "op_end_rel_micros": 20},
+    ...      {"node_name": "r", "timeline_label": "r = _Recv()", "all_start_micros": 0,
+    ...       "op_end_rel_micros": 9}]
+    >>> compute_intervals(s, 10)
+    [(2e-05, 4e-05)]
+    """
+    out = [((int(n["all_start_micros"]) - t0_us) / 1e6,
+            (int(n["all_start_micros"]) - t0_us + int(n["op_end_rel_micros"])) / 1e6)
+           for n in node_stats if _is_compute(n)]
+    return sorted(out)
+
+
 def compute_busy(node_stats: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
     """``(seconds, ops)``: the summed run time of one device's compute ops in a traced step
     and their number; ``RecvTensor`` entries and send/recv ops (whose time is spent waiting
@@ -91,10 +117,7 @@ def compute_busy(node_stats: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
     busy = 0
     ops = 0
     for n in node_stats:
-        if n["node_name"] == "RecvTensor":
-            continue
-        m = _OP_TYPE.match(n.get("timeline_label") or "")
-        if m and m.group("type") in _COMM_OPS:
+        if not _is_compute(n):
             continue
         busy += int(n["op_end_rel_micros"])
         ops += 1

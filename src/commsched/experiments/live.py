@@ -18,16 +18,22 @@ For every configured model and mode (inference, training):
    order and hook (``tic-sender``, ``tac-dag``, ...), all measured in the same worker
    processes with interleaved steps (:mod:`commsched.enforce.job`).
 3. **Prediction.** The multi-worker simulator (:mod:`commsched.sim.multiworker`) runs the
-   same view with N workers sharing each server's channel: the baseline as independent
-   random orders per worker and iteration (``sim_iterations`` of them, mean), TIC and TAC
-   with their order (deterministic). Twice: on the view as traced (``predicted_nominal_s``:
-   nominal link rate, the oracle's op times) and with the runtime overheads that the
-   oracle leaves out (:mod:`commsched.sim.overhead`: per-transfer cost, measured link
-   rate, live compute speed and per-op cost, barrier round trip), fitted by
-   :func:`fit_overhead` from the run's *traced* steps pooled over all models and configs
-   (``predicted_s``), and once more fitted without the predicted model's own traces
-   (``pred_error_loo``, a check that the fit generalises). ``pred_error = predicted /
-   measured - 1`` on the mean iteration time.
+   same view with N workers sharing each server's channel. On the view as traced
+   (``predicted_nominal_s``: nominal link rate, the oracle's op times, the intended
+   orders: the baseline as independent random orders per worker and iteration,
+   ``sim_iterations`` of them, mean; TIC and TAC with their order). Then with the
+   runtime overheads the oracle leaves out (:mod:`commsched.sim.overhead`: per-transfer
+   cost and measured link rate, the DAG hook's per-transfer round trip, the executor's
+   gaps, the barrier's round trip, fitted by :func:`fit_overhead` from the run's *traced*
+   steps pooled over all models and configs; the compute speed per model and mode from
+   its own traced steps, :func:`workload_compute_factors`): on the intended orders
+   (``predicted_intended_s``) and on the orders the run *achieved* (``predicted_s``: one
+   simulated iteration per traced step of the config, each worker's transfers ranked by
+   their arrival in that step, :func:`achieved_ranks`), which separates the simulator's
+   error from the hook's (the hooks enforce the order only in part: ``end_agreement``).
+   ``pred_error_loo``: the achieved orders with every overhead, compute speed included,
+   fitted on the other models only (a check that the fit generalises). ``pred_error =
+   predicted / measured - 1`` on the mean iteration time.
 4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
    order of arrival repeats (:func:`arrival_order_repeats`; TicTac Sec. 1 and 2.2 saw a new
    order in every iteration) and how many transfers gRPC delivered out of the order they
@@ -80,6 +86,7 @@ from commsched.plotting import check_figure_inputs
 from commsched.progress import bar, progress
 from commsched.results import write_metrics, write_table
 from commsched.sim.multiworker import compose
+from commsched.sim.multiworker import iteration as simulate_iteration
 from commsched.sim.multiworker import run as simulate_workers
 from commsched.sim.overhead import Overhead, fit_compute, fit_link
 from commsched.tictac import tac, tic
@@ -91,6 +98,7 @@ __all__ = [
     "FigureConfig",
     "LiveParams",
     "Workload",
+    "achieved_ranks",
     "agreement",
     "analyse",
     "arrival_order_repeats",
@@ -105,6 +113,7 @@ __all__ = [
     "skipped_reason",
     "summarize",
     "traced_steps",
+    "workload_compute_factors",
 ]
 
 ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
@@ -245,6 +254,69 @@ class Workload:
             t = float(np.mean(res.iteration_time))
             by_order[name or "none"] = overhead.iteration_time(t) if overhead else t
         return {c["name"]: by_order[c["order"]] for c in self.configs}
+
+    def predict_achieved(self, n_workers: int, overhead: Overhead,
+                         achieved: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
+        """Config name -> the simulator's mean iteration time with the orders the live run
+        *achieved*: one simulated iteration per traced step of the config, every worker's
+        recvs ranked by their arrival in that step (``achieved``, from
+        :func:`achieved_ranks`), with ``overhead`` applied. Separates the simulator's
+        error from the hook's: the intended order is what :meth:`predict` simulates."""
+        composed = {hook: compose(overhead.for_hook(hook).apply(self.view), n_workers)
+                    for hook in dict.fromkeys(str(c["enforce"]) for c in self.configs)}
+        tie = np.random.default_rng(0).random((n_workers, len(self.view.graph["recvs"])))
+        out = {}
+        for c in self.configs:
+            ranks = achieved.get(c["name"]) or []
+            if not ranks:
+                raise CommschedError(f"{self.group_id} {c['name']}: no traced step to take "
+                                     "the achieved order from (live.trace_iterations)")
+            mw = composed[str(c["enforce"])]
+            times = [simulate_iteration(mw, rk + 0.5 * tie).iteration_time for rk in ranks]
+            out[c["name"]] = overhead.iteration_time(float(np.mean(times)))
+        return out
+
+
+def achieved_ranks(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
+                   n_workers: int) -> dict[str, dict[str, list[np.ndarray]]]:
+    """{group id: {config: [ranks per traced step]}}: in each traced step, every worker's
+    view recvs (in the order of :func:`commsched.sim.multiworker.compose`) ranked by the
+    arrival of their variable (ties by name; a recv whose variable did not arrive in the
+    trace ranks last). Live variables are matched to the trace's by
+    :func:`commsched.enforce.order.match_variables`."""
+    from commsched.enforce.order import match_variables
+
+    by_group = {w.group_id: w for w in loads}
+    recvs_of = {g: [n for n, a in w.view.nodes(data=True) if a["kind"] == "recv"]
+                for g, w in by_group.items()}
+    steps: dict[tuple[str, str], dict[int, dict[int, dict[str, float]]]] = {}
+    for r in results:
+        w = by_group[r["group"]]
+        trace_vars = w.view.graph["recvs"]
+        traced = {v: list(w.view.graph["variables"][v]["shape"])
+                  for v in dict.fromkeys(trace_vars.values())}
+        live = {v: list(info["shape"]) for v, info in r["variables"].items()}
+        to_live = match_variables(traced, live)
+        per = steps.setdefault((r["group"], r["config"]), {})
+        for k, tr in enumerate(r["traces"]):
+            arrival = {x["var"]: float(x["end"]) for x in tr["recvs"]}
+            per.setdefault(k, {})[int(r["task"])] = {
+                op: arrival.get(to_live.get(trace_vars[op], ""), math.inf)
+                for op in recvs_of[r["group"]]}
+    out: dict[str, dict[str, list[np.ndarray]]] = {}
+    for (group, config), per in steps.items():
+        ranks = []
+        for k in sorted(per):
+            if len(per[k]) != n_workers:
+                continue
+            rk = np.empty((n_workers, len(recvs_of[group])))
+            for task, arr in per[k].items():
+                ops = recvs_of[group]
+                order = sorted(range(len(ops)), key=lambda i: (arr[ops[i]], ops[i]))
+                rk[task, order] = np.arange(len(ops))
+            ranks.append(rk)
+        out.setdefault(group, {})[config] = ranks
+    return out
 
 
 def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
@@ -434,7 +506,12 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
     """One row per traced step and worker: the worker's compute time and op count
     (``compute_s``, ``compute_ops``, :func:`commsched.enforce.steptrace.compute_busy`) and
     its parameter transfers (``recvs``, ``recv_bytes``, ``recv_span_s`` = first start to
-    last arrival), beside the trace's (the time oracle's) compute time and op count."""
+    last arrival), beside the trace's (the time oracle's) compute time and op count; from
+    the executor's timeline (the compute ops' intervals, where recorded): the step's span
+    (``step_s``), the worker's last parameter arrival (``last_recv_s``) and, after it,
+    when nothing waits for the network any more, the compute thread's wall time to its
+    last op (``tail_wall_s``) beside the summed time (``tail_op_s``) and number
+    (``tail_ops``) of the ops it ran there."""
     by_group = {w.group_id: w for w in loads}
     rows = []
     for r in results:
@@ -442,6 +519,9 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         oracle_s, oracle_ops = _oracle_compute(w.view)
         for k, tr in enumerate(r["traces"]):
             recvs = tr["recvs"]
+            last = max((x["end"] for x in recvs), default=math.nan)
+            ops = np.asarray(tr.get("ops") or [], dtype=float).reshape(-1, 2)
+            tail = ops[ops[:, 0] >= last] if recvs else ops[:0]
             rows.append({
                 "model": w.model, "mode": w.mode, "config": r["config"], "trace_step": k,
                 "worker": r["task"], "compute_s": tr.get("compute_s", math.nan),
@@ -450,7 +530,10 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                 "recv_bytes": sum(r["variables"].get(x["var"], {}).get("bytes", 0)
                                   for x in recvs),
                 "recv_span_s": (max(x["end"] for x in recvs) - min(x["start"] for x in recvs)
-                                if recvs else math.nan)})
+                                if recvs else math.nan),
+                "step_s": tr.get("step_s", math.nan), "last_recv_s": last,
+                "tail_wall_s": float(tail[:, 1].max() - last) if len(tail) else math.nan,
+                "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail)})
     return pd.DataFrame(rows)
 
 
@@ -487,24 +570,47 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       time against the trace's (the time oracle's) and its number of compute ops;
     * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
       i.e. the barrier's own round trip paid by the last worker to arrive (a measured
-      component of the iteration, not a fit to the iteration time).
+      component of the iteration, not a fit to the iteration time);
+    * ``gap_factor``: on the traced steps' executor timelines, after each worker's last
+      parameter arrival, the wall time to its last op over the summed time of the ops
+      run there (``tail_wall_s`` / ``tail_op_s`` of :func:`traced_steps`), pooled;
+    * ``dag_transfer_s``: :func:`~commsched.sim.overhead.fit_link` on the traced steps of
+      the configs with the ``dag`` hook (their transfers leave one after another).
     """
-    x = xfers[(xfers.kind == "recv") & (xfers.config == "baseline")]
+    x = xfers[xfers.kind == "recv"]
+    dag = set(steps.config[steps.hook == "dag"])
     t = traced[traced.compute_s.notna()]
     st = steps
     if exclude_model is not None:
         x, t, st = (d[d.model != exclude_model] for d in (x, t, st))
-    if x.empty or t.empty or st.empty:
+    if x[x.config == "baseline"].empty or t.empty or st.empty:
         raise CommschedError("fit_overhead: no traced baseline steps to fit")
-    busy = x.groupby(["model", "mode", "trace_step"]).agg(
-        n=("variable", "size"), nbytes=("bytes", "sum"), first=("start_s", "min"),
-        last=("end_s", "max"))
-    transfer_s, rate = fit_link(busy.n.tolist(), busy.nbytes.tolist(),
-                                (busy["last"] - busy["first"]).tolist())
+
+    def link(sel: pd.DataFrame) -> tuple[float, float]:
+        busy = sel.groupby(["model", "mode", "config", "trace_step"]).agg(
+            n=("variable", "size"), nbytes=("bytes", "sum"), first=("start_s", "min"),
+            last=("end_s", "max"))
+        return fit_link(busy.n.tolist(), busy.nbytes.tolist(),
+                        (busy["last"] - busy["first"]).tolist())
+
+    transfer_s, rate = link(x[x.config == "baseline"])
+    x_dag = x[x.config.isin(dag)]
+    dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
     factor, op_s = fit_compute(t.oracle_compute_s.tolist(), t.oracle_ops.tolist(),
                                t.compute_s.tolist())
+    tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
+    gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, op_s, step_s)
+    return Overhead(transfer_s, rate, factor, op_s, step_s, max(gap, 1.0), dag_s)
+
+
+def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """``{(model, mode): live compute time / oracle compute time}`` summed over the
+    workload's traced steps (every config and worker): the live speed of that graph's ops
+    (:mod:`commsched.sim.overhead`, last paragraph)."""
+    t = traced[traced.compute_s.notna()]
+    return {(str(m), str(mo)): float(d.compute_s.sum() / d.oracle_compute_s.sum())
+            for (m, mo), d in t.groupby(["model", "mode"])}
 
 
 def arrival_order_repeats(xfers: pd.DataFrame, config: str = "baseline") -> pd.DataFrame:
@@ -569,14 +675,16 @@ def out_of_order_rate(xfers: pd.DataFrame) -> pd.DataFrame:
 
 def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload],
               n_workers: int, fitted: Mapping[str, Mapping[str, float]] | None = None,
-              loo: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+              loo: Mapping[str, Mapping[str, float]] | None = None,
+              intended: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """One row per model, mode and config: throughput, gain, straggler, prediction.
 
     ``predicted_nominal_s`` is the simulator on the trace as it is (nominal link rate, the
     oracle's op times); ``fitted`` and ``loo`` ({group id: {config: s}}) are its
     predictions with the overheads fitted on the whole run and on the other models only
-    (:func:`fit_overhead`). ``predicted_s`` / ``pred_error`` are the fitted ones where
-    given, else the nominal ones."""
+    (:func:`fit_overhead`), ``intended`` with the whole run's overheads on the intended
+    orders (module docstring, step 3). ``predicted_s`` / ``pred_error`` are the fitted
+    ones where given, else the nominal ones."""
     rows = []
     for w in loads:
         it = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.worker == 0)]
@@ -604,6 +712,7 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                 "hook": c["enforce"], "steps": len(x), "iteration_mean_s": mean,
                 "iteration_median_s": float(x["iteration_s"].median()),
                 "iteration_p95_s": float(x["iteration_s"].quantile(0.95)),
+                "work_cv": _work_cv(steps, w, c["name"]),
                 "throughput": n_workers * w.batch / mean,
                 "gain": float(base / mean - 1.0),
                 "straggler": strag,
@@ -616,10 +725,22 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                 "pred_error": pred[c["name"]] / mean - 1.0,
                 "pred_error_loo": (loo[w.group_id][c["name"]] / mean - 1.0 if loo
                                    else math.nan),
+                "predicted_intended_s": (intended[w.group_id][c["name"]] if intended
+                                         else math.nan),
+                "pred_error_intended": (intended[w.group_id][c["name"]] / mean - 1.0
+                                        if intended else math.nan),
                 "predicted_gain": pred["baseline"] / pred[c["name"]] - 1.0,
                 "comm_comp_ratio": w.comm_comp,
             })
     return pd.DataFrame(rows)
+
+
+def _work_cv(steps: pd.DataFrame, w: Workload, config: str) -> float:
+    """Coefficient of variation of one worker's work time over the measured steps and
+    workers of a config: the live spread that the simulator's per-worker, per-iteration
+    noise stands for (:mod:`commsched.sim.multiworker`, Noise)."""
+    x = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.config == config)]
+    return float(x.work_s.std() / x.work_s.mean()) if len(x) > 1 else math.nan
 
 
 def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
@@ -629,7 +750,8 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
 
     Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
     / config mean; below 1 is an increase, counted in ``live.straggler_increases``),
-    prediction errors; per model and mode the best gain over the ordered configs; pooled:
+    prediction errors, the work time's coefficient of variation (``work_cv``);
+    per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
     leave-one-model-out), the sender-vs-DAG difference and order agreements. With
     ``repeats`` (:func:`arrival_order_repeats`), ``out_of_order``
@@ -642,6 +764,7 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         out[f"{key}.straggler"] = r.straggler
         out[f"{key}.pred_error"] = r.pred_error
         out[f"{key}.pred_error_nominal"] = r.pred_error_nominal
+        out[f"{key}.work_cv"] = r.work_cv
         if r.config != "baseline":
             out[f"{key}.gain"] = r.gain
             out[f"{key}.straggler_reduction"] = r.straggler_reduction
@@ -660,7 +783,7 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         if not sel.empty:
             out[f"live.{hook}.order_agreement"] = float(sel.order_agreement.mean())
             out[f"live.{hook}.end_agreement"] = float(sel.end_agreement.mean())
-    for col in ("pred_error", "pred_error_nominal", "pred_error_loo"):
+    for col in ("pred_error", "pred_error_nominal", "pred_error_loo", "pred_error_intended"):
         err = summary[col].abs().dropna() if col in summary else pd.Series(dtype=float)
         if not err.empty:
             out[f"live.{col}.median_abs"] = float(err.median())
@@ -684,15 +807,25 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
 
 def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
             loads: Sequence[Workload], params: LiveParams,
+            achieved: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
             say: Callable[[str], None] = lambda _: None) -> tuple[pd.DataFrame,
                                                                  dict[str, float]]:
     """The summary table and the metrics of a live run's tables: fits the overheads
     (:func:`fit_overhead`: on every model, and leaving each model out in turn), re-runs
-    the simulator with them, and measures order repeats and gRPC reordering."""
+    the simulator with them on the orders the run achieved (``achieved``,
+    :func:`achieved_ranks`) and on the intended ones, and measures order repeats and
+    gRPC reordering."""
     ov = fit_overhead(xfers, traced, steps)
-    say(f"fitted overhead: {ov}")
-    fitted = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed, ov)
+    factors = workload_compute_factors(traced)
+    say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
+                                           op_s=0.0) for w in loads}
+    fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
+                                             achieved[w.group_id])
               for w in progress(loads, "predictions with the fitted overhead")}
+    intended = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed,
+                                      own[w.group_id])
+                for w in progress(loads, "predictions of the intended orders")}
     loo: dict[str, dict[str, float]] = {}
     models = sorted({w.model for w in loads})
     if len(models) > 1:
@@ -700,12 +833,14 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
             ov_m = fit_overhead(xfers, traced, steps, exclude_model=model)
             for w in loads:
                 if w.model == model:
-                    loo[w.group_id] = w.predict(params.workers, params.sim_iterations,
-                                                params.seed, ov_m)
-    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None)
+                    loo[w.group_id] = w.predict_achieved(params.workers, ov_m,
+                                                         achieved[w.group_id])
+    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None, intended)
     nominal = net.parse_rate(loads[0].bandwidth) if loads else math.nan
     values = metrics(summary, arrival_order_repeats(xfers), out_of_order_rate(xfers),
-                     {**dataclasses.asdict(ov), "rate_fraction_of_nominal":
+                     {**{k: v for k, v in dataclasses.asdict(ov).items() if v is not None},
+                      **{f"compute_factor.{m}.{mo}": f for (m, mo), f in factors.items()},
+                      "rate_fraction_of_nominal":
                       ov.rate_Bps / nominal})
     return summary, values
 
@@ -801,7 +936,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = _cluster_run(params, loads, Path(args.workdir), say)
         steps, xfers = tables(results, loads, params.workers)
         traced = traced_steps(results, loads)
-        summary, values = analyse(steps, xfers, traced, loads, params, say)
+        summary, values = analyse(steps, xfers, traced, loads, params,
+                                  achieved_ranks(results, loads, params.workers), say)
         cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
         write_table(steps, args.steps, cfg)
         write_table(xfers, args.transfers, cfg)

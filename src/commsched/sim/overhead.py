@@ -14,19 +14,41 @@ A live cluster adds costs that neither number contains:
   kernel's network stack; caches shared with them), and the executor spends a fixed time
   per op (``op_s``) that the oracle does not count;
 * **per iteration** (``step_s``): the synchronisation barrier's round trip to the server,
-  which the simulated iteration (slowest worker's last op) ends before.
+  which the simulated iteration (slowest worker's last op) ends before;
+* **executor gaps** (``gap_factor``): the worker's single inter-op thread is idle between
+  ops even when nothing waits for the network (dispatch, the thread losing its core to
+  the other processes on the machine, gRPC threads serialising gradients). Measured on
+  the traced steps' executor timelines after each worker's last parameter arrival (no op
+  waits for a recv any more): wall time from that arrival to the last op's end over the
+  summed time of the ops run there, pooled; every compute op's time is multiplied by it;
+* **the DAG hook** (``dag_transfer_s``): when the worker chains its reads (hook ``dag``),
+  each request leaves only after the previous transfer arrived and the executor ran the
+  control edge, so every transfer pays a round trip; :func:`fit_link` on the busy
+  periods of the ``dag`` configs' traced steps gives it (:meth:`Overhead.for_hook`).
 
-:class:`Overhead` holds the five numbers and :meth:`Overhead.apply` rewrites a view with
+What we measured and left out: gRPC multiplexes responses on HTTP/2 streams, so a server
+could share its link among all outstanding transfers instead of sending one at a time. A
+processor-sharing downlink fitted the traced arrivals worse (median |error| 28% against
+25% for the one-at-a-time channel, both with the achieved orders, run of 2026-11-23):
+the baseline's arrivals are spread over the busy period in a random order, as
+one-at-a-time sending gives, so the simulator's channel is kept.
+
+:class:`Overhead` holds these numbers and :meth:`Overhead.apply` rewrites a view with
 them: every ``recv``/``send`` of ``b`` bytes takes ``transfer_s + b / rate_Bps``, every
-other op ``compute_factor * d + op_s``; :meth:`Overhead.iteration_time` adds ``step_s``.
-The simulator itself is unchanged. The fits (:func:`fit_link`, :func:`fit_compute`) are
-least squares over *traced* steps of a live run (distributed ``FULL_TRACE``, which the
-measured steps do not use), pooled over all models, modes and configs given, so one set
-of numbers serves every prediction; nothing is fitted to the measured iteration times.
+other op ``compute_factor * gap_factor * d + op_s``; :meth:`Overhead.iteration_time` adds
+``step_s``. The fits (:func:`fit_link`, :func:`fit_compute`) are least squares over
+*traced* steps of a live run (distributed ``FULL_TRACE``, which the measured steps do not
+use), pooled over all models, modes and configs given. The live experiment
+(:func:`commsched.experiments.live.fit_overhead`) may replace ``compute_factor`` by one
+per model and mode, from that workload's own traced steps (its live op time over the
+oracle's: a live time oracle, as the trace is the unloaded one); its leave-one-model-out
+check uses the pooled fit of the other models only. Nothing is fitted to the measured
+iteration times.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,13 +72,19 @@ class Overhead:
     compute_factor: float
     op_s: float
     step_s: float
+    gap_factor: float = 1.0
+    dag_transfer_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("transfer_s", "op_s", "step_s"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
-        for name in ("rate_Bps", "compute_factor"):
+        if self.dag_transfer_s is not None and not (
+                math.isfinite(self.dag_transfer_s) and self.dag_transfer_s >= 0):
+            raise CommschedError("overhead dag_transfer_s must be finite and >= 0, got "
+                                 f"{self.dag_transfer_s!r}")
+        for name in ("rate_Bps", "compute_factor", "gap_factor"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise CommschedError(f"overhead {name} must be finite and > 0, got {v!r}")
@@ -76,8 +104,16 @@ class Overhead:
             if a["kind"] in _NET:
                 a["duration"] = self.transfer_s + int(a.get("bytes", 0)) / self.rate_Bps
             else:
-                a["duration"] = self.compute_factor * float(a["duration"]) + self.op_s
+                a["duration"] = (self.compute_factor * self.gap_factor * float(a["duration"])
+                                 + self.op_s)
         return out
+
+    def for_hook(self, hook: str) -> Overhead:
+        """The overheads of a config enforced with ``hook``: the DAG hook's per-transfer
+        cost where fitted, else these."""
+        if hook == "dag" and self.dag_transfer_s is not None:
+            return dataclasses.replace(self, transfer_s=self.dag_transfer_s)
+        return self
 
     def iteration_time(self, simulated_s: float) -> float:
         """A simulated iteration time plus the per-iteration cost."""
