@@ -284,9 +284,10 @@ def test_arrival_order_repeats_and_out_of_order_rate():
     rows = []
     for step, order in enumerate([("a", "b", "c"), ("b", "a", "c"), ("a", "b", "c")]):
         for k, v in enumerate(order):
-            rows.append({"model": "m", "mode": "train", "config": "baseline", "worker": 0,
-                         "trace_step": step, "kind": "recv", "variable": v,
-                         "start_s": 0.0, "end_s": 1.0 + k})
+            rows.append({"model": "m", "mode": "train", "config": "baseline",
+                         "hook": "none", "worker": 0, "trace_step": step, "kind": "recv",
+                         "variable": v, "priority": "abc".index(v), "start_s": 0.0,
+                         "end_s": 1.0 + k})
     x = pd.DataFrame(rows)
     r = live.arrival_order_repeats(x)
     assert r[["steps", "distinct"]].values.tolist() == [[3, 2]]
@@ -296,6 +297,11 @@ def test_arrival_order_repeats_and_out_of_order_rate():
     x.loc[(x.trace_step == 1) & (x.variable == "c"), "start_s"] = -1.0  # c first, arrives last
     ooo = live.out_of_order_rate(x)
     assert ooo.overtaken.tolist() == [2] and ooo.rate.iloc[0] == pytest.approx(2 / 9)
+    # under the sender hook the hand-off order is the priority order, not the request
+    # time: step 1 delivered b before a (priority 0), one reordered transfer
+    sender = x.assign(config="tic-sender", hook="sender")
+    got = live.out_of_order_rate(sender)
+    assert got.overtaken.tolist() == [1] and got.rate.iloc[0] == pytest.approx(1 / 9)
     m = live.metrics(pd.DataFrame(columns=["model", "mode", "config", "straggler",
                                            "pred_error", "pred_error_nominal", "gain",
                                            "straggler_reduction", "hook", "order",

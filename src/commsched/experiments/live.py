@@ -489,6 +489,7 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
                 for x in tr[kind]:
                     xfer_rows.append({
                         "model": w.model, "mode": w.mode, "config": r["config"],
+                        "hook": cfg["enforce"],
                         "trace_step": k, "worker": r["task"], "kind": kind[:-1],
                         "variable": x["var"], "bytes": r["variables"].get(x["var"], {}).get(
                             "bytes", 0), "priority": ref.get(x["var"], math.nan),
@@ -661,11 +662,23 @@ def overtaken(starts: Sequence[float], ends: Sequence[float]) -> int:
 def out_of_order_rate(xfers: pd.DataFrame) -> pd.DataFrame:
     """TicTac Sec. 5.1's gRPC error: the fraction of parameter transfers that gRPC
     delivered out of the order they were handed to it (:func:`overtaken`), per model,
-    mode and config, over every traced step and worker."""
+    mode and config, over every traced step and worker.
+
+    The order of hand-off: under the sender hook (``hook == "sender"``) the server hands
+    a worker's transfers to gRPC strictly in priority order (it blocks each until its
+    predecessors have been handed over, as in Sec. 5.1), so the priority is the hand-off
+    order; a transfer is reordered when it arrived before one of smaller priority. The
+    traced ``start_s`` is the worker's RecvTensor start, the time the *request* was
+    issued, not the hand-off, so it is used only where nothing is enforced at the sender
+    (baseline, DAG hook)."""
     sel = xfers[xfers.kind == "recv"]
     rows = []
     for (model, mode, config), d in sel.groupby(["model", "mode", "config"]):
-        bad = sum(overtaken(g.start_s.tolist(), g.end_s.tolist())
+        sender = (d.hook == "sender").all()
+        if sender:
+            d = d[d.priority.notna()]  # unranked reads: not in the order
+        key = "priority" if sender else "start_s"
+        bad = sum(overtaken(g[key].tolist(), g.end_s.tolist())
                   for _, g in d.groupby(["trace_step", "worker"]))
         rows.append({"model": model, "mode": mode, "config": config, "transfers": len(d),
                      "overtaken": bad, "rate": bad / len(d)})

@@ -50,7 +50,12 @@ Setting (our choices where the paper's cluster is not available to us):
   the order (Sec. 6: "about 10 seconds").
 * Noise (:mod:`commsched.sim.multiworker`): per-op jitter ``U[1 - jitter, 1 + jitter]``
   and a per-worker per-iteration compute factor whose coefficient of variation is
-  ``worker_noise``; ``worker_noise: trace`` takes it per model from the trace, as the
+  ``worker_noise``. The default configuration takes that number from the live runs
+  (:mod:`commsched.experiments.live`): the median over the live workloads of
+  ``work_cv``, the spread of one worker's work time across steps and workers of the
+  baseline configuration. It is a recorded number in ``config/config.yaml``, not read
+  from ``results/``, so that the simulation does not depend on the live run (which needs
+  root). ``worker_noise: trace`` takes it per model from the trace instead, as the
   coefficient of variation of the traced step wall times (``meta.step_wall_s``, the
   iteration-to-iteration spread of one TensorFlow process running the model; 1.5-24% for
   the committed traces).
