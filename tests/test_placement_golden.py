@@ -156,6 +156,9 @@ def test_size_est_and_cycle():
     assert p.size_est.tolist() == [6, 9, 3 + 9 + 5 + 7]
     with pytest.raises(PlacementError, match="cycle"):
         Problem.build(ops=[1, 1], size=[1, 1], edges=[(0, 1), (1, 0)])
+    # node 0 hangs below the cycle 1 -> 2 -> 1: the error names a node on the cycle
+    with pytest.raises(PlacementError, match=r"cycle through node [12]$"):
+        Problem.build(ops=[1, 1, 1], size=[1, 1, 1], edges=[(1, 2), (2, 1), (2, 0)])
 
 
 def test_link_contention_serialises_transfers():

@@ -188,7 +188,12 @@ class Problem:
             lst.sort()
         topo = topological_order(succ)
         if len(topo) != n:
-            v = min(set(range(n)).difference(topo))
+            # every node left out of Kahn's order has a predecessor left out too: walking
+            # back n steps from any of them ends on a cycle
+            left = set(range(n)).difference(topo)
+            v = min(left)
+            for _ in range(n):
+                v = next(u for u in pred[v] if u in left)
             raise PlacementError(f"the graph has a cycle through node {names[v]}")
         uf = UnionFind(n)
         witness = {v: v for v in range(n) if cons[v] != NO}  # root -> a constrained member
