@@ -65,7 +65,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, HostCluster, emulated_cluster, guard
 from commsched.cluster.procs import ProcRecord, end_processes, start_time
 from commsched.cost import LinkModel
-from commsched.enforce.order import variable_priorities
+from commsched.enforce.order import match_variables, variable_priorities
 from commsched.errors import CommschedError
 from commsched.io.atomic import atomic_write_text
 from commsched.io.structured import read_yaml
@@ -283,9 +283,7 @@ def achieved_ranks(results: Sequence[Mapping[str, Any]], loads: Sequence[Workloa
     view recvs (in the order of :func:`commsched.sim.multiworker.compose`) ranked by the
     arrival of their variable (ties by name; a recv whose variable did not arrive in the
     trace ranks last). Live variables are matched to the trace's by
-    :func:`commsched.enforce.order.match_variables`."""
-    from commsched.enforce.order import match_variables
-
+    :func:`_live_names`."""
     by_group = {w.group_id: w for w in loads}
     recvs_of = {g: [n for n, a in w.view.nodes(data=True) if a["kind"] == "recv"]
                 for g, w in by_group.items()}
@@ -293,10 +291,7 @@ def achieved_ranks(results: Sequence[Mapping[str, Any]], loads: Sequence[Workloa
     for r in results:
         w = by_group[r["group"]]
         trace_vars = w.view.graph["recvs"]
-        traced = {v: list(w.view.graph["variables"][v]["shape"])
-                  for v in dict.fromkeys(trace_vars.values())}
-        live = {v: list(info["shape"]) for v, info in r["variables"].items()}
-        to_live = match_variables(traced, live)
+        to_live = _live_names(w, r, trace_vars.values())
         per = steps.setdefault((r["group"], r["config"]), {})
         for k, tr in enumerate(r["traces"]):
             arrival = {x["var"]: float(x["end"]) for x in tr["recvs"]}
@@ -309,9 +304,9 @@ def achieved_ranks(results: Sequence[Mapping[str, Any]], loads: Sequence[Workloa
         for k in sorted(per):
             if len(per[k]) != n_workers:
                 continue
-            rk = np.empty((n_workers, len(recvs_of[group])))
+            ops = recvs_of[group]
+            rk = np.empty((n_workers, len(ops)))
             for task, arr in per[k].items():
-                ops = recvs_of[group]
                 order = sorted(range(len(ops)), key=lambda i: (arr[ops[i]], ops[i]))
                 rk[task, order] = np.arange(len(ops))
             ranks.append(rk)
@@ -545,14 +540,19 @@ def _oracle_compute(view: nx.DiGraph) -> tuple[float, int]:
     return math.fsum(comp), len(comp)
 
 
+def _live_names(w: Workload, r: Mapping[str, Any], variables: Iterable[str]
+                ) -> dict[str, str]:
+    """{traced variable: its live name} for ``variables`` of ``w``'s trace in the live
+    result ``r``, matched by shape (:func:`commsched.enforce.order.match_variables`)."""
+    traced = {v: list(w.view.graph["variables"][v]["shape"]) for v in dict.fromkeys(variables)}
+    live = {v: list(info["shape"]) for v, info in r["variables"].items()}
+    return match_variables(traced, live)
+
+
 def _live_reference(w: Workload, r: Mapping[str, Any]) -> dict[str, float]:
     """TAC's variable priorities under the live names (for the baseline's agreement)."""
-    from commsched.enforce.order import match_variables
-
     ref = w.orders.get("tac") or next(iter(w.orders.values()), {})
-    traced = {v: list(w.view.graph["variables"][v]["shape"]) for v in ref}
-    live = {v: list(info["shape"]) for v, info in r["variables"].items()}
-    mapping = match_variables(traced, live)
+    mapping = _live_names(w, r, ref)
     return {mapping[v]: p for v, p in ref.items()}
 
 

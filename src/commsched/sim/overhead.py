@@ -76,14 +76,10 @@ class Overhead:
     dag_transfer_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "op_s", "step_s"):
+        for name in ("transfer_s", "op_s", "step_s", "dag_transfer_s"):
             v = getattr(self, name)
-            if not (math.isfinite(v) and v >= 0):
+            if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
-        if self.dag_transfer_s is not None and not (
-                math.isfinite(self.dag_transfer_s) and self.dag_transfer_s >= 0):
-            raise CommschedError("overhead dag_transfer_s must be finite and >= 0, got "
-                                 f"{self.dag_transfer_s!r}")
         for name in ("rate_Bps", "compute_factor", "gap_factor"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
