@@ -27,7 +27,7 @@ from pathlib import Path
 from benchlib import write_result
 
 from commsched.cli import COMMANDS
-from commsched.graph import save
+from commsched.model.graph import save
 from commsched.trace.synthetic import par_n
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from benchlib import timed, write_result
 
+from commsched.echelon.experiments.eval import PROFILE_BLOCKS, Scenario, make_jobs
 from commsched.echelon.jobs import layer_profile, run_jobs
-from commsched.experiments.echelon_eval import PROFILE_BLOCKS, Scenario, make_jobs
 from commsched.io.structured import read_yaml
+from commsched.model.traced import load_trace
 from commsched.sim.flow import two_tier
-from commsched.trace.format import load_trace
 
 TARGET_S = 60.0
 ROOT = Path(__file__).resolve().parent.parent

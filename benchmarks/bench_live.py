@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+from commsched.atomic import atomic_write_text
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster
 from commsched.cluster.procs import alive
-from commsched.io.atomic import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "live.json"
 

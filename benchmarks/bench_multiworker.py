@@ -8,9 +8,9 @@ jitter, sharding, duplex), ``--servers`` servers and ``--workers`` workers.
 
 Measured (``benchmarks/results/multiworker.json``):
 
-* ``headline``: :func:`commsched.sim.multiworker.run` of the random baseline (the costliest
+* ``headline``: :func:`commsched.tictac.sim.run` of the random baseline (the costliest
   policy: a fresh permutation per worker and iteration) for ``--iterations`` iterations on
-  the coarsened view (:func:`commsched.sim.multiworker.coarsen`, what the TicTac
+  the coarsened view (:func:`commsched.tictac.sim.coarsen`, what the TicTac
   experiments simulate), without per-iteration validation; then ``--validate``
   iterations validated with :func:`commsched.sim.check_schedule` to show they pass.
 * ``fine``: seconds per iteration on the full (not coarsened) view, from
@@ -36,8 +36,8 @@ from typing import Any
 from bench_tictac import largest_training_trace
 from benchlib import write_result
 
-from commsched.experiments.tictac import Params, load_models, trace_file
-from commsched.sim.multiworker import compose, run
+from commsched.tictac.experiments.sweeps import Params, load_models, trace_file
+from commsched.tictac.sim import compose, run
 
 TARGET_S = 60.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [] if args.no_accuracy else accuracy(
         committed, params, args.accuracy_workers, args.accuracy_iterations)
     result = {
-        "benchmark": "multi-worker PS simulation (commsched.sim.multiworker.run)",
+        "benchmark": "multi-worker PS simulation (commsched.tictac.sim.run)",
         "trace": str(trace.relative_to(ROOT) if trace.is_absolute() else trace),
         "model": model.name, "mode": model.mode,
         "settings": {"n_workers": args.workers, "n_servers": args.servers,

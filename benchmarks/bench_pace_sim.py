@@ -2,7 +2,7 @@
 
 For each traced model of the PACE study (VGG-16, ResNet-50, Seq2Seq, Transformer; 12
 workers, 10 Gbit/s ring all-reduce with 50 us per ring step, compute as traced, PACE's
-unbounded compute), times building the :class:`commsched.sim.allreduce.Workload` (once per
+unbounded compute), times building the :class:`commsched.pace.sim.Workload` (once per
 model and compute scale), each policy's decision (:data:`commsched.pace.baselines.POLICIES`:
 WFBP, Horovod, P3's many slices, ByteScheduler's tuning grid, PACE's planner) and the
 simulation of the decided plan (:meth:`Workload.simulate`, median of ``--repeat`` runs,
@@ -25,11 +25,11 @@ from pathlib import Path
 
 from benchlib import timed, write_result
 
+from commsched.cost.allreduce import allreduce_cost
+from commsched.model.traced import load_trace
 from commsched.pace.baselines import POLICIES as REGISTRY
 from commsched.pace.baselines import PolicyContext
-from commsched.pace.model import allreduce_cost
-from commsched.sim.allreduce import UNBOUNDED, Workload
-from commsched.trace.format import load_trace
+from commsched.pace.sim import UNBOUNDED, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ("vgg16-train-b2", "resnet50_v1-train-b4", "seq2seq_lstm-train-b4",
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = max(r["simulate_validated_median_s"] for m in models.values()
                 for r in m["policies"].values())
     result = {
-        "benchmark": "all-reduce simulator (commsched.sim.allreduce) on traced models",
+        "benchmark": "all-reduce simulator (commsched.pace.sim) on traced models",
         "workers": args.workers, "bandwidth_gbps": args.bandwidth_gbps,
         "latency_s_per_ring_step": 50e-6, "compute_capacity": UNBOUNDED,
         "repeat": args.repeat, "models": models,

@@ -68,9 +68,9 @@ from typing import Any
 import numpy as np
 from benchlib import write_result
 
-from commsched.experiments.placement import TABLE71, synthetic_graph
 from commsched.io.thesis import read_devices, read_graph
 from commsched.placement import PARTITIONERS, SCHEDULERS, Cluster, Options, Problem
+from commsched.placement.experiments.thesis import TABLE71, synthetic_graph
 from commsched.placement.heft import HeftResult, heft_core
 from commsched.placement.model import random_devices
 from commsched.placement.run import partition, schedule

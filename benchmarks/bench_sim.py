@@ -3,7 +3,7 @@
 Builds a seeded random DAG (ops on four resources of capacities 4, 2, 1, 1; edges from an
 op to a later op at most ``--window`` positions ahead, so the graph has both depth and
 parallelism; half the ops carry a random priority so both ready queues are used), then
-times :func:`commsched.graph.compile_graph` and
+times :func:`commsched.model.graph.compile_graph` and
 :func:`commsched.sim.simulate_compiled` (fifo and random ties; median of ``--repeat``
 runs), validates one schedule with :func:`commsched.sim.check_schedule`, and writes
 ``benchmarks/results/sim.json``.
@@ -23,7 +23,7 @@ from pathlib import Path
 import networkx as nx
 from benchlib import timed, write_result
 
-from commsched.graph import add_op, compile_graph, new_graph
+from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate_compiled
 
 RESOURCES = {"cpu": 4, "gpu": 2, "net": 1, "pcie": 1}

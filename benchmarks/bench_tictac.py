@@ -27,7 +27,7 @@ from pathlib import Path
 import networkx as nx
 from benchlib import timed, write_result
 
-from commsched.graph import add_op, compile_graph, new_graph
+from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.tictac.order import tac, tic
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     trace = None if args.synthetic else largest_training_trace()
     if trace is not None:
-        from commsched.trace.format import load_trace
+        from commsched.model.traced import load_trace
         from commsched.views.ps import ps_view
 
         g = ps_view(load_trace(trace))

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from commsched.io.atomic import atomic_write_text
+from commsched.atomic import atomic_write_text
 from commsched.trace import zoo
 
 #: (model, mode) pairs of the committed traces: TicTac's experiments use four models in

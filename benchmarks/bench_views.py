@@ -20,7 +20,7 @@ from typing import Any
 from benchlib import timed, write_result
 
 from commsched.cost import LinkModel, RingAllReduce
-from commsched.trace.format import load_trace
+from commsched.model.traced import load_trace
 from commsched.views import allreduce_view, ps_view
 
 TARGET_S = 2.0

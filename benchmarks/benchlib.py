@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
-from commsched.io.atomic import atomic_write_text
+from commsched.atomic import atomic_write_text
 from commsched.results import provenance
 
 __all__ = ["cpu_model", "machine", "timed", "write_result"]

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from commsched.cost.allreduce import fit_table, summarize
 from commsched.errors import CommschedError
-from commsched.experiments import allreduce_bench, allreduce_fit
+from commsched.pace.experiments import allreduce_bench, allreduce_fit
 from commsched.results import read_table, write_table
 
 
@@ -54,7 +55,7 @@ def test_tiny_measurement_is_positive_and_grows():
     df, setup = allreduce_bench.measure([2], [4096, 4 << 20], reps=3, timeout_s=60)
     assert set(df.columns) == {"workers", "rank", "size_bytes", "rep", "seconds"}
     assert len(df) == 2 * 2 * 3 and (df["seconds"] > 0).all()
-    summary = allreduce_fit.summarize(df)
+    summary = summarize(df)
     med = dict(zip(summary["size_bytes"], summary["median_s"], strict=True))
     assert med[4 << 20] > med[4096]  # 1000x the bytes takes longer
     assert setup["tf_version"]
@@ -87,7 +88,7 @@ def test_summary_takes_max_over_ranks_then_median():
         "rank": [0, 1, 0, 1, 0, 1], "rep": [0, 0, 1, 1, 2, 2],
         "seconds": [1.0, 3.0, 5.0, 2.0, 4.0, 4.5],
     })
-    s = allreduce_fit.summarize(df)
+    s = summarize(df)
     # per rep max: 3.0, 5.0, 4.5 -> median 4.5, min 3, max 5
     assert s.loc[0, "median_s"] == 4.5
     assert (s.loc[0, "min_s"], s.loc[0, "max_s"], s.loc[0, "reps"]) == (3.0, 5.0, 3)
@@ -122,6 +123,6 @@ def test_fit_driver_rejects_bad_tables(tmp_path, capsys):
 def test_committed_measurement_fits_a_line():
     """The committed measurement (data/measurements) is well described by a + b*s."""
     path = Path(__file__).parent.parent / "data" / "measurements" / "allreduce_loopback.csv"
-    fits = allreduce_fit.fit_table(allreduce_fit.summarize(read_table(path)))
+    fits = fit_table(summarize(read_table(path)))
     assert (fits["a_s"] > 0).all() and (fits["b_s_per_byte"] > 0).all()
     assert (fits["r2"] > 0.9).all()

@@ -1,4 +1,4 @@
-"""All-reduce plans enforced in PyTorch data-parallel training (commsched.enforce.ddp).
+"""All-reduce plans enforced in PyTorch data-parallel training (commsched.pace.live.ddp).
 
 The gradient-equality test runs every policy in two real worker processes (gloo on
 loopback) and compares each policy's averaged gradients and updated parameters with those
@@ -17,10 +17,10 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from commsched.enforce.ddp import NO_COMM, POLICIES, WorkerConfig, launch
 from commsched.errors import CommschedError
-from commsched.experiments.pace_live import Params, make_plans
 from commsched.pace.baselines import DDP_FIRST_BUCKET_BYTES
+from commsched.pace.experiments.live import Params, make_plans
+from commsched.pace.live.ddp import NO_COMM, POLICIES, WorkerConfig, launch
 from commsched.pace.plan import Group, Partition, Plan, save_plan
 from commsched.trace.torch import trace_model
 from commsched.trace.torch_models import build
@@ -197,7 +197,7 @@ def test_torchrun_launches_the_workers_with_its_own_rendezvous(tmp_path: Path) -
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     torchrun = Path(sys.executable).with_name("torchrun")
     p = subprocess.run([str(torchrun), "--standalone", "--nnodes", "1", "--nproc-per-node",
-                        str(WORLD), "-m", "commsched.enforce.ddp", str(tmp_path / "cfg.json")],
+                        str(WORLD), "-m", "commsched.pace.live.ddp", str(tmp_path / "cfg.json")],
                        env={**os.environ, "GLOO_SOCKET_IFNAME": "lo"}, capture_output=True,
                        timeout=120, check=False)
     assert p.returncode == 0, p.stderr.decode()[-500:]
@@ -219,7 +219,7 @@ def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: s
     import sys
 
     from commsched.cluster import net
-    from commsched.graph import save
+    from commsched.model.graph import save
 
     reason = net.check_support()
     if reason:
@@ -233,7 +233,7 @@ def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: s
     out = [f"--{n}={tmp_path / n}.csv" for n in ("steps", "allreduces", "link", "summary",
                                                   "metrics")]
     before = set(net.list_namespaces())
-    p = subprocess.Popen([sys.executable, "-m", "commsched.experiments.pace_live",
+    p = subprocess.Popen([sys.executable, "-m", "commsched.pace.experiments.live",
                           "--config-json", json.dumps(cfg), "--workdir", str(tmp_path / "w"),
                           *out], stderr=subprocess.PIPE, text=True)
     results = tmp_path / "w" / "tiny_cnn-torch-cpu-train-b4"

@@ -1,4 +1,4 @@
-"""The EchelonFlow cluster evaluation driver (commsched.experiments.echelon_eval)."""
+"""The EchelonFlow cluster evaluation driver (commsched.echelon.experiments.eval)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from commsched.echelon.experiments import eval as ee
 from commsched.echelon.jobs import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
-from commsched.experiments import echelon_eval as ee
 from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, read_provenance, read_table
 

@@ -104,7 +104,7 @@ def test_limits_are_one_line_errors() -> None:
 
 
 def test_echelon_core_experiment_writes_its_outputs(tmp_path) -> None:
-    from commsched.experiments.echelon_core import main
+    from commsched.echelon.experiments.core import main
     from commsched.results import read_metrics, read_table
     out = {k: tmp_path / f"{k}.csv" for k in ("table1", "fig2", "gaps", "metrics")}
     assert main(["--seed", "1", "--instances", "2", "--hosts", "3", "--groups", "2",

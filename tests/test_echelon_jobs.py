@@ -20,8 +20,8 @@ from commsched.echelon.jobs import (
     run_jobs,
 )
 from commsched.errors import CommschedError
+from commsched.model.traced import load_trace
 from commsched.sim.flow import InvalidFlowSchedule, View, big_switch, priority_max_min, two_tier
-from commsched.trace.format import load_trace
 from commsched.views.common import optimizer_ops
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"

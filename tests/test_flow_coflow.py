@@ -185,7 +185,7 @@ def test_replay_command(tmp_path, capsys):
 
 def test_replay_claims_name_metrics_the_replay_produces():
     from commsched.claims import load_claims
-    from commsched.experiments.echelon_replay import metrics
+    from commsched.echelon.experiments.replay import metrics
 
     df = pd.DataFrame({"id": [1], "cct": [1.0]}).set_index("id")
     names = {"fair", "fair-ports", "fifo", "sebf"}
@@ -196,7 +196,7 @@ def test_replay_claims_name_metrics_the_replay_produces():
 
 
 def test_replay_metrics_and_bins(tmp_path):
-    from commsched.experiments.echelon_replay import bins_table, main, metrics
+    from commsched.echelon.experiments.replay import bins_table, main, metrics
 
     base = {"id": [1, 2], "arrival": [0.0, 0.0], "total_mb": [1.0, 300.0],
             "width": [1, 100], "longest_mb": [1.0, 10.0]}

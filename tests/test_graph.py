@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from commsched import graph
 from commsched.cli import main
 from commsched.errors import GraphError
+from commsched.model import graph
 
 
 def small() -> nx.DiGraph:

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from commsched.enforce.job import build_config
 from commsched.errors import CommschedError
+from commsched.tictac.live.job import build_config
 
 pytestmark = pytest.mark.slow
 

@@ -21,13 +21,13 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
-from commsched.enforce.order import match_variables, priority_groups, variable_priorities
-from commsched.enforce.steptrace import parse_label, transfers
+from commsched.cost.overhead import Overhead
 from commsched.errors import CommschedError
-from commsched.experiments import live
-from commsched.graph import add_op, new_graph
+from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
-from commsched.sim.overhead import Overhead
+from commsched.tictac.experiments import live
+from commsched.tictac.live.order import match_variables, priority_groups, variable_priorities
+from commsched.tictac.live.steptrace import parse_label, transfers
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Multi-worker parameter-server simulation (commsched.sim.multiworker).
+"""Multi-worker parameter-server simulation (commsched.tictac.sim).
 
 Hand-derived cases first (every timeline is written out in the comments), then property
 tests on random worker graphs. Every simulated schedule is validated with check_schedule
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
-from commsched.graph import add_op, compile_graph, new_graph, validate
+from commsched.model.graph import add_op, compile_graph, new_graph, validate
 from commsched.sim import check_schedule, simulate
-from commsched.sim.multiworker import (
+from commsched.tictac.sim import (
     coarsen,
     compose,
     iteration,

@@ -10,6 +10,7 @@ from views_graphs import bn_trace, mlp_trace, random_trace
 
 from commsched.cost import LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
+from commsched.model.traced import load_trace
 from commsched.pace.baselines import (
     POLICIES,
     PolicyContext,
@@ -20,8 +21,7 @@ from commsched.pace.baselines import (
     layer_order,
     run_policy,
 )
-from commsched.sim.allreduce import Workload
-from commsched.trace.format import load_trace
+from commsched.pace.sim import Workload
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 SMALL_REAL = ["thesis_cnn-train-b8", "thesis_rnn-train-b8"]

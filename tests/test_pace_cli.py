@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from commsched.cli import main
+from commsched.cost.allreduce import allreduce_cost
 from commsched.errors import CommschedError
-from commsched.pace.model import allreduce_cost, build_model
+from commsched.model.traced import load_trace
+from commsched.pace.model import build_model
 from commsched.pace.plan import load_plan
-from commsched.trace.format import load_trace
 
 VGG = "data/traces/vgg16-train-b2.json.gz"
 TOY = "data/traces/thesis_cnn-train-b8.json.gz"

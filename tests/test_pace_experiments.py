@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from commsched.experiments.pace_model import main, solver_rows, table_rows
+from commsched.pace.experiments.model import main, solver_rows, table_rows
 from commsched.results import read_metrics
 
 

@@ -13,6 +13,7 @@ from views_graphs import mlp_trace
 
 from commsched.cost import LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
+from commsched.model.traced import load_trace
 from commsched.pace.fusion import MaxMinTable, balanced_fusion, fuse, fuse_window, make_plan
 from commsched.pace.model import (
     AllReduceOp,
@@ -24,7 +25,6 @@ from commsched.pace.model import (
 )
 from commsched.pace.plan import load_plan, save_plan
 from commsched.pace.schedule import jackson, objective, runs
-from commsched.trace.format import load_trace
 
 RING = RingAllReduce(8, LinkModel(50e-6, 10e9 / 8))
 
@@ -143,7 +143,7 @@ def test_plan_merges_a_run_too_small_for_a_byte():
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), n=st.integers(2, 7))
 def test_without_startup_cost_fusion_never_pays(data, n):
-    """Why the experiments' cost has a start-up term (commsched.pace.model.allreduce_cost):
+    """Why the experiments' cost has a start-up term (commsched.cost.allreduce.allreduce_cost):
     with g = b*S and no rounding to slots (every g a whole number of slots), any fusion of
     adjacent operators is at best as fast as no fusion. Proof: the fused op is released
     at its last member's release, needs the sum of the members' slots and carries their

@@ -1,4 +1,4 @@
-"""The live all-reduce experiment's driver (commsched.experiments.pace_live) without a
+"""The live all-reduce experiment's driver (commsched.pace.experiments.live) without a
 cluster: config, plans, prediction, tables and metrics from a synthetic run, the skipped
 path, and the claims it feeds. The live run itself is tested in tests/test_ddp_enforce.py
 (namespaces) and by rule pace_live_run."""
@@ -14,7 +14,8 @@ import pytest
 
 from commsched.claims import load_claims
 from commsched.errors import CommschedError
-from commsched.experiments.pace_live import (
+from commsched.io.structured import read_yaml
+from commsched.pace.experiments.live import (
     Params,
     cost_model,
     fit_cost,
@@ -25,9 +26,8 @@ from commsched.experiments.pace_live import (
     summarize,
     tables,
 )
-from commsched.io.structured import read_yaml
+from commsched.pace.sim import Workload
 from commsched.results import read_metrics, read_table
-from commsched.sim.allreduce import Workload
 from commsched.trace.torch import trace_model
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""PACE Sec. VI in simulation (commsched.experiments.pace_sim): Fig. 2 golden test, config,
+"""PACE Sec. VI in simulation (commsched.pace.experiments.sim): Fig. 2 golden test, config,
 metrics, a small end-to-end run."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
-from commsched.experiments.pace_sim import (
+from commsched.pace.baselines import POLICIES
+from commsched.pace.experiments.sim import (
     FIG2_MODEL,
     Params,
-    allreduce_model,
     fig2_plans,
     fig2_trace,
     headline_metrics,
@@ -23,9 +24,8 @@ from commsched.experiments.pace_sim import (
     run_experiment,
     run_fig2,
 )
-from commsched.pace.baselines import POLICIES
+from commsched.pace.sim import Workload
 from commsched.results import read_table
-from commsched.sim.allreduce import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["pace_sim"]

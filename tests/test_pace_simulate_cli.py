@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from commsched.cli import main
-from commsched.pace.model import allreduce_cost
+from commsched.cost.allreduce import allreduce_cost
+from commsched.model.traced import load_trace
 from commsched.pace.plan import load_plan
+from commsched.pace.sim import simulate_plan
 from commsched.results import read_provenance, read_table
-from commsched.sim.allreduce import simulate_plan
-from commsched.trace.format import load_trace
 
 TOY = "data/traces/thesis_cnn-train-b8.json.gz"
 VGG = "data/traces/vgg16-train-b2.json.gz"

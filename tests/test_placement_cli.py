@@ -10,13 +10,13 @@ import pytest
 import yaml
 
 from commsched.cli import main
-from commsched.experiments import placement as exp
 from commsched.io.thesis import write_devices, write_graph
+from commsched.model.traced import load_trace
 from commsched.placement import PARTITIONERS, SCHEDULERS, SEMANTICS, Problem, run_all
+from commsched.placement.experiments import thesis as exp
 from commsched.placement.model import random_devices
 from commsched.placement.traced import problem_from_trace
 from commsched.results import read_metrics
-from commsched.trace.format import load_trace
 from commsched.trace.synthetic import level_dag
 
 ROOT = Path(__file__).resolve().parents[1]

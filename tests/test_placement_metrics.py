@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from commsched.claims import load_claims
-from commsched.experiments import placement as exp
 from commsched.placement import PARTITIONERS
+from commsched.placement.experiments import thesis as exp
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsched.cli import main
-from commsched.graph import add_op, compile_graph, new_graph, save
+from commsched.model.graph import add_op, compile_graph, new_graph, save
 from commsched.sim import InvalidSchedule, Schedule, check_schedule, simulate
 
 

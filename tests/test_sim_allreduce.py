@@ -1,4 +1,4 @@
-"""The all-reduce plan simulator (commsched.sim.allreduce): semantics, ready times, release."""
+"""The all-reduce plan simulator (commsched.pace.sim): semantics, ready times, release."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from views_graphs import bn_trace, mlp_trace, random_trace
 
 from commsched.cost import LinearModel
 from commsched.errors import CommschedError
-from commsched.graph import compile_graph
+from commsched.model.graph import compile_graph
 from commsched.pace.plan import Group, Partition, Plan, PlanError
-from commsched.sim.allreduce import Workload, partition_id, simulate_plan
+from commsched.pace.sim import Workload, partition_id, simulate_plan
 
 UNIT = LinearModel(0.0, 0.01)  # 100 bytes per second, no start-up
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched.graph import compile_graph, to_json, validate
 from commsched.io.thesis import CONSTRAINTS, read_graph, to_op_graph, write_graph
+from commsched.model.graph import compile_graph, to_json, validate
 from commsched.sim import check_schedule, simulate, simulate_compiled
 from commsched.trace.synthetic import layer_order, level_dag, order_priorities, par_n, seq_n
 

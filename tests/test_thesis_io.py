@@ -9,7 +9,6 @@ import networkx as nx
 import pytest
 
 from commsched.errors import CommschedError
-from commsched.graph import compile_graph, validate
 from commsched.io.thesis import (
     Devices,
     colocation_groups,
@@ -19,6 +18,7 @@ from commsched.io.thesis import (
     write_devices,
     write_graph,
 )
+from commsched.model.graph import compile_graph, validate
 from commsched.sim import check_schedule, simulate
 
 DATA = (Path(__file__).resolve().parents[1] / ".." / "shared" / "thesis-data").resolve()

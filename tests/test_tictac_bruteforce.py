@@ -8,14 +8,7 @@ import math
 import pytest
 
 from commsched.errors import CommschedError
-from commsched.experiments.tictac_bruteforce import (
-    BruteForceConfig,
-    bruteforce_metrics,
-    instances,
-    main,
-    run_bruteforce,
-)
-from commsched.graph import add_op, new_graph
+from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_provenance, read_table
 from commsched.tictac.bruteforce import (
     MAX_RECVS,
@@ -23,6 +16,13 @@ from commsched.tictac.bruteforce import (
     priorities_makespan,
     random_instance,
     two_stage_instance,
+)
+from commsched.tictac.experiments.bruteforce import (
+    BruteForceConfig,
+    bruteforce_metrics,
+    instances,
+    main,
+    run_bruteforce,
 )
 from commsched.tictac.order import tac, tic
 

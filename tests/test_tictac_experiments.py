@@ -1,4 +1,4 @@
-"""TicTac Sec. 6 experiment drivers (commsched.experiments.tictac) on tiny traces.
+"""TicTac Sec. 6 experiment drivers (commsched.tictac.experiments.sweeps) on tiny traces.
 
 The traces are hand-built in the traced-graph format (data/traces/*.json.gz): a chain of
 layers, each reading its own variable; in training a backward chain produces the
@@ -19,9 +19,9 @@ import yaml
 
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
-from commsched.experiments import tictac as ex
-from commsched.graph import add_op, new_graph, save
+from commsched.model.graph import add_op, new_graph, save
 from commsched.results import read_metrics, read_table
+from commsched.tictac.experiments import sweeps as ex
 from commsched.views import ps_view
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsched.errors import CommschedError
-from commsched.graph import add_op, compile_graph, new_graph
+from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate
 from commsched.tictac.bruteforce import random_instance
 from commsched.tictac.metrics import (

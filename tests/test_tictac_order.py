@@ -11,8 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from commsched.cli import main
-from commsched.graph import add_op, compile_graph, new_graph, save
-from commsched.priorities import load_priorities
+from commsched.io.priorities import load_priorities
+from commsched.model.graph import add_op, compile_graph, new_graph, save
 from commsched.sim import check_schedule, simulate
 from commsched.tictac.bruteforce import brute_force, random_instance, two_stage_instance
 from commsched.tictac.order import eq6_before, johnson_key, tac, tic

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsched.errors import CommschedError
-from commsched.graph import add_op, new_graph
+from commsched.model.graph import add_op, new_graph
 from commsched.tictac.bruteforce import random_instance
 from commsched.tictac.properties import (
     IncrementalProperties,

@@ -11,8 +11,8 @@ import torch
 from commsched.cli import main
 from commsched.cost import LinearModel
 from commsched.errors import CommschedError
-from commsched.graph import validate
-from commsched.trace.format import check_graph, grads_of, load_trace, reads_of, updates_of
+from commsched.model.graph import validate
+from commsched.model.traced import check_graph, grads_of, load_trace, reads_of, updates_of
 from commsched.trace.torch import trace_file_name, trace_model
 from commsched.trace.torch_models import build
 from commsched.views.allreduce import allreduce_view

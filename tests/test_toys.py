@@ -12,9 +12,15 @@ import pytest
 
 from commsched.cli import main as cli
 from commsched.errors import CommschedError
-from commsched.experiments.toys import FigureConfig, main, order_makespan, run_toys, toy_metrics
-from commsched.graph import load, new_graph
+from commsched.model.graph import load, new_graph
 from commsched.results import read_metrics, read_provenance, read_table, write_table
+from commsched.tictac.experiments.toys import (
+    FigureConfig,
+    main,
+    order_makespan,
+    run_toys,
+    toy_metrics,
+)
 from commsched.trace.synthetic import layer_order, par_n, seq_n
 
 ROOT = Path(__file__).resolve().parents[1]

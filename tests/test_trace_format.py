@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched import graph
 from commsched.errors import CommschedError, GraphError
-from commsched.trace import format as F
+from commsched.model import graph
+from commsched.model import traced as F
 
 
 def _op(g: nx.DiGraph, name: str, op_type: str, samples: list[float], **kw: object) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from commsched import graph
 from commsched.errors import CommschedError
-from commsched.experiments import model_table as mt
+from commsched.model import graph
 from commsched.results import read_metrics, read_table
+from commsched.tictac.experiments import model_table as mt
 from commsched.trace import zoo
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from commsched.trace import format as F
+from commsched.model import traced as F
 
 pytestmark = pytest.mark.slow
 

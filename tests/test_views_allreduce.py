@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from views_graphs import bn_trace, mlp_trace, random_trace
 
-from commsched import graph
 from commsched.cost import LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
-from commsched.graph import compile_graph
+from commsched.model import graph
+from commsched.model.graph import compile_graph
 from commsched.sim import check_schedule, simulate
 from commsched.views import allreduce_view
 from commsched.views.allreduce import NEXT_PREFIX

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from views_graphs import bn_trace, mlp_trace
 
-from commsched import graph
 from commsched.cli import main
-from commsched.experiments import grad_sizes, view_summary
+from commsched.model import graph
+from commsched.pace.experiments import grad_sizes
 from commsched.results import read_table
 from commsched.views import recv_params
+from commsched.views import summary as view_summary
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from views_graphs import edge, meta, mlp_trace, op, random_trace
 
-from commsched import graph
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
-from commsched.graph import compile_graph, new_graph
+from commsched.model import graph
+from commsched.model.graph import compile_graph, new_graph
 from commsched.sim import check_schedule, simulate
 from commsched.views import ps_view, recv_params, shard_parameters
 from commsched.views.common import optimizer_ops

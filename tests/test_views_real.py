@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from commsched.cost import LinkModel, RingAllReduce
-from commsched.graph import compile_graph
+from commsched.model.graph import compile_graph
+from commsched.model.traced import load_trace
 from commsched.sim import check_schedule, simulate
-from commsched.trace.format import load_trace
 from commsched.views import allreduce_view, ps_view, recv_params
 from commsched.views.allreduce import NEXT_PREFIX
 from commsched.views.common import optimizer_ops

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from commsched.graph import add_op, new_graph
+from commsched.model.graph import add_op, new_graph
 
 
 def op(g: nx.DiGraph, name: str, duration: float, **attrs) -> None:

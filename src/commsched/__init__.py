@@ -1,7 +1,7 @@
 """commsched: communication scheduling for distributed deep learning, reproduced.
 
 One library implements TicTac, PACE, EchelonFlow and the TensorFlow graph partitioning
-thesis on a shared op-graph model (:mod:`commsched.graph`) and simulator
+thesis on a shared op-graph model (:mod:`commsched.model.graph`) and simulator
 (:mod:`commsched.sim`).
 """
 

@@ -33,8 +33,8 @@ from typing import Any
 import jsonschema
 import pandas as pd
 
+from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
 from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, write_table
 

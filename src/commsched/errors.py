@@ -16,4 +16,4 @@ class CommschedError(Exception):
 
 
 class GraphError(CommschedError):
-    """An op graph that violates the model of :mod:`commsched.graph`."""
+    """An op graph that violates the model of :mod:`commsched.model.graph`."""

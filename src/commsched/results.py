@@ -34,8 +34,8 @@ from typing import Any
 import pandas as pd
 
 from commsched import __version__
+from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
 
 __all__ = [
     "git_revision",

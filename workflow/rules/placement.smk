@@ -43,7 +43,7 @@ rule placement_table71:
     conda:
         CONDA_ENV
     shell:
-        "python -m commsched.experiments.placement table71 --config-json '{params.cfg}' "
+        "python -m commsched.placement.experiments.thesis table71 --config-json '{params.cfg}' "
         "--table {output.table} > {log} 2>&1"
 
 
@@ -66,7 +66,7 @@ rule placement_run:
     conda:
         CONDA_ENV
     shell:
-        "python -m commsched.experiments.placement {wildcards.experiment} "
+        "python -m commsched.placement.experiments.thesis {wildcards.experiment} "
         "--config-json '{params.cfg}' --trace-dir {params.trace_dir} "
         "--table {output.table} > {log} 2>&1"
 
@@ -89,7 +89,7 @@ rule placement_seven:
     conda:
         CONDA_ENV
     shell:
-        "python -m commsched.experiments.placement seven --config-json '{params.cfg}' "
+        "python -m commsched.placement.experiments.thesis seven --config-json '{params.cfg}' "
         "--trace-dir {params.trace_dir} --table {output.table} --gantt {output.gantt} "
         "> {log} 2>&1"
 
@@ -109,7 +109,7 @@ rule placement_metrics:
     conda:
         CONDA_ENV
     shell:
-        "python -m commsched.experiments.placement metrics --tables "
+        "python -m commsched.placement.experiments.thesis metrics --tables "
         "synthetic={input.synthetic} tensorflow={input.tensorflow} seven={input.seven} "
         "gantt={input.gantt} table71={input.table71} --metrics {output.metrics} > {log} 2>&1"
 

@@ -91,6 +91,6 @@ rule trace_model_table:
     conda:
         CONDA_ENV
     shell:
-        "python -m commsched.experiments.model_table --counts {input.counts} "
+        "python -m commsched.tictac.experiments.model_table --counts {input.counts} "
         "--paper {input.paper} --table {output.table} --metrics {output.metrics} "
         "> {log} 2>&1"

@@ -69,7 +69,7 @@ class ClusterConfig:
     for the servers (they take about 8 s); ``ttl`` bounds a server's life. With
     ``servers=False`` only the network is built (hosts ``w0..``; ``n_ps`` may be 0): the
     caller starts its own processes with :meth:`EmulatedCluster.spawn_client` (the live
-    DDP runs, :mod:`commsched.experiments.pace_live`).
+    DDP runs, :mod:`commsched.pace.experiments.live`).
     """
 
     n_ps: int = 1

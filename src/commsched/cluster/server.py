@@ -20,6 +20,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from commsched.cluster.procs import start_time
+
 __all__ = ["main", "session_config"]
 
 
@@ -41,8 +43,6 @@ def session_config(threads: int = 1) -> object:
 def _owner_alive(owner: str | None) -> bool:
     if not owner:
         return True
-    from commsched.cluster.procs import start_time
-
     pid, _, st = owner.partition(":")
     return start_time(int(pid)) == int(st)
 

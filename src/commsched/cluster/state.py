@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commsched.atomic import atomic_write_text
 from commsched.cluster.procs import ProcRecord, start_time
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
 
 __all__ = ["RunState", "list_runs", "run_base"]
 

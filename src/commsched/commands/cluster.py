@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
+from commsched.atomic import atomic_write_text
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, down, status
 from commsched.cluster.state import list_runs
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
 from commsched.io.structured import read_yaml
 
 

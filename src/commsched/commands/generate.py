@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commsched import graph
 from commsched.errors import CommschedError
 from commsched.io.thesis import to_op_graph, write_graph
+from commsched.model import graph
 from commsched.trace.synthetic import level_dag, par_n, seq_n
 
 

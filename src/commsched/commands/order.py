@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commsched import graph
 from commsched.errors import CommschedError
-from commsched.priorities import write_priorities
+from commsched.io.priorities import write_priorities
+from commsched.model import graph
 from commsched.tictac.order import tac, tic
 
 __all__ = ["register", "run"]

@@ -10,7 +10,7 @@
 ``commsched pace simulate PLAN TRACE --workers W --bandwidth GBPS [--cost ring|fit]
 [--compute-capacity N|unbounded] [--table CSV] [--usage CSV]`` runs a plan file (PACE's or
 any other) on the traced iteration in the all-reduce simulator
-(:func:`commsched.sim.allreduce.simulate_plan`) and prints the steady-state iteration time;
+(:func:`commsched.pace.sim.simulate_plan`) and prints the steady-state iteration time;
 ``--table`` writes one row per executed partition, ``--usage`` the channel's use in bins.
 """
 
@@ -63,7 +63,7 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
                    help="link bandwidth between workers, Gbit/s")
     p.add_argument("--cost", choices=["ring", "fit"], default="ring",
                    help="all-reduce time: ring = Eq. (1) + per-step latency (default); fit = "
-                        "measured start-up + Eq. (1) (commsched.pace.model.allreduce_cost)")
+                        "measured start-up + Eq. (1) (commsched.cost.allreduce.allreduce_cost)")
     p.add_argument("--latency-us", type=float, default=50.0,
                    help="per-step link latency of --cost ring, microseconds (default 50)")
     p.add_argument("--measurement", default=None,
@@ -75,7 +75,7 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
 
 def _cost(args: argparse.Namespace) -> Any:
     """The all-reduce time model of the shared cluster options."""
-    from commsched.pace.model import DEFAULT_MEASUREMENT, allreduce_cost
+    from commsched.cost.allreduce import DEFAULT_MEASUREMENT, allreduce_cost
 
     if not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
         raise CommschedError(f"--bandwidth must be a number > 0, got {args.bandwidth:g}")
@@ -85,11 +85,11 @@ def _cost(args: argparse.Namespace) -> Any:
 
 def run_plan(args: argparse.Namespace) -> int:
     # Imported here so that `commsched --help` and the other subcommands start fast.
+    from commsched.model.traced import load_trace
     from commsched.pace.fusion import balanced_fusion, make_plan
     from commsched.pace.model import DEFAULT_SLOT_S, build_model, check_slot, to_problem
     from commsched.pace.plan import save_plan
     from commsched.pace.schedule import jackson, objective
-    from commsched.trace.format import load_trace
 
     if args.slot is None:
         args.slot = DEFAULT_SLOT_S * 1e3
@@ -124,10 +124,10 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from commsched.model.traced import load_trace
     from commsched.pace.plan import load_plan
+    from commsched.pace.sim import UNBOUNDED, simulate_plan
     from commsched.results import write_table
-    from commsched.sim.allreduce import UNBOUNDED, simulate_plan
-    from commsched.trace.format import load_trace
 
     cost = _cost(args)
     if not (math.isfinite(args.bin_ms) and args.bin_ms > 0):

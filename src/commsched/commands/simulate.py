@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from commsched import graph
 from commsched.io.chrome import write_chrome_trace
-from commsched.priorities import load_priorities
+from commsched.io.priorities import load_priorities
+from commsched.model import graph
 from commsched.sim import check_schedule, simulate_compiled
 
 

@@ -9,7 +9,7 @@
   ``results/traces/<model>-torch-<device>-<mode>-b<batch>.json.gz`` (no raw trace: the
   per-step samples are in the graph).
 * ``commsched trace --check GRAPH RAW`` rejects a raw trace that does not match its graph,
-  naming the op (:func:`commsched.trace.format.check_trace`).
+  naming the op (:func:`commsched.model.traced.check_trace`).
 * ``commsched trace --count MODEL [MODEL ...] --out FILE`` writes TicTac Table 1's columns
   (parameters, ops in inference and training) of each model as JSON, without running it.
 * ``commsched trace --list`` prints the model zoo.
@@ -23,9 +23,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from commsched import graph
+from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
+from commsched.model import graph
 from commsched.trace import zoo
 
 
@@ -72,7 +72,7 @@ def _list() -> int:
 
 
 def _check(graph_path: str, raw_path: str) -> int:
-    from commsched.trace.format import check_trace, load_raw, load_trace
+    from commsched.model.traced import check_trace, load_raw, load_trace
 
     check_trace(load_trace(graph_path), load_raw(raw_path))
     print(f"{raw_path} matches {graph_path}")
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     stem = out.name.removesuffix(".gz").removesuffix(".json")
     raw_out = (Path(args.raw_out) if args.raw_out else out.parent) / f"{stem}.raw.json.gz"
 
-    from commsched.trace.format import save_raw
+    from commsched.model.traced import save_raw
     from commsched.trace.tf import trace_model
 
     g, raw = trace_model(

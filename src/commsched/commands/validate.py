@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commsched import graph
+from commsched.model import graph
 
 
 def register(sub: Any) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from commsched import graph
 from commsched.cost import PRESETS, AllReduceModel, LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
+from commsched.model import graph
 from commsched.views import allreduce_view, ps_view
 
 

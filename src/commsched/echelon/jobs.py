@@ -102,8 +102,8 @@ from commsched.echelon.arrangement import gpipe as gpipe_arrangement
 from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.echelon.schedulers import SCHEDULERS as ECHELON_SCHEDULERS
 from commsched.errors import CommschedError
+from commsched.model.traced import reads_of
 from commsched.sim.flow import FlowSim, Network, Policy, check_flow_schedule
-from commsched.trace.format import reads_of
 from commsched.views.common import check_trace, grad_producers, optimizer_ops
 
 __all__ = [

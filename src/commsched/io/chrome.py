@@ -1,18 +1,34 @@
-"""Chrome / Perfetto trace export of a simulated schedule (one track per resource)."""
+"""Chrome / Perfetto trace export of a simulated schedule (one track per resource).
+
+A schedule is anything with per-op ``start`` and ``end`` times indexed like the compiled
+graph (:class:`Timed`): the priority executor's :class:`commsched.sim.Schedule` and the
+device simulator's schedules both are, so this format adapter needs no simulator.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
+from typing import Protocol
 
-from commsched.graph import CompiledGraph
-from commsched.io.atomic import atomic_write_text
-from commsched.sim.priority import Schedule
+from commsched.atomic import atomic_write_text
+from commsched.model.graph import CompiledGraph
 
-__all__ = ["chrome_trace", "write_chrome_trace"]
+__all__ = ["Timed", "chrome_trace", "write_chrome_trace"]
 
 
-def chrome_trace(cg: CompiledGraph, s: Schedule) -> dict[str, object]:
+class Timed(Protocol):
+    """Start and end time (seconds) of every op, indexed like :class:`CompiledGraph`."""
+
+    @property
+    def start(self) -> Sequence[float]: ...
+
+    @property
+    def end(self) -> Sequence[float]: ...
+
+
+def chrome_trace(cg: CompiledGraph, s: Timed) -> dict[str, object]:
     """Trace Event Format dictionary: one thread (track) per resource slot, times in us.
 
     A resource of capacity c gets c tracks; each op goes on the lowest free track of its
@@ -40,6 +56,6 @@ def chrome_trace(cg: CompiledGraph, s: Schedule) -> dict[str, object]:
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def write_chrome_trace(path: str | os.PathLike[str], cg: CompiledGraph, s: Schedule) -> None:
+def write_chrome_trace(path: str | os.PathLike[str], cg: CompiledGraph, s: Timed) -> None:
     """Write :func:`chrome_trace` to ``path`` atomically (open it in ui.perfetto.dev)."""
     atomic_write_text(path, json.dumps(chrome_trace(cg, s)))

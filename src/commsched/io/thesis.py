@@ -60,9 +60,9 @@ from typing import Any
 
 import networkx as nx
 
+from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.graph import add_op, new_graph
-from commsched.io.atomic import atomic_write_text
+from commsched.model.graph import add_op, new_graph
 
 __all__ = [
     "CONSTRAINTS",

@@ -4,7 +4,7 @@ Every policy maps a :class:`PolicyContext` (a prepared traced iteration, the all
 cost model, the cluster and the policy's options) to a :class:`Decision`: the all-reduce
 plan (:mod:`commsched.pace.plan`) it executes and, for policies whose decisions depend on
 the run (dynamic policies), the release time of each partition
-(:mod:`commsched.sim.allreduce` explains the mechanism and why the simulator then
+(:mod:`commsched.pace.sim` explains the mechanism and why the simulator then
 reproduces the policy's own timeline). :data:`POLICIES` is the registry; the experiment's
 config, its CLI and the contract test (``tests/test_pace_baselines.py``, which simulates
 and validates every policy on small traced graphs) read it, so a new policy is one function
@@ -100,12 +100,12 @@ import networkx as nx
 
 from commsched.cost import AllReduceModel
 from commsched.errors import CommschedError
-from commsched.graph import new_graph
+from commsched.model.graph import new_graph
 from commsched.pace.fusion import balanced_fusion, make_plan
 from commsched.pace.model import PaceModel, build_model, to_problem
 from commsched.pace.plan import Group, Partition, Plan
 from commsched.pace.schedule import jackson
-from commsched.sim.allreduce import NET, PlanRun, Release, Workload
+from commsched.pace.sim import NET, PlanRun, Release, Workload
 from commsched.tictac import tac
 
 __all__ = [

@@ -1,6 +1,6 @@
 """PACE's scheduling model (Bao, Peng, Chen, Wu; INFOCOM 2020, Sec. IV-A, Table I).
 
-From a traced training iteration (:mod:`commsched.trace.format`) we build the DAG the
+From a traced training iteration (:mod:`commsched.model.traced`) we build the DAG the
 paper optimises and reduce it, as Sec. IV-B does, to the data of a single-channel
 preemptive scheduling problem:
 
@@ -78,17 +78,15 @@ from typing import Any
 
 import networkx as nx
 
-from commsched.cost import AllReduceModel, LinearModel, LinkModel, RingAllReduce
+from commsched.cost import AllReduceModel, LinearModel
 from commsched.errors import CommschedError
 from commsched.views.allreduce import NEXT_PREFIX, allreduce_view
 
 __all__ = [
-    "DEFAULT_MEASUREMENT",
     "DEFAULT_SLOT_S",
     "AllReduceOp",
     "PaceModel",
     "SlotProblem",
-    "allreduce_cost",
     "build_model",
     "check_slot",
     "model_of_window",
@@ -306,46 +304,3 @@ def check_slot(model: PaceModel, cost: AllReduceModel, slot_s: float) -> None:
             f"({smallest.name!r}, {smallest.bytes} B, {g * 1e3:.3g} ms); PACE Sec. IV-A needs "
             "slots no longer than any all-reduce: use a shorter slot or fuse tensors"
         )
-
-
-#: The committed all-reduce measurement (PACE Fig. 3 analog, rule comm_allreduce_fit).
-DEFAULT_MEASUREMENT = "data/measurements/allreduce_loopback.csv"
-
-
-def allreduce_cost(kind: str, workers: int, bandwidth_Bps: float, latency_s: float = 50e-6,
-                   measurement: str = DEFAULT_MEASUREMENT) -> AllReduceModel:
-    """The all-reduce time ``g(S)`` of ``workers`` workers on links of ``bandwidth_Bps``.
-
-    ``ring``: Eq. (1)'s transmission term ``2(W-1)/W * S / B`` plus a per-step latency,
-    ``2(W-1) * latency_s`` (:class:`commsched.cost.RingAllReduce`; ``latency_s = 0`` is
-    Eq. (1) without its aggregation term ``(W-1)/W * S / G``, which GPUs make negligible).
-    ``fit``: the start-up ``a`` of the affine model fitted to our all-reduce measurement
-    (relative least squares, the fit of the largest measured worker count <= ``workers``,
-    else the smallest) plus the same transmission term: ``a + 2(W-1)/W * S / B``. The
-    measured slope reflects loopback memory copies, not a network, so only its start-up
-    is used. Without a start-up term fusion only pays through the rounding to slots
-    (with every ``g`` a whole number of slots it never pays: the proof is in
-    ``tests/test_pace_fusion.py::test_without_startup_cost_fusion_never_pays``); the
-    paper's Fig. 3 shows the start-up is what makes small tensors inefficient.
-
-    *Which one we use*: ``ring`` with the 10 GbE preset's 50 us per step (a start-up of
-    ``2(W-1) * 50 us``, 0.7 ms for 8 workers) is the default of ``commsched pace plan``
-    and of the ``pace`` config section. Our measured start-up (3.2 ms for 2, 8.1 ms for
-    4 TensorFlow processes) is TensorFlow's collective runtime over gRPC on a 2-core VM,
-    larger than a GPU cluster's NCCL start-up; ``fit`` is there to show its effect.
-    """
-    if not isinstance(workers, int) or workers < 2:
-        raise CommschedError(f"PACE needs at least 2 workers, got {workers!r}")
-    if not (math.isfinite(bandwidth_Bps) and bandwidth_Bps > 0):
-        raise CommschedError(f"bandwidth must be a finite number > 0, got {bandwidth_Bps!r}")
-    if kind == "ring":
-        return RingAllReduce(workers, LinkModel(latency_s, bandwidth_Bps))
-    if kind == "fit":
-        from commsched.experiments.allreduce_fit import fit_table, summarize
-        from commsched.results import read_table
-
-        fits = fit_table(summarize(read_table(measurement)), relative=True)
-        below = fits[fits["workers"] <= workers]
-        row = (below if len(below) else fits).sort_values("workers").iloc[-1 if len(below) else 0]
-        return LinearModel(float(row["a_s"]), 2 * (workers - 1) / (workers * bandwidth_Bps))
-    raise CommschedError(f"unknown all-reduce cost model {kind!r} (known: ring, fit)")

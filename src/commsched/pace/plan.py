@@ -21,7 +21,7 @@ Execution semantics (what a simulator and an enforcement layer must both do):
   later group with a smaller priority runs between two partitions of an earlier group.
 * Every worker executes the same plan, so every worker all-reduces in the same order.
 
-Tensors are named by the trace's variable names (:func:`commsched.trace.format.variables`;
+Tensors are named by the trace's variable names (:func:`commsched.model.traced.variables`;
 for PyTorch traces, ``model.named_parameters()`` names) with their sizes in bytes.
 
 File format (JSON, ``schema_version`` 1)::
@@ -57,8 +57,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.io.atomic import atomic_write_text
 
 __all__ = [
     "PLAN_FORMAT",

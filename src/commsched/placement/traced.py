@@ -2,7 +2,7 @@
 
 The thesis extracted three TensorFlow graphs (a CNN, an RNN and a dynamic RNN) and gave
 them random weights in 1-100 (Sec. 6.2). We use our own traces of the same three models
-(:mod:`commsched.trace.format`; ``thesis_cnn``, ``thesis_rnn``, ``thesis_dynamic_rnn``)
+(:mod:`commsched.model.traced`; ``thesis_cnn``, ``thesis_rnn``, ``thesis_dynamic_rnn``)
 and take the weights from the measurements, mapped into the thesis' range 1-100 on a log
 scale (:func:`log_range`): traced times and byte counts span six or more decades, and
 mapped linearly a handful of huge tensors (the dense layer's weights) would decide every

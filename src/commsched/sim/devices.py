@@ -51,7 +51,7 @@ from typing import Protocol
 
 import numpy as np
 
-from commsched.graph import CompiledGraph
+from commsched.model.graph import CompiledGraph
 from commsched.sim.priority import Schedule
 from commsched.sim.validate import InvalidSchedule
 
@@ -121,7 +121,7 @@ class ExecGraph:
                          u[by_v].tolist(), float(traffic))
 
     def compiled(self, names: Sequence[str]) -> CompiledGraph:
-        """This graph as a :class:`~commsched.graph.CompiledGraph` with one resource
+        """This graph as a :class:`~commsched.model.graph.CompiledGraph` with one resource
         ``device <d>`` of capacity 1 per device (for :mod:`commsched.io.chrome`)."""
         return CompiledGraph(
             ids=list(names), duration=list(self.duration), resource=list(self.device),

@@ -16,7 +16,7 @@ and leaves compute to the runtime); it is tested in ``tests/test_sim.py``.
 
 Examples
 --------
->>> from commsched.graph import new_graph, add_op
+>>> from commsched.model.graph import new_graph, add_op
 >>> g = new_graph({"net": 1, "cpu": 1})
 >>> add_op(g, "r1", "recv", "net", 1.0); add_op(g, "r2", "recv", "net", 1.0)
 >>> add_op(g, "c1", "compute", "cpu", 3.0); g.add_edge("r1", "c1")
@@ -33,7 +33,7 @@ from typing import Literal
 
 import networkx as nx
 
-from commsched.graph import CompiledGraph, compile_graph
+from commsched.model.graph import CompiledGraph, compile_graph
 
 __all__ = ["Schedule", "simulate", "simulate_compiled"]
 

@@ -10,7 +10,7 @@ A schedule is valid for an op graph when
 from __future__ import annotations
 
 from commsched.errors import CommschedError
-from commsched.graph import CompiledGraph
+from commsched.model.graph import CompiledGraph
 from commsched.sim.priority import Schedule
 
 __all__ = ["InvalidSchedule", "check_schedule"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from commsched.errors import CommschedError
-from commsched.graph import CompiledGraph, add_op, compile_graph, new_graph
+from commsched.model.graph import CompiledGraph, add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate_compiled
 
 __all__ = [

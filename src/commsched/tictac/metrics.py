@@ -26,7 +26,7 @@ sums; it reports ``E = -1`` in the degenerate case ``U == L`` where we return 1.
 
 Examples
 --------
->>> from commsched.graph import new_graph, add_op
+>>> from commsched.model.graph import new_graph, add_op
 >>> g = new_graph({"net": 1, "cpu": 1})
 >>> add_op(g, "r", "recv", "net", 2.0); add_op(g, "c", "compute", "cpu", 1.0)
 >>> add_op(g, "r2", "recv", "net", 1.0); g.add_edge("r", "c")

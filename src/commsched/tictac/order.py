@@ -7,7 +7,7 @@ First-Class Citizen in Distributed Machine Learning Systems", arXiv:1803.03288v1
 them TIO and TAO and numbers them the other way round: TAO is Sec. 4.2, Alg. 2,
 comparator Eq. (5); TIO is Sec. 4.3, Alg. 3, time oracle Eq. (6). Both take an op graph
 whose parameter transfers are ``recv`` ops and return ``{recv id: priority}`` (lower is
-sent first), the format of :mod:`commsched.priorities`. Where the papers leave details
+sent first), the format of :mod:`commsched.io.priorities`. Where the papers leave details
 open we follow the authors' public implementation (``tictac/tic.py``, ``tictac/tac.py``).
 
 TIC (SysML Alg. 2), restated::
@@ -117,7 +117,7 @@ def tic(g: nx.DiGraph) -> dict[str, int]:
 
     Examples
     --------
-    >>> from commsched.graph import new_graph, add_op
+    >>> from commsched.model.graph import new_graph, add_op
     >>> g = new_graph({"net": 1, "cpu": 1})
     >>> for i in range(3):
     ...     add_op(g, f"r{i}", "recv", "net", 1.0)
@@ -169,7 +169,7 @@ def tac(g: nx.DiGraph, time: Mapping[str, float] | None = None) -> dict[str, int
     --------
     Two recvs on one channel, each feeding its own computation (Johnson's case):
 
-    >>> from commsched.graph import new_graph, add_op
+    >>> from commsched.model.graph import new_graph, add_op
     >>> g = new_graph({"net": 1, "cpu": 1})
     >>> add_op(g, "A", "recv", "net", 3.0); add_op(g, "a", "compute", "cpu", 1.0)
     >>> add_op(g, "B", "recv", "net", 1.0); add_op(g, "b", "compute", "cpu", 2.0)

@@ -36,7 +36,7 @@ proportional to the number of distinct dependency sets, not to the number of ops
 
 Examples
 --------
->>> from commsched.graph import new_graph, add_op
+>>> from commsched.model.graph import new_graph, add_op
 >>> g = new_graph({"net": 1, "cpu": 1})
 >>> for r in ("a", "b"):
 ...     add_op(g, r, "recv", "net", 2.0)

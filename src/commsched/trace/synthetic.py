@@ -44,8 +44,8 @@ from typing import Any
 
 import networkx as nx
 
-from commsched.graph import add_op, new_graph
 from commsched.io.thesis import colocation_groups
+from commsched.model.graph import add_op, new_graph
 
 __all__ = ["layer_order", "level_dag", "order_priorities", "par_n", "seq_n"]
 

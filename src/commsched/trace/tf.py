@@ -2,7 +2,7 @@
 
 :func:`trace_model` builds a model of :mod:`commsched.trace.zoo` (random weights) on
 synthetic inputs, runs ``warmup`` untraced and ``iterations`` traced iterations, and returns
-the op graph of one iteration in the traced-graph format of :mod:`commsched.trace.format`
+the op graph of one iteration in the traced-graph format of :mod:`commsched.model.traced`
 together with the raw trace it was measured from.
 
 Route
@@ -26,7 +26,7 @@ Route
     op fusion are switched off, so the session runs the graph's nodes under their own
     names (FACTS.md: the misses of the other settings are renamed nodes); TensorFlow
     still lowers functional control flow (``While`` of the dynamic RNN), whose events
-    are charged to the functional op (:func:`commsched.trace.format.attribute`). The
+    are charged to the functional op (:func:`commsched.model.traced.attribute`). The
     tracer measures *coverage*, the fraction of graph ops that got a time in every traced
     iteration, records it in ``meta`` and refuses a trace below ``min_coverage`` (0.95 by
     default). Ops the runtime never runs because they only feed a lowered functional op
@@ -61,11 +61,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from commsched import __version__, graph
+from commsched import __version__
 from commsched.errors import CommschedError
+from commsched.model import graph
+from commsched.model.traced import FUNCTIONAL_OPS, RAW_FIELDS, RAW_FORMAT, samples_from_raw
 from commsched.progress import progress
 from commsched.trace import zoo
-from commsched.trace.format import FUNCTIONAL_OPS, RAW_FIELDS, RAW_FORMAT, samples_from_raw
 
 __all__ = ["ROUTE", "count_model", "trace_model"]
 

@@ -3,7 +3,7 @@
 :func:`trace_model` builds a model of :mod:`commsched.trace.torch_models` (random weights)
 on random inputs, runs ``warmup`` unprofiled steps and ``iterations`` steps under
 ``torch.profiler``, and returns the op graph of one step in the traced-graph format of
-:mod:`commsched.trace.format` (validated by :func:`commsched.trace.format.check_graph`, the
+:mod:`commsched.model.traced` (validated by :func:`commsched.model.traced.check_graph`, the
 same contract as the TensorFlow traces).
 
 Ops and dependencies come from the autograd graph
@@ -61,8 +61,9 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from commsched import __version__, graph
+from commsched import __version__
 from commsched.errors import CommschedError
+from commsched.model import graph
 from commsched.trace import torch_models
 
 __all__ = ["ROUTE", "trace_file_name", "trace_model"]

@@ -463,7 +463,7 @@ def thesis_dynamic_rnn(size: int = 20, num_classes: int = 2, units: int = 64) ->
     The loop is TensorFlow 2's functional ``While`` op (TensorFlow 1's ``dynamic_rnn``
     expanded it into Enter/Merge/Switch/NextIteration ops), so the traced graph has one
     node for the forward loop and one for its gradient; each carries the summed time of the
-    ops its loop body ran (see :mod:`commsched.trace.format`).
+    ops its loop body ran (see :mod:`commsched.model.traced`).
     """
     _, keras = load_tensorflow()
     L = keras.layers

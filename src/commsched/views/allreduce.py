@@ -34,7 +34,7 @@ import networkx as nx
 
 from commsched.cost import AllReduceModel
 from commsched.errors import CommschedError
-from commsched.graph import new_graph, validate
+from commsched.model.graph import new_graph, validate
 from commsched.views.common import (
     check_trace,
     grad_producers,
@@ -74,7 +74,7 @@ def allreduce_view(
     Examples
     --------
     >>> from commsched.cost import LinearModel
-    >>> from commsched.graph import new_graph, add_op
+    >>> from commsched.model.graph import new_graph, add_op
     >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
     ...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
     >>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),

@@ -1,6 +1,6 @@
 """What both communication views take from a traced graph: the worker's ops and parameters.
 
-A traced graph (:mod:`commsched.trace.format`) is the single-device compute graph of one
+A traced graph (:mod:`commsched.model.traced`) is the single-device compute graph of one
 training iteration: forward ops, backward ops (``is_gradient``), ops outputting variables'
 gradients (``grad_of``: a list, since one op may output several, e.g. a fused batch-norm
 gradient yields the scale and the offset gradients), ops reading variables (``reads``) and
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from commsched.graph import validate
-from commsched.trace.format import check_graph, grads_of, reads_of, updates_of, variables
+from commsched.model.graph import validate
+from commsched.model.traced import check_graph, grads_of, reads_of, updates_of, variables
 
 __all__ = [
     "check_trace",
@@ -64,7 +64,7 @@ def optimizer_ops(g: nx.DiGraph) -> set[str]:
 
     See the module docstring. Gradient producers are never included.
 
-    >>> from commsched.graph import new_graph, add_op
+    >>> from commsched.model.graph import new_graph, add_op
     >>> g = new_graph({"cpu": 1}, variables={"w": {"bytes": 4}, "lr": {"bytes": 4}})
     >>> for n in ("read_w", "grad_w", "read_lr", "apply", "done", "loss"):
     ...     add_op(g, n, "compute", "cpu", 1.0)

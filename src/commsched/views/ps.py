@@ -26,7 +26,7 @@ for the format and for which ops count as optimizer ops, which are left out):
 Op ids ``recv:...``/``send:...`` cannot collide with TensorFlow op names, which never
 contain a colon. The graph attributes ``recvs`` ({recv id: variable}), ``sends``
 ({send id: variable}) and ``shards`` ({variable: server index}) record the mapping; they
-survive :func:`commsched.graph.save`.
+survive :func:`commsched.model.graph.save`.
 
 Zero-time bookkeeping ops (Const, Identity, ReadVariableOp) are kept: they cost the
 simulator little and keep the op names of the trace intact for the live enforcement.
@@ -40,7 +40,7 @@ import networkx as nx
 
 from commsched.cost import LinkModel
 from commsched.errors import CommschedError
-from commsched.graph import new_graph, validate
+from commsched.model.graph import new_graph, validate
 from commsched.views.common import (
     check_trace,
     grad_producers,
@@ -130,7 +130,7 @@ def ps_view(
 
     Examples
     --------
-    >>> from commsched.graph import new_graph, add_op
+    >>> from commsched.model.graph import new_graph, add_op
     >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
     ...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
     >>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),

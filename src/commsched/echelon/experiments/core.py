@@ -1,0 +1,163 @@
+"""EchelonFlow core facts: Table 1 from the arrangement functions, Fig. 2, optimality gaps.
+
+Three results of Pan et al. (HotNets 2022) and one of our own, each from a run:
+
+* Table 1 (:func:`commsched.echelon.arrangement.table1`, with our 1F1B row) as a table, and
+  per paradigm the metrics ``echelon_core.table1.<paradigm>.coflow_compliant`` (1/0) and
+  ``.arrangement_code`` (0 same, 1 staggered flows, 2 staggered Coflows);
+* Fig. 2 (:func:`fig2`): three 2-byte activations on a 1 byte/s link, produced every
+  T = 1 s from 1 s, consumed by a successor taking T per micro-batch. Per policy (fair
+  sharing, Varys' ``sebf`` -- the flows as one Coflow --, every EchelonFlow scheduler, the
+  exact optimum) the finish times, the tardiness against the GPipe ideal times (Eq. 6) and the
+  successor's phase end (simulated, not from Property 1); metrics
+  ``echelon_core.fig2.<policy>.{tardiness_s,phase_end_s,excess_over_optimum_s}`` (the
+  last: tardiness minus the optimum's) and the ratio
+  ``echelon_core.fig2.coflow_over_fair_phase_end`` (``sebf`` over ``fair``);
+* optimality gaps (:func:`commsched.echelon.exact.optimality_gaps`): seeded random small
+  instances on a big switch, every policy beside the exact optimum; metrics
+  ``echelon_core.gaps.<policy>.{mean_ratio,max_ratio,frac_optimal}`` (optimal: within
+  1e-6 absolute) and ``echelon_core.gaps.instances``.
+
+Run as ``python -m commsched.echelon.experiments.core --seed 0 --instances 30 --hosts 3
+--groups 3 --flows-per-group 2 --table1 T.csv --fig2 F.csv --gaps G.csv --metrics M.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from commsched.echelon import arrangement as arr
+from commsched.echelon.exact import POLICIES, optimality_gaps, solve_exact
+from commsched.echelon.model import EchelonFlow, simulate_echelonflows
+from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
+from commsched.results import write_metrics, write_table
+from commsched.sim.flow import big_switch
+
+__all__ = ["OPTIMAL_TOL", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
+           "table1_metrics"]
+
+
+#: A policy is optimal on an instance when its objective is within this of the optimum.
+OPTIMAL_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting."""
+
+    fig2: str
+    gaps: str
+    figure: str  # the PDF; the PNG is written beside it
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("echelon core", {"fig2": self.fig2, "gaps": self.gaps},
+                            self.figure, "run the echelon_core rule first")
+
+
+def fig2(offset: np.ndarray, t: float = 1.0, b: float = 1.0) -> EchelonFlow:
+    """Fig. 2's flows: activation ``j`` of ``2b`` bytes released at ``(j+1) t`` from host
+    0 to host 1, with the given arrangement ``offset``."""
+    return EchelonFlow([0, 0, 0], [1, 1, 1], [2 * b] * 3, [t, 2 * t, 3 * t], offset,
+                       name="fig2")
+
+
+def _successor_end(finish: np.ndarray, t: float) -> float:
+    end = -math.inf
+    for e in finish:
+        end = max(end, float(e)) + t
+    return end
+
+
+def fig2_table(t: float = 1.0, b: float = 1.0) -> pd.DataFrame:
+    """One row per policy on Fig. 2 (module docstring), on a ``b`` bytes/s link."""
+    net = big_switch(2, b)
+    ech = fig2(arr.gpipe(3, t), t, b)
+    runs: dict[str, np.ndarray] = {}
+    for name, make in POLICIES.items():
+        runs[name] = simulate_echelonflows(net, [ech], make()).finish
+    runs["optimum"] = solve_exact(net, [ech]).finish
+    rows = []
+    for name, fin in runs.items():
+        rows.append({"policy": name, **{f"finish_{j}": float(fin[j]) for j in range(3)},
+                     "tardiness_s": float(np.max(fin - ech.ideal)),
+                     "phase_end_s": _successor_end(fin, t)})
+    return pd.DataFrame(rows)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text.lower()).replace("___", "_")
+
+
+def table1_metrics(table: pd.DataFrame) -> dict[str, float]:
+    code = {v: k for k, v in enumerate(arr.ARRANGEMENT_TEXT.values())}
+    out: dict[str, float] = {}
+    for row in table.itertuples(index=False):
+        key = f"echelon_core.table1.{_slug(str(row.paradigm))}"
+        out[f"{key}.coflow_compliant"] = float(bool(row.coflow_compliance))
+        out[f"{key}.arrangement_code"] = float(code[str(row.arrangement)])
+    return out
+
+
+def gap_metrics(gaps: pd.DataFrame) -> dict[str, float]:
+    out: dict[str, float] = {"echelon_core.gaps.instances": float(gaps["instance"].nunique())}
+    for policy, g in gaps.groupby("policy", sort=True):
+        key = f"echelon_core.gaps.{policy}"
+        out[f"{key}.mean_ratio"] = float(g["ratio"].mean())
+        out[f"{key}.max_ratio"] = float(g["ratio"].max())
+        out[f"{key}.frac_optimal"] = float((g["gap"] <= OPTIMAL_TOL).mean())
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.core",
+                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--instances", type=int, required=True, help="random instances for gaps")
+    p.add_argument("--hosts", type=int, required=True)
+    p.add_argument("--groups", type=int, required=True, help="EchelonFlows per instance")
+    p.add_argument("--flows-per-group", type=int, required=True)
+    p.add_argument("--table1", required=True, help="output CSV: Table 1")
+    p.add_argument("--fig2", required=True, help="output CSV: Fig. 2 per policy")
+    p.add_argument("--gaps", required=True, help="output CSV: per instance and policy")
+    p.add_argument("--metrics", required=True, help="output CSV: metrics")
+    a = p.parse_args(argv)
+    cfg = {"seed": a.seed, "instances": a.instances, "hosts": a.hosts, "groups": a.groups,
+           "flows_per_group": a.flows_per_group}
+    try:
+        if a.instances < 1:
+            raise CommschedError("echelon_core: --instances must be >= 1")
+        t1 = arr.table1(extended=True)
+        f2 = fig2_table()
+        gaps = optimality_gaps(a.seed, a.instances, a.hosts, a.groups, a.flows_per_group)
+    except CommschedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    metrics = table1_metrics(t1)
+    for row in f2.itertuples(index=False):
+        metrics[f"echelon_core.fig2.{row.policy}.tardiness_s"] = float(row.tardiness_s)
+        metrics[f"echelon_core.fig2.{row.policy}.phase_end_s"] = float(row.phase_end_s)
+    opt = float(f2.set_index("policy").loc["optimum", "tardiness_s"])
+    for row in f2.itertuples(index=False):
+        metrics[f"echelon_core.fig2.{row.policy}.excess_over_optimum_s"] = \
+            float(row.tardiness_s) - opt
+    end = f2.set_index("policy")["phase_end_s"]
+    metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
+        end["sebf"] / end["fair"])
+    metrics.update(gap_metrics(gaps))
+    write_table(t1, a.table1, cfg)
+    write_table(f2, a.fig2, cfg)
+    write_table(gaps, a.gaps, cfg)
+    write_metrics(metrics, a.metrics, cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

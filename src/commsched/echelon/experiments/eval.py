@@ -1,0 +1,294 @@
+"""The evaluation EchelonFlow's paper does not have: a multi-tenant cluster in simulation.
+
+EchelonFlow (Pan et al., HotNets 2022) argues (Property 1, Sec. 3.3) that scheduling flows
+by tardiness shortens training, but evaluates nothing. Here training jobs of every
+paradigm of its Table 1 (and 1F1B pipelines, which it leaves open), built from our traced
+models by :mod:`commsched.echelon.jobs`,
+share an oversubscribed two-tier fabric (:func:`commsched.sim.flow.two_tier`), and each
+flow scheduler named in the config (:data:`commsched.echelon.jobs.FLOW_SCHEDULERS`: fair
+sharing, Varys and the other Coflow schedulers, the EchelonFlow schedulers) runs the same
+scenarios. Per job and iteration we
+record iteration times, job completion times (JCT), the slowdown of each job (its JCT
+over its JCT alone on the same hosts under the same scheduler: what sharing costs it) and
+EchelonFlow tardiness (Eq. 2, summed per job as in Eq. 4).
+
+Scenario (everything from the ``echelon_eval`` config section):
+
+* the fabric: ``racks`` x ``hosts_per_rack`` hosts with ``link_Bps`` NICs, rack uplinks
+  and downlinks ``oversubscription`` times thinner than the rack's hosts together;
+* ``n`` jobs (the load; swept over ``jobs``), the ``k``-th job made from ``mix[k mod
+  len(mix)]`` (a paradigm, a trace, its workers and its own settings), so every load
+  mixes the paradigms in the same proportions;
+* placement: every job's workers (and servers) on distinct hosts drawn uniformly at
+  random without replacement over the whole cluster (dedicated devices, the paper's Sec.
+  5 setting; random placement makes most jobs cross racks), seeded per repetition;
+* arrivals: a Poisson process of mean inter-arrival ``mean_interarrival_s``, seeded;
+* compute: the traced (CPU) op times times ``compute_scale`` (our assumption of how much
+  faster an accelerator runs the same model); every job runs ``iterations`` iterations;
+* repetitions: ``seeds``; a scenario (load, oversubscription, seed) is identical for
+  every scheduler: same jobs, placement, arrivals.
+
+Every run is checked by :func:`commsched.sim.flow.check_flow_schedule`.
+
+Metrics (``results/metrics/echelon_eval.csv``): per scheduler ``s`` and paradigm ``p``,
+``echelon_eval.s.p.iter_mean_s`` (mean iteration time over every job and iteration of
+every scenario), ``echelon_eval.s.jct_mean_s``, ``echelon_eval.s.slowdown_mean``,
+``echelon_eval.s.tardiness_mean_s``
+(summed tardiness per scenario, averaged); and for every scheduler against every other
+``b``: ``echelon_eval.s.p.iter_vs_b`` = the mean over scenarios of (mean iteration time of
+``p``-jobs under ``s``) / (the same under ``b``): below 1, ``s`` is faster;
+``echelon_eval.s.jct_vs_b`` (mean over jobs of the JCT ratio) and
+``echelon_eval.s.tardiness_vs_b`` (mean over scenarios of the total tardiness ratio).
+
+Run as ``python -m commsched.echelon.experiments.eval run --config-json '{...}' --traces
+T1 T2 ... --jobs-table J.csv --iterations-table I.csv`` then ``python -m
+commsched.echelon.experiments.eval metrics --jobs-table J.csv --iterations-table I.csv
+--metrics M.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from commsched.echelon.jobs import (
+    FLOW_SCHEDULERS,
+    PARADIGMS,
+    JobGraph,
+    JobSpec,
+    LayerProfile,
+    build_job,
+    layer_profile,
+    run_jobs,
+)
+from commsched.errors import CommschedError
+from commsched.io.structured import read_yaml
+from commsched.model.traced import load_trace
+from commsched.plotting import check_figure_inputs
+from commsched.results import read_table, write_metrics, write_table
+from commsched.sim.flow import two_tier
+
+__all__ = [
+    "FigureConfig",
+    "Scenario",
+    "headline_metrics",
+    "main",
+    "make_jobs",
+    "run_scenario",
+    "run_sweep",
+]
+
+#: Profile blocks cut from each trace before a job merges them (>= any job's blocks).
+PROFILE_BLOCKS = 16
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One point of the sweep: ``jobs`` jobs under ``oversubscription``, repetition
+    ``seed``."""
+
+    jobs: int
+    oversubscription: float
+    seed: int
+
+
+def _section(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    need = ["seeds", "schedulers", "racks", "hosts_per_rack", "link_Bps", "oversubscription",
+            "jobs", "mean_interarrival_s", "compute_scale", "iterations", "mix"]
+    missing = [k for k in need if k not in cfg]
+    if missing:
+        raise CommschedError(f"echelon_eval config: missing {', '.join(missing)}")
+    unknown = [s for s in cfg["schedulers"] if s not in FLOW_SCHEDULERS]
+    if unknown:
+        raise CommschedError(f"echelon_eval config: unknown schedulers {', '.join(unknown)}; "
+                             f"known: {', '.join(FLOW_SCHEDULERS)}")
+    for m in cfg["mix"]:
+        if m.get("paradigm") not in PARADIGMS:
+            raise CommschedError(f"echelon_eval config: mix entry {m}: paradigm must be one "
+                                 f"of {', '.join(PARADIGMS)}")
+    return dict(cfg)
+
+
+def make_jobs(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile],
+              sc: Scenario) -> list[JobGraph]:
+    """The jobs of scenario ``sc`` (see the module docstring): mix, placement, arrivals."""
+    rng = np.random.default_rng([sc.seed, sc.jobs])
+    hosts = cfg["racks"] * cfg["hosts_per_rack"]
+    specs = [cfg["mix"][k % len(cfg["mix"])] for k in range(sc.jobs)]
+    need = sum(m["workers"] + m.get("servers", 0) for m in specs)
+    if need > hosts:
+        raise CommschedError(f"echelon_eval: {sc.jobs} jobs need {need} hosts, the cluster "
+                             f"has {hosts}")
+    order = rng.permutation(hosts)
+    arrivals = np.cumsum(rng.exponential(cfg["mean_interarrival_s"], sc.jobs))
+    arrivals -= arrivals[0]
+    jobs, used = [], 0
+    for k, m in enumerate(specs):
+        n, s = m["workers"], m.get("servers", 0)
+        mine = [int(h) for h in order[used:used + n + s]]
+        used += n + s
+        if m["trace"] not in profiles:
+            raise CommschedError(f"echelon_eval: no trace {m['trace']!r} given")
+        spec = JobSpec(f"{k}:{m['paradigm']}:{m['trace']}", m["paradigm"], tuple(mine[:n]),
+                       tuple(mine[n:]), m.get("micro_batches", 1), m.get("blocks", 4),
+                       cfg["iterations"], float(arrivals[k]))
+        jobs.append(build_job(spec, profiles[m["trace"]]))
+    return jobs
+
+
+def run_scenario(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile], sc: Scenario,
+                 scheduler: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Jobs table and iterations table of one scenario under one scheduler."""
+    net = two_tier(cfg["racks"], cfg["hosts_per_rack"], float(cfg["link_Bps"]),
+                   float(sc.oversubscription))
+    jobs = make_jobs(cfg, profiles, sc)
+    t0 = time.perf_counter()
+    run = run_jobs(jobs, net, FLOW_SCHEDULERS[scheduler](), check=True)
+    wall = time.perf_counter() - t0
+    keys = {"scheduler": scheduler, "jobs": sc.jobs, "oversubscription": sc.oversubscription,
+            "seed": sc.seed}
+    alone = [run_jobs([j], net, FLOW_SCHEDULERS[scheduler](), check=True).jobs_table()["jct_s"]
+             .iloc[0] for j in jobs]
+    jt = run.jobs_table().assign(**keys, jct_alone_s=alone, flows=len(run.flows),
+                                 sim_wall_s=wall)
+    jt["slowdown"] = jt["jct_s"] / jt["jct_alone_s"]
+    it = run.iteration_times().assign(**keys)
+    return jt, it
+
+
+def run_sweep(cfg: Mapping[str, Any], traces: Sequence[str],
+              progress: Callable[[str], None] = lambda s: None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every scenario under every configured scheduler."""
+    cfg = _section(cfg)
+    scale = float(cfg["compute_scale"])
+    by_name = {Path(t).name.removesuffix(".json.gz"): t for t in traces}
+    profiles = {name: layer_profile(load_trace(by_name[name]), PROFILE_BLOCKS).scaled(scale)
+                for name in sorted({m["trace"] for m in cfg["mix"]}) if name in by_name}
+    jobs_rows, iter_rows = [], []
+    for n, o, seed in itertools.product(cfg["jobs"], cfg["oversubscription"], cfg["seeds"]):
+        sc = Scenario(int(n), float(o), int(seed))
+        for s in cfg["schedulers"]:
+            jt, it = run_scenario(cfg, profiles, sc, s)
+            progress(f"{sc} {s}: {len(jt)} jobs, JCT mean {jt['jct_s'].mean():.4g} s")
+            jobs_rows.append(jt)
+            iter_rows.append(it)
+    return pd.concat(jobs_rows, ignore_index=True), pd.concat(iter_rows, ignore_index=True)
+
+
+def headline_metrics(jobs: pd.DataFrame, iterations: pd.DataFrame) -> dict[str, float]:
+    """The metrics of the module docstring."""
+    out: dict[str, float] = {}
+    scen = ["jobs", "oversubscription", "seed"]
+    per = (iterations.groupby(["scheduler", "paradigm", *scen])["iteration_s"].mean()
+           .rename("it").reset_index())
+    schedulers = sorted(jobs["scheduler"].unique())
+    for s in schedulers:
+        j = jobs[jobs["scheduler"] == s]
+        out[f"echelon_eval.{s}.jct_mean_s"] = float(j["jct_s"].mean())
+        out[f"echelon_eval.{s}.slowdown_mean"] = float(j["slowdown"].mean())
+        out[f"echelon_eval.{s}.tardiness_mean_s"] = float(
+            j.groupby(scen)["tardiness_s"].sum().mean())
+        for p, grp in iterations[iterations["scheduler"] == s].groupby("paradigm"):
+            out[f"echelon_eval.{s}.{p}.iter_mean_s"] = float(grp["iteration_s"].mean())
+    for s, b in itertools.permutations(schedulers, 2):
+        mine = per[per["scheduler"] == s].set_index(["paradigm", *scen])["it"]
+        base = per[per["scheduler"] == b].set_index(["paradigm", *scen])["it"]
+        ratio = (mine / base).dropna()
+        for p, r in ratio.groupby(level="paradigm"):
+            out[f"echelon_eval.{s}.{p}.iter_vs_{b}"] = float(r.mean())
+        js = jobs[jobs["scheduler"] == s].set_index(["job", *scen])["jct_s"]
+        jb = jobs[jobs["scheduler"] == b].set_index(["job", *scen])["jct_s"]
+        out[f"echelon_eval.{s}.jct_vs_{b}"] = float((js / jb).dropna().mean())
+        ts = jobs[jobs["scheduler"] == s].groupby(scen)["tardiness_s"].sum()
+        tb = jobs[jobs["scheduler"] == b].groupby(scen)["tardiness_s"].sum()
+        out[f"echelon_eval.{s}.tardiness_vs_{b}"] = float((ts / tb).dropna().mean())
+    return out
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/echelon_eval.ipynb``, checked before plotting."""
+
+    jobs: str
+    iterations: str
+    figure: str  # the PDF; the PNG is written beside it
+    kind: str = "iterations"
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("echelon_eval", {"jobs": self.jobs, "iterations": self.iterations},
+                            self.figure, "run snakemake echelon_eval first")
+        if self.kind not in FIGURE_KINDS:
+            raise CommschedError(f"echelon_eval figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(FIGURE_KINDS)}")
+
+
+#: The figures of the notebook: iteration-time distributions per paradigm, their ratios to
+#: fair sharing per scenario, and slowdown and tardiness against load and oversubscription.
+FIGURE_KINDS = ("iterations", "ratios", "sweep")
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    if args.config_json is not None:
+        try:
+            data = json.loads(args.config_json)
+        except json.JSONDecodeError as e:
+            raise CommschedError(f"--config-json: invalid JSON: {e.msg}") from None
+    else:
+        data = read_yaml(args.config)
+        if not isinstance(data, dict) or "echelon_eval" not in data:
+            raise CommschedError(f"{args.config}: no 'echelon_eval' section")
+        data = data["echelon_eval"]
+    if not isinstance(data, dict):
+        raise CommschedError("echelon_eval config: expected a mapping")
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.eval",
+                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("step", choices=["run", "metrics"])
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--config", default="config/config.yaml",
+                     help="config file with an 'echelon_eval' section (default %(default)s)")
+    src.add_argument("--config-json", help="the 'echelon_eval' section as a JSON object")
+    p.add_argument("--trace-dir", default="data/traces",
+                   help="where the mix's trace names live (default %(default)s)")
+    p.add_argument("--traces", nargs="+", help="trace files (default: the mix's, in --trace-dir)")
+    p.add_argument("--jobs-table", required=True, help="per-job table (CSV)")
+    p.add_argument("--iterations-table", required=True, help="per-iteration table (CSV)")
+    p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
+    args = p.parse_args(argv)
+    try:
+        if args.step == "metrics":
+            if not args.metrics:
+                raise CommschedError("metrics needs --metrics")
+            jobs, its = read_table(args.jobs_table), read_table(args.iterations_table)
+            write_metrics(headline_metrics(jobs, its), args.metrics,
+                          {"jobs": args.jobs_table, "iterations": args.iterations_table})
+            return 0
+        cfg = _config(args)
+        traces = args.traces or [str(Path(args.trace_dir) / f"{m['trace']}.json.gz")
+                                 for m in cfg.get("mix", [])]
+        jobs, its = run_sweep(cfg, traces, progress=lambda s: print(s, file=sys.stderr,
+                                                                    flush=True))
+        write_table(jobs, args.jobs_table, cfg)
+        write_table(its, args.iterations_table, cfg)
+    except CommschedError as e:
+        print(f"echelon_eval {args.step}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""The op graph: a DAG of operations, the common input of every algorithm in commsched.
+
+An op graph is a plain :class:`networkx.DiGraph` whose nodes are ops and whose edges are
+data or control dependencies ("the target may start only after the source finished").
+Keeping the networkx type, rather than a subclass, lets researchers use every networkx
+algorithm on it directly.
+
+Node attributes
+    ``kind``      what the op does: one of :data:`KINDS` (extensible by
+                  :func:`register_kind`).
+    ``resource``  name of the resource that runs the op (a compute unit, a network channel).
+    ``duration``  seconds, a finite float >= 0.
+    ``bytes``     optional, bytes moved or produced (int >= 0).
+    ``param``     optional, name of the parameter (variable) a transfer carries.
+    ``priority``  optional number; among ready ops of a resource, lower runs first.
+
+Any further node or edge attribute is kept as it is (for example ``op_type``, ``control``).
+
+Graph attributes
+    ``resources``       {name: capacity}, capacity = how many ops the resource runs at once.
+    ``schema_version``  the version of the file format, :data:`SCHEMA_VERSION`.
+
+Files are networkx node-link JSON (``edges`` key) with the graph attributes above.
+
+Examples
+--------
+>>> g = new_graph({"cpu": 1, "net": 1})
+>>> add_op(g, "r", "recv", "net", 2.0, bytes=100, param="w")
+>>> add_op(g, "c", "compute", "cpu", 1.0)
+>>> g.add_edge("r", "c")
+>>> validate(g)
+>>> compile_graph(g).ids
+['r', 'c']
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from commsched.atomic import atomic_write_bytes
+from commsched.errors import GraphError
+
+__all__ = [
+    "KINDS",
+    "SCHEMA_VERSION",
+    "CompiledGraph",
+    "add_op",
+    "compile_graph",
+    "from_json",
+    "load",
+    "new_graph",
+    "register_kind",
+    "save",
+    "to_json",
+    "validate",
+]
+
+SCHEMA_VERSION = 1
+
+#: Known op kinds. ``compute`` runs on a device; ``recv``/``send`` are parameter-server
+#: transfers (TicTac Sec. 2.3); ``allreduce`` is a collective (PACE Sec. IV-A);
+#: ``transfer`` is a device-to-device copy (thesis Sec. 3.3).
+KINDS: set[str] = {"compute", "recv", "send", "allreduce", "transfer"}
+
+_REQUIRED = ("kind", "resource", "duration")
+
+
+def register_kind(name: str) -> None:
+    """Allow a new op kind (for an extension that models another kind of op)."""
+    if not name or not isinstance(name, str):
+        raise ValueError("an op kind is a non-empty string")
+    KINDS.add(name)
+
+
+def new_graph(resources: dict[str, int], **attrs: Any) -> nx.DiGraph:
+    """An empty op graph with the given resources and extra graph attributes."""
+    g = nx.DiGraph()
+    g.graph["schema_version"] = SCHEMA_VERSION
+    g.graph["resources"] = dict(resources)
+    g.graph.update(attrs)
+    return g
+
+
+def add_op(
+    g: nx.DiGraph, op_id: str, kind: str, resource: str, duration: float, **attrs: Any
+) -> None:
+    """Add one op; ``attrs`` may hold ``bytes``, ``param``, ``priority`` or anything else."""
+    g.add_node(op_id, kind=kind, resource=resource, duration=float(duration), **attrs)
+
+
+def _where(source: str | None) -> str:
+    return f"{source}: " if source else ""
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def validate(g: nx.DiGraph, source: str | None = None) -> None:
+    """Raise :class:`GraphError` naming the first problem found, else return None.
+
+    Checks, in this order: the resources table, every node's attributes, then acyclicity.
+    ``source`` (a file name) prefixes the message.
+    """
+    where = _where(source)
+    resources = g.graph.get("resources")
+    if not isinstance(resources, dict) or not resources:
+        raise GraphError(f"{where}graph attribute 'resources' must be a non-empty mapping")
+    for name, cap in resources.items():
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise GraphError(
+                f"{where}resource {name!r}: capacity must be an integer >= 1, got {cap!r}"
+            )
+    for n, a in g.nodes(data=True):
+        for field in _REQUIRED:
+            if field not in a:
+                raise GraphError(f"{where}node {n!r}: missing field {field!r}")
+        if a["kind"] not in KINDS:
+            raise GraphError(
+                f"{where}node {n!r}: unknown kind {a['kind']!r} (known: {', '.join(sorted(KINDS))})"
+            )
+        if a["resource"] not in resources:
+            raise GraphError(f"{where}node {n!r}: unknown resource {a['resource']!r}")
+        d = a["duration"]
+        if not _is_number(d) or not math.isfinite(d) or d < 0:
+            raise GraphError(f"{where}node {n!r}: duration must be a finite number >= 0, got {d!r}")
+        b = a.get("bytes")
+        if b is not None and (not _is_number(b) or not math.isfinite(b) or b < 0):
+            raise GraphError(f"{where}node {n!r}: bytes must be a number >= 0, got {b!r}")
+        p = a.get("priority")
+        if p is not None and (not _is_number(p) or not math.isfinite(p)):
+            raise GraphError(f"{where}node {n!r}: priority must be a finite number, got {p!r}")
+    if nx.is_directed_acyclic_graph(g):  # linear time; find_cycle only to name the cycle
+        return
+    cycle = nx.find_cycle(g)
+    path = " -> ".join(str(u) for u, _ in cycle) + f" -> {cycle[0][0]}"
+    raise GraphError(f"{where}cycle through node {cycle[0][0]!r}: {path}")
+
+
+def to_json(g: nx.DiGraph) -> dict[str, Any]:
+    """The node-link dictionary of ``g`` (the on-disk format)."""
+    data: dict[str, Any] = nx.node_link_data(g, edges="edges")
+    data["graph"] = {"schema_version": SCHEMA_VERSION, **data["graph"]}
+    return data
+
+
+def from_json(data: object, source: str | None = None) -> nx.DiGraph:
+    """Build and validate an op graph from its node-link dictionary."""
+    where = _where(source)
+    if not isinstance(data, dict):
+        raise GraphError(f"{where}expected a JSON object with 'nodes' and 'edges'")
+    for key in ("graph", "nodes", "edges"):
+        if key not in data:
+            raise GraphError(f"{where}missing top-level field {key!r}")
+    version = data["graph"].get("schema_version") if isinstance(data["graph"], dict) else None
+    if version != SCHEMA_VERSION:
+        raise GraphError(
+            f"{where}schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
+        )
+    ids = set()
+    for i, node in enumerate(data["nodes"]):
+        if not isinstance(node, dict) or "id" not in node:
+            raise GraphError(f"{where}node #{i}: missing field 'id'")
+        if node["id"] in ids:
+            raise GraphError(f"{where}node {node['id']!r}: duplicate id")
+        ids.add(node["id"])
+    for edge in data["edges"]:
+        if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
+            raise GraphError(f"{where}edge {edge!r}: needs 'source' and 'target'")
+        for end in ("source", "target"):
+            if edge[end] not in ids:
+                raise GraphError(
+                    f"{where}edge {edge['source']!r} -> {edge['target']!r}: "
+                    f"node {edge[end]!r} does not exist"
+                )
+    g: nx.DiGraph = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
+    validate(g, source)
+    return g
+
+
+def load(path: str | os.PathLike[str]) -> nx.DiGraph:
+    """Read and validate an op graph file (``.json`` or gzip ``.json.gz``); errors name it."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+        text = (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
+    except OSError as e:
+        raise GraphError(f"{p}: cannot read: {e.strerror or e}") from None
+    except (EOFError, UnicodeDecodeError) as e:
+        raise GraphError(f"{p}: not a readable graph file: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno} column {e.colno}"
+        raise GraphError(f"{p}: invalid JSON at {where}: {e.msg}") from None
+    return from_json(data, str(p))
+
+
+def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
+    """Validate ``g`` and write it atomically as node-link JSON (gzip if ``path`` ends .gz).
+
+    Gzip output is byte-for-byte reproducible (no timestamp in the header).
+    """
+    validate(g)
+    data = json.dumps(to_json(g), separators=(",", ":")).encode("utf-8")
+    if Path(path).suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(path, data)
+
+
+@dataclass(frozen=True)
+class CompiledGraph:
+    """Array form of an op graph for fast simulation.
+
+    Ops are numbered 0..n-1 in the graph's node order. ``succ_ptr``/``succ_idx`` are the
+    successor lists in CSR form; ``priority[i]`` is None for an op without a priority.
+    """
+
+    ids: list[str]
+    duration: list[float]
+    resource: list[int]
+    priority: list[float | None]
+    indegree: list[int]
+    succ_ptr: list[int]
+    succ_idx: list[int]
+    resource_names: list[str]
+    capacity: list[int]
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+
+def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> CompiledGraph:
+    """Compile ``g`` to arrays; ``priorities`` (op id -> number) override node priorities."""
+    ids = list(g.nodes)
+    index = {n: i for i, n in enumerate(ids)}
+    rnames = list(g.graph["resources"])
+    rindex = {r: i for i, r in enumerate(rnames)}
+    nodes = g.nodes
+    prio: list[float | None] = [nodes[n].get("priority") for n in ids]
+    if priorities:
+        for op, p in priorities.items():
+            if op not in index:
+                raise GraphError(f"priorities name op {op!r}, which is not in the graph")
+            prio[index[op]] = p
+    succ_ptr = [0]
+    succ_idx: list[int] = []
+    indeg = [0] * len(ids)
+    adj = g.adj
+    for n in ids:
+        for s in adj[n]:
+            j = index[s]
+            succ_idx.append(j)
+            indeg[j] += 1
+        succ_ptr.append(len(succ_idx))
+    return CompiledGraph(
+        ids=ids,
+        duration=[float(nodes[n]["duration"]) for n in ids],
+        resource=[rindex[nodes[n]["resource"]] for n in ids],
+        priority=prio,
+        indegree=indeg,
+        succ_ptr=succ_ptr,
+        succ_idx=succ_idx,
+        resource_names=rnames,
+        capacity=[int(g.graph["resources"][r]) for r in rnames],
+    )

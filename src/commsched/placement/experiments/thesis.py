@@ -1,0 +1,420 @@
+"""The thesis' evaluation (Laich 2017, Ch. 6-7) with every partitioner and scheduler.
+
+=============  ==========================================================  ================
+experiment     what runs (settings from the ``placement:`` config)          thesis
+=============  ==========================================================  ================
+``table71``    the six synthetic graphs at full size: counts vs Table 7.1   Table 7.1
+``synthetic``  graphs 1-6 on ``devices`` (100) devices, ``runs`` runs       Figs. 7.1-7.3
+``tensorflow`` traced CNN / RNN / dynamic RNN on 50 devices, ``runs`` runs  Figs. 7.4-7.6
+``seven``      graphs 2, 3 and two traced graphs on 7 devices; the Gantt    Figs. 7.7-7.10
+               chart and executable-node counts of run 0
+``metrics``    the comparative statements of Ch. 7 and 10 as numbers       claims
+=============  ==========================================================  ================
+
+Our setup (where the thesis is silent or we differ):
+
+* Synthetic graphs: :func:`commsched.trace.synthetic.level_dag` with Table 7.1's levels,
+  nodes per level and edge level limit, and its counts as targets (nodes, level edges,
+  random edges, colocated nodes); weights uniform in 1-100 (Sec. 6.2); no device
+  constraints (the thesis does not give their share). ``scale`` < 1 (the reduced default)
+  multiplies the number of levels and every count; ``full: true`` runs Table 7.1's sizes
+  and the thesis' run counts (10 synthetic, 100 TensorFlow runs).
+* Devices: :func:`commsched.placement.model.random_devices` (Sec. 6.2), a new device set
+  per run (seed ``seed + run``): the thesis averages runs that differ by its code's
+  non-deterministic orders, which ``thesis`` semantics does not have. Under
+  ``published-code`` the run also seeds those orders.
+* TensorFlow graphs: our traces (:mod:`commsched.placement.traced`), plus the thesis-format
+  CSV graphs listed in ``tensorflow.thesis_csv`` that exist (by default the published CNN
+  graph in ``../shared/thesis-data/``, which may not be redistributed: a listed file that
+  is missing is skipped with a message in the log, so the pipeline needs no file outside
+  the repository).
+* Partitioning time: wall clock of the partitioner in this process (Figs. 7.3, 7.6 use
+  milliseconds of the Java code); other jobs share the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from commsched.errors import CommschedError
+from commsched.io.thesis import read_graph
+from commsched.model.traced import load_trace
+from commsched.placement import PARTITIONERS, SCHEDULERS, Options, Problem
+from commsched.placement.model import Cluster, random_devices
+from commsched.placement.run import run_all
+from commsched.placement.traced import problem_from_trace
+from commsched.plotting import check_figure_inputs
+from commsched.results import read_table, write_metrics, write_table
+from commsched.trace.synthetic import level_dag
+
+__all__ = [
+    "EXPERIMENTS",
+    "TABLE71",
+    "FigureConfig",
+    "headline_metrics",
+    "main",
+    "run_seven",
+    "run_synthetic",
+    "run_tensorflow",
+    "synthetic_graph",
+    "table71",
+]
+
+EXPERIMENTS = ("table71", "synthetic", "tensorflow", "seven")
+
+#: Table 7.1: nodes, edges, random edges, level edges, levels, min and max nodes per level,
+#: edge level limit, colocated nodes.
+TABLE71: dict[int, dict[str, int]] = {
+    k: dict(zip(("nodes", "edges", "random_edges", "level_edges", "levels", "min_per_level",
+                 "max_per_level", "level_limit", "colocated"), v, strict=True))
+    for k, v in {
+        1: (36319, 16076, 8003, 8073, 300, 50, 200, 20, 5200),
+        2: (18168, 25148, 5015, 20133, 300, 20, 100, 20, 2762),
+        3: (7475, 49510, 0, 49510, 1000, 5, 10, 3, 263),
+        4: (9899, 42486, 21099, 21387, 200, 20, 80, 10, 1945),
+        5: (10440, 47414, 23535, 23879, 200, 20, 80, 10, 4768),
+        6: (26887, 107144, 53423, 53721, 500, 10, 100, 20, 4214),
+    }.items()
+}
+
+
+def synthetic_graph(k: int, scale: float, seed: int) -> Any:
+    """Table 7.1 graph ``k`` (levels and counts times ``scale``) from the level generator."""
+    t = TABLE71[k]
+    levels = max(1, round(t["levels"] * scale))
+    nodes = min(max(round(t["nodes"] * scale), levels * t["min_per_level"]),
+                levels * t["max_per_level"])
+    return level_dag(levels=levels, min_per_level=t["min_per_level"],
+                     max_per_level=t["max_per_level"], max_level_distance=t["level_limit"],
+                     nodes=nodes, level_edges=round(t["level_edges"] * scale),
+                     long_range_edges=round(t["random_edges"] * scale),
+                     colocated_nodes=round(t["colocated"] * scale), cpu_prob=0.0,
+                     gpu_prob=0.0, seed=seed + k)
+
+
+def table71(seed: int) -> pd.DataFrame:
+    """Counts of the six full-size graphs beside Table 7.1's."""
+    rows = []
+    for k, t in TABLE71.items():
+        g = synthetic_graph(k, 1.0, seed)
+        groups = pd.Series([a for _, a in g.nodes(data="colocation")]).value_counts()
+        ours = {"nodes": g.number_of_nodes(), "edges": g.number_of_edges(),
+                "random_edges": g.graph["edge_counts"]["long_range"],
+                "level_edges": g.graph["edge_counts"]["level"],
+                "colocated": int(groups[groups > 1].sum())}
+        for key, value in ours.items():
+            rows.append({"graph": k, "count": key, "thesis": t[key], "ours": value,
+                         "rel_err": (value - t[key]) / t[key] if t[key] else 0.0})
+    return pd.DataFrame(rows)
+
+
+def _settings(cfg: Mapping[str, Any], part: str) -> dict[str, Any]:
+    """The ``placement.<part>`` settings, with the thesis' sizes when ``full``."""
+    s = dict(cfg[part])
+    if cfg["full"]:
+        s.update(s.pop("full", {}))
+    s.pop("full", None)
+    return s
+
+
+def _devices(cfg: Mapping[str, Any], n: int, seed: int) -> Cluster:
+    d = cfg["devices"]
+    return random_devices(n, seed, cpu_prob=d["cpu_prob"], speed=tuple(d["speed"]),
+                          rate=tuple(d["rate"]), memory_scale=d["memory_scale"])
+
+
+def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: int, runs: int,
+          schedulers: Sequence[str], log: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    rows = []
+    keep: dict[str, Any] = {}
+    for name, p in problems.items():
+        for r in range(runs):
+            c = _devices(cfg, n_devices, cfg["seed"] + r)
+            for sem in cfg["semantics"]:
+                opts = Options(sem, cfg["seed"] + r, float(cfg["send_ops"]))
+                results = run_all(p, c, list(PARTITIONERS), list(schedulers), opts)
+                for x in results:
+                    rows.append({"graph": name, "run": r, "semantics": sem,
+                                 "partitioner": x.partitioner, "scheduler": x.scheduler,
+                                 "makespan": x.makespan, "traffic": x.traffic,
+                                 "partition_s": x.partition_s, "nodes": p.n,
+                                 "edges": p.n_edges, "devices": n_devices})
+                    if r == 0 and sem == "thesis":
+                        keep[f"{name}|{x.partitioner}|{x.scheduler}"] = x
+            print(f"{log}: {name} run {r} done", file=sys.stderr, flush=True)
+    return pd.DataFrame(rows), keep
+
+
+def run_synthetic(cfg: Mapping[str, Any]) -> pd.DataFrame:
+    """Figs. 7.1-7.3: every combination on the synthetic graphs."""
+    s = _settings(cfg, "synthetic")
+    problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
+                for k in s["graphs"]}
+    return _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "synthetic")[0]
+
+
+def _trace_problems(names: Sequence[str], trace_dir: str) -> dict[str, Problem]:
+    out = {}
+    for name in names:
+        path = Path(trace_dir) / f"{name}.json.gz"
+        model = name.split("-")[0].removeprefix("thesis_")
+        out[model] = problem_from_trace(load_trace(path))
+    return out
+
+
+def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
+    """Figs. 7.4-7.6: the traced TensorFlow graphs (and any thesis-format CSV graphs)."""
+    s = _settings(cfg, "tensorflow")
+    problems = _trace_problems(s["traces"], trace_dir)
+    for csv in s["thesis_csv"]:
+        if not Path(csv).is_file():
+            print(f"tensorflow: thesis-format graph {csv} not found, skipped (optional, "
+                  "not redistributable)", file=sys.stderr, flush=True)
+            continue
+        problems[f"{Path(csv).stem} (thesis csv)"] = Problem.from_thesis(read_graph(csv))
+    return _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "tensorflow")[0]
+
+
+def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figs. 7.7-7.10: four graphs on seven devices; the Gantt table of run 0 (thesis
+    semantics, ``gantt_scheduler``) with the executable nodes before each decision."""
+    s = _settings(cfg, "seven")
+    problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
+                for k in s["synthetic"]}
+    problems.update(_trace_problems(s["traces"], trace_dir))
+    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "seven")
+    rows = []
+    kinds = ("compute", "send", "recv")
+    for key, x in keep.items():
+        graph, part, sched = key.split("|")
+        if sched != s["gantt_scheduler"]:
+            continue
+        eg, sc = x.exec_graph, x.schedule
+        for d, t, ready, node in sc.decisions:
+            rows.append({"graph": graph, "partitioner": part, "scheduler": sched, "device": d,
+                         "node": node, "kind": kinds[eg.kind[node]], "start": t,
+                         "end": sc.end[node], "executable": ready})
+    return df, pd.DataFrame(rows)
+
+
+def _mean(df: pd.DataFrame, value: str) -> pd.DataFrame:
+    return (df[df.semantics == "thesis"]
+            .groupby(["graph", "partitioner", "scheduler"], as_index=False)[value].mean())
+
+
+def _frac(xs: Sequence[bool]) -> float:
+    return float(np.mean(xs)) if len(xs) else float("nan")
+
+
+def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: pd.DataFrame,
+                     gantt: pd.DataFrame, t71: pd.DataFrame) -> dict[str, float]:
+    """The numbers the claims in ``papers/claims/placement.yaml`` compare (thesis
+    semantics unless a name says otherwise; means over runs)."""
+    m: dict[str, float] = {}
+    m["placement.table71.max_abs_rel_err"] = float(t71.rel_err.abs().max())
+    # PCT best with (almost) every partitioner (Sec. 7.1, Ch. 10), by far (Ch. 10)
+    other_over_pct: list[float] = []
+    for tag, df in (("synthetic", synthetic), ("tensorflow", tensorflow), ("seven", seven)):
+        ms = _mean(df, "makespan").pivot_table(index=["graph", "partitioner"],
+                                                columns="scheduler", values="makespan")
+        other_over_pct += list(ms[["fifo", "msr"]].min(axis=1) / ms["pct"])
+        best = ms.min(axis=1)
+        m[f"placement.{tag}.pct_best_frac"] = _frac(list(ms["pct"] <= best * (1 + 1e-9)))
+        m[f"placement.{tag}.fifo_worst_frac"] = _frac(list(ms["fifo"] >= ms.max(axis=1)))
+        tr = df.groupby(["semantics", "graph", "run", "partitioner"]).traffic.agg(["min", "max"])
+        m[f"placement.{tag}.traffic_scheduler_spread"] = float(
+            ((tr["max"] - tr["min"]) / tr["max"].clip(lower=1e-12)).max())
+    m["placement.best_other_scheduler_over_pct"] = float(np.mean(other_over_pct))
+    # MSR slightly better than PCT in some runs with MITE and Hashing on graphs 1-2 (Sec. 7.1)
+    runs = synthetic[(synthetic.semantics == "thesis")
+                     & synthetic.graph.isin(["graph 1", "graph 2"])
+                     & synthetic.partitioner.isin(["mite", "hashing"])].pivot_table(
+        index=["graph", "partitioner", "run"], columns="scheduler", values="makespan")
+    if len(runs):
+        m["placement.synthetic.msr_beats_pct_runs_g12_mite_hashing_frac"] = _frac(
+            list(runs["msr"] < runs["pct"] * (1 - 1e-9)))
+    tf_pct = _mean(tensorflow[tensorflow.scheduler == "pct"], "makespan").pivot_table(
+        index="graph", columns="partitioner", values="makespan")
+    ratio = tf_pct["heft"] / tf_pct["mite"] - 1
+    m["placement.tensorflow.heft_over_mite_min"] = float(ratio.min())
+    m["placement.tensorflow.heft_over_mite_max"] = float(ratio.max())
+    pub = tensorflow[(tensorflow.semantics == "published-code") & (tensorflow.scheduler == "pct")]
+    if len(pub):
+        pp = pub.groupby(["graph", "partitioner"]).makespan.mean().unstack()
+        pr = pp["heft"] / pp["mite"] - 1
+        m["placement.tensorflow.published.heft_over_mite_min"] = float(pr.min())
+        m["placement.tensorflow.published.heft_over_mite_max"] = float(pr.max())
+        m["placement.tensorflow.published.cp_mite_dfs_beat_heft_frac"] = _frac(
+            [pp.loc[g, k] < pp.loc[g, "heft"] for g in pp.index for k in ("cp", "mite", "dfs")])
+    m["placement.tensorflow.hashing_worst_frac"] = _frac(
+        list(tf_pct.idxmax(axis=1) == "hashing"))
+    m["placement.tensorflow.mite_or_cp_best_frac"] = _frac(
+        list(tf_pct.idxmin(axis=1).isin(["mite", "cp"])))
+    m["placement.tensorflow.dfs_over_best_of_mite_cp"] = float(
+        (tf_pct["dfs"] / tf_pct[["mite", "cp"]].min(axis=1)).mean())
+    m["placement.tensorflow.icp_worse_than_cp_frac"] = _frac(list(tf_pct["icp"] > tf_pct["cp"]))
+    m["placement.tensorflow.cp_mite_dfs_beat_heft_frac"] = _frac(
+        [tf_pct.loc[g, k] < tf_pct.loc[g, "heft"] for g in tf_pct.index
+         for k in ("cp", "mite", "dfs")])
+    syn_pct = _mean(synthetic[synthetic.scheduler == "pct"], "makespan").pivot_table(
+        index="graph", columns="partitioner", values="makespan")
+    worst2 = syn_pct.apply(lambda r: set(r.nlargest(2).index), axis=1)
+    m["placement.synthetic.hashing_batch_split_worst_frac"] = _frac(
+        [w == {"hashing", "batch_split"} for w in worst2])
+    for tag, gs in (("g12", ("graph 1", "graph 2")), ("g3", ("graph 3",)),
+                    ("g56", ("graph 5", "graph 6"))):
+        present = [g for g in gs if g in syn_pct.index]
+        if present:
+            m[f"placement.synthetic.mite_over_heft_cp_icp_{tag}"] = float(np.mean(
+                [syn_pct.loc[g, "mite"] / syn_pct.loc[g, ["heft", "cp", "icp"]].mean()
+                 for g in present]))
+    # traffic rankings (Figs. 7.2, 7.5)
+    syn_tr = _mean(synthetic, "traffic").groupby(["graph", "partitioner"]).traffic.mean()
+    syn_tr = syn_tr.unstack()
+    by_graph = syn_tr.mean(axis=1)  # graph 1 lowest, graph 6 highest (Fig. 7.2)
+    if {"graph 1", "graph 6"} <= set(by_graph.index):
+        m["placement.synthetic.traffic_g1_lowest_g6_highest"] = float(
+            by_graph.idxmin() == "graph 1" and by_graph.idxmax() == "graph 6")
+    m["placement.synthetic.traffic_hashing_heft_cp_worst_frac"] = _frac(
+        [set(r.nlargest(3).index) == {"hashing", "heft", "cp"} for _, r in syn_tr.iterrows()])
+    tf_tr = _mean(tensorflow, "traffic").groupby(["graph", "partitioner"]).traffic.mean()
+    tf_tr = tf_tr.unstack()
+    m["placement.tensorflow.traffic_mite_bs_dfs_best_frac"] = _frac(
+        [set(r.nsmallest(3).index) == {"mite", "batch_split", "dfs"}
+         for _, r in tf_tr.iterrows()])
+    m["placement.tensorflow.traffic_hashing_heft_worst_frac"] = _frac(
+        [set(r.nlargest(2).index) == {"hashing", "heft"} for _, r in tf_tr.iterrows()])
+    m["placement.tensorflow.traffic_icp_below_cp_frac"] = _frac(list(tf_tr["icp"] < tf_tr["cp"]))
+    # Batch Split's traffic, relative to Hashing's, lower on the TensorFlow graphs (Sec. 7.2)
+    m["placement.batch_split_traffic_share_tf_over_synthetic"] = float(
+        (tf_tr["batch_split"] / tf_tr["hashing"]).mean()
+        / (syn_tr["batch_split"] / syn_tr["hashing"]).mean())
+    # partitioning time (Figs. 7.3, 7.6)
+    heft_over_median = {}
+    for tag, df, slowest in (("synthetic", synthetic, "heft"), ("tensorflow", tensorflow, "icp")):
+        pt = (df[df.semantics == "thesis"].groupby(["graph", "partitioner"]).partition_s
+              .mean().unstack())
+        m[f"placement.{tag}.{slowest}_slowest_frac"] = _frac(list(pt.idxmax(axis=1) == slowest))
+        m[f"placement.{tag}.hashing_time_over_median"] = float(
+            (pt["hashing"] / pt.median(axis=1)).mean())
+        heft_over_median[tag] = float((pt["heft"] / pt.median(axis=1)).mean())
+        if tag == "tensorflow":  # HEFT second slowest; Batch Split faster than MITE, DFS
+            second = pt.apply(lambda r: r.nlargest(2).index[-1], axis=1)
+            m["placement.tensorflow.heft_second_slowest_frac"] = _frac(list(second == "heft"))
+            m["placement.tensorflow.batch_split_faster_than_mite_dfs_frac"] = _frac(
+                list(pt["batch_split"] < pt[["mite", "dfs"]].min(axis=1)))
+        else:  # HEFT's time orders the graphs as their node counts do (Sec. 7.1)
+            nodes = synthetic.groupby("graph").nodes.first().reindex(pt.index)
+            if len(pt) > 1:
+                m["placement.synthetic.heft_time_nodes_rank_corr"] = float(np.corrcoef(
+                    pt["heft"].rank(), nodes.rank())[0, 1])
+            # MITE and DFS comparatively slow on graph 6 (many edges): time per node
+            per_node = pt.div(nodes, axis=0)
+            if "graph 6" in per_node.index and len(per_node) > 1:
+                rest = per_node.drop(index="graph 6")
+                m["placement.synthetic.mite_dfs_g6_time_per_node_ratio"] = float(np.mean(
+                    [per_node.loc["graph 6", k] / rest[k].median() for k in ("mite", "dfs")]))
+    # HEFT's partitioning time comparatively lower on the TensorFlow graphs (Sec. 7.2)
+    m["placement.heft_time_share_tf_over_synthetic"] = (heft_over_median["tensorflow"]
+                                                        / heft_over_median["synthetic"])
+    # seven devices (Sec. 7.3)
+    s7 = _mean(seven[seven.scheduler == "pct"], "makespan").groupby("graph").makespan.mean()
+    s100 = _mean(synthetic[synthetic.scheduler == "pct"], "makespan").groupby(
+        "graph").makespan.mean()
+    if {"graph 2", "graph 3"} <= set(s7.index) and {"graph 2", "graph 3"} <= set(s100.index):
+        m["placement.seven.g3_over_g2_makespan"] = float(s7["graph 3"] / s7["graph 2"])
+        m["placement.synthetic.g3_over_g2_makespan"] = float(s100["graph 3"] / s100["graph 2"])
+        t7 = _mean(seven, "traffic").groupby("graph").traffic.mean()
+        m["placement.seven.g3_over_g2_traffic"] = float(t7["graph 3"] / t7["graph 2"])
+        ex = gantt.groupby("graph").executable.mean()
+        m["placement.seven.g2_over_g3_executable"] = float(ex["graph 2"] / ex["graph 3"])
+    if "dynamic_rnn" in s7.index:
+        def bs_rank(df: pd.DataFrame) -> float:
+            x = _mean(df[(df.scheduler == "pct") & (df.graph == "dynamic_rnn")], "makespan")
+            r = x.set_index("partitioner").makespan
+            return float(r["batch_split"] / r.min())
+        m["placement.seven.batch_split_over_best_dynamic_rnn"] = bs_rank(seven)
+        if "dynamic_rnn" in set(tensorflow.graph):
+            m["placement.tensorflow.batch_split_over_best_dynamic_rnn"] = bs_rank(tensorflow)
+            m["placement.seven.batch_split_7_over_50_dynamic_rnn"] = (
+                m["placement.seven.batch_split_over_best_dynamic_rnn"]
+                / m["placement.tensorflow.batch_split_over_best_dynamic_rnn"])
+    g2 = gantt[(gantt.graph == "graph 2") & (gantt.partitioner == "mite")]
+    if len(g2):
+        busy = (g2.end - g2.start).groupby(g2.device).sum()
+        m["placement.seven.mite_g2_busiest_share"] = float(busy.max() / busy.sum())
+    return m
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of the ``notebooks/placement_*.ipynb`` notebooks, checked first."""
+
+    table: str
+    figure: str
+    kind: str
+    semantics: str = "thesis"
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("placement", {"table": self.table}, self.figure,
+                            "run `snakemake placement`")
+        kinds = ("makespan", "traffic", "partition_time", "gantt", "executable")
+        if self.kind not in kinds:
+            raise CommschedError(f"placement figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(kinds)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m commsched.placement.experiments.thesis",
+                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
+    p.add_argument("--config-json", help="the placement config section as JSON")
+    p.add_argument("--trace-dir", default="data/traces", help="where the traces are")
+    p.add_argument("--table", help="table to write (seven: the run table)")
+    p.add_argument("--gantt", help="seven: the Gantt table to write")
+    p.add_argument("--tables", nargs="*", default=[],
+                   help="metrics: synthetic=, tensorflow=, seven=, gantt=, table71= tables")
+    p.add_argument("--metrics", help="metrics table to write")
+    args = p.parse_args(argv)
+    try:
+        cfg = json.loads(args.config_json) if args.config_json else {}
+        if args.experiment == "metrics":
+            t = dict(x.split("=", 1) for x in args.tables)
+            need = ("synthetic", "tensorflow", "seven", "gantt", "table71")
+            missing = [k for k in need if k not in t]
+            if missing or not args.metrics:
+                raise CommschedError(f"metrics needs --metrics and --tables for {need}")
+            m = headline_metrics(*(read_table(t[k]) for k in need))
+            write_metrics(m, args.metrics)
+            return 0
+        if not args.table:
+            raise CommschedError("--table is required")
+        if args.experiment == "table71":
+            write_table(table71(cfg["seed"]), args.table, cfg)
+        elif args.experiment == "synthetic":
+            write_table(run_synthetic(cfg), args.table, cfg)
+        elif args.experiment == "tensorflow":
+            write_table(run_tensorflow(cfg, args.trace_dir), args.table, cfg)
+        else:
+            if not args.gantt:
+                raise CommschedError("seven needs --gantt")
+            runs, gantt = run_seven(cfg, args.trace_dir)
+            write_table(runs, args.table, cfg)
+            write_table(gantt, args.gantt, cfg)
+    except (CommschedError, KeyError, json.JSONDecodeError) as e:
+        print(f"placement {args.experiment}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The package's layers point only down, and no function-local import dodges a cycle.
+
+The layers, bottom to top (README, "The library"):
+
+0. leaves: ``errors``, ``progress``, ``atomic``, ``registry``
+1. records: ``results`` (tables with provenance), ``plotting``
+2. the model: ``model`` (the op graph and the traced-graph accessors)
+3. file formats: ``io``
+4. generic engines and cost models: ``sim``, ``cost``, ``trace``, ``cluster``
+5. communication views of a trace: ``views``
+6. the experiment skeleton: ``driver``
+7. one package per work, each owning its simulator, experiments and live glue:
+   ``tictac``, then ``pace`` (which ports TicTac as a baseline policy), ``echelon``,
+   ``placement``
+8. the claims table: ``claims``
+9. the front doors, each above the one before: ``commands``, ``cli``, ``__main__``
+
+A module may import its own top-level package and anything in a lower layer. Within
+layer 7 a work may import only the works listed before it in :data:`WORK_ORDER`.
+A ``commsched`` import inside a function is allowed only in ``commands/`` (start-up speed
+of the CLI); heavy third-party imports (TensorFlow, PyTorch) may stay lazy anywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "commsched"
+
+LAYERS: dict[str, int] = {
+    "__init__": 0, "errors": 0, "progress": 0, "atomic": 0, "registry": 0,
+    "results": 1, "plotting": 1,
+    "model": 2,
+    "io": 3,
+    "sim": 4, "cost": 4, "trace": 4, "cluster": 4,
+    "views": 5,
+    "driver": 6,
+    "tictac": 7, "pace": 7, "echelon": 7, "placement": 7,
+    "claims": 8, "commands": 9, "cli": 10, "__main__": 11,
+}
+#: Works may import works listed before them (PACE runs TicTac's order as a baseline).
+WORK_ORDER = ("tictac", "pace", "echelon", "placement")
+
+
+def _top(module: str) -> str:
+    """``commsched.pace.sim`` -> ``pace``; ``commsched`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for p in sorted(SRC.rglob("*.py")):
+        rel = p.relative_to(SRC.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        out.append((name.removesuffix(".__init__"), p))
+    return out
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """Every ``commsched`` import of a file: (module, line, inside a function)."""
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, local: bool) -> None:
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, ast.Import):
+                found.extend((a.name, ch.lineno, local) for a in ch.names
+                             if a.name.split(".")[0] == "commsched")
+            elif isinstance(ch, ast.ImportFrom) and ch.level == 0 and ch.module \
+                    and ch.module.split(".")[0] == "commsched":
+                if ch.module == "commsched":  # `from commsched import x`: x is a subpackage
+                    found.extend((f"commsched.{a.name}", ch.lineno, local) for a in ch.names)
+                else:
+                    found.append((ch.module, ch.lineno, local))
+            visit(ch, local or isinstance(ch, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(ast.parse(path.read_text(), str(path)), False)
+    return found
+
+
+def _violations() -> list[str]:
+    bad = []
+    for name, path in _modules():
+        me = _top(name)
+        assert me in LAYERS, f"{name}: top-level package {me!r} has no layer in this test"
+        for target, line, local in _imports(path):
+            where = f"{path.relative_to(SRC.parent)}:{line}"
+            if target == "commsched.__version__":
+                target = "commsched"
+            it = _top(target)
+            if local and me != "commands":
+                bad.append(f"{where}: function-local import of {target}")
+            if it == me:
+                continue
+            if it not in LAYERS:
+                bad.append(f"{where}: {target} is not a known package")
+            elif LAYERS[it] > LAYERS[me]:
+                bad.append(f"{where}: {name} (layer {LAYERS[me]}) imports up into "
+                           f"{target} (layer {LAYERS[it]})")
+            elif LAYERS[it] == LAYERS[me] and (
+                    me not in WORK_ORDER or WORK_ORDER.index(it) > WORK_ORDER.index(me)):
+                bad.append(f"{where}: {name} imports its sibling {target} of the same layer")
+    return bad
+
+
+def test_imports_point_down() -> None:
+    bad = _violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_every_package_has_a_layer() -> None:
+    tops = {_top(name) for name, _ in _modules()}
+    assert tops <= set(LAYERS), sorted(tops - set(LAYERS))
+
+
+@pytest.mark.parametrize("source, message", [
+    ("from commsched.pace import plan\n", "imports up"),
+    ("def f():\n    from commsched.model import graph\n", "function-local"),
+    ("from commsched.cluster import procs\n", "sibling"),
+])
+def test_the_check_catches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str,
+                           message: str) -> None:
+    """The checker itself fails on an upward, a local and a sibling import (a planted
+    module in a copy of the sim package's layer)."""
+    fake = tmp_path / "commsched"
+    (fake / "sim").mkdir(parents=True)
+    (fake / "sim" / "bad.py").write_text(source)
+    monkeypatch.setattr(f"{__name__}.SRC", fake)
+    assert any(message in v for v in _violations())
