@@ -2,8 +2,9 @@
 
 The layers, bottom to top (README, "The library"):
 
-0. leaves: ``errors``, ``progress``, ``atomic``, ``registry``
-1. records: ``results`` (tables with provenance), ``plotting``
+0. leaves: ``errors``, ``progress``, ``atomic``
+1. shared helpers: ``registry`` (one per algorithm family), ``results`` (tables with
+   provenance), ``plotting``
 2. the model: ``model`` (the op graph and the traced-graph accessors)
 3. file formats: ``io``
 4. generic engines and cost models: ``sim``, ``cost``, ``trace``, ``cluster``
@@ -31,8 +32,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "commsched"
 
 LAYERS: dict[str, int] = {
-    "__init__": 0, "errors": 0, "progress": 0, "atomic": 0, "registry": 0,
-    "results": 1, "plotting": 1,
+    "__init__": 0, "errors": 0, "progress": 0, "atomic": 0,
+    "registry": 1, "results": 1, "plotting": 1,
     "model": 2,
     "io": 3,
     "sim": 4, "cost": 4, "trace": 4, "cluster": 4,

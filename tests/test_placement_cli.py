@@ -81,7 +81,7 @@ def test_place_errors_are_one_line(files, tmp_path, capsys):
 
 
 def test_registries_reach_cli_and_schema():
-    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    schema = yaml.safe_load((ROOT / "src/commsched/schemas/config.schema.yaml").read_text())
     pl = schema["properties"]["placement"]["properties"]
     assert pl["seven"]["properties"]["gantt_scheduler"]["enum"] == list(SCHEDULERS)
     assert pl["semantics"]["items"]["enum"] == list(SEMANTICS)

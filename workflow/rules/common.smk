@@ -5,7 +5,7 @@ import glob
 from snakemake.utils import validate
 
 
-validate(config, "../schemas/config.schema.yaml")
+validate(config, "../../src/commsched/schemas/config.schema.yaml")
 
 # Final outputs of every area; rule files extend it, rule `all` requests it.
 ALL_TARGETS = []

@@ -14,7 +14,7 @@ from typing import Any
 from commsched.errors import CommschedError
 from commsched.io.priorities import write_priorities
 from commsched.model import graph
-from commsched.tictac.order import tac, tic
+from commsched.tictac.order import ORDERINGS
 
 __all__ = ["register", "run"]
 
@@ -22,7 +22,7 @@ __all__ = ["register", "run"]
 def register(sub: Any) -> None:
     p = sub.add_parser("order", help="priority order of the recv ops (TicTac TIC / TAC)")
     p.add_argument("graph", help="op graph (node-link JSON) with recv ops")
-    p.add_argument("--algo", choices=["tic", "tac"], required=True,
+    p.add_argument("--algo", choices=ORDERINGS.choices(), required=True,
                    help="tic: timing-independent (Alg. 2); tac: timing-aware (Alg. 3)")
     p.add_argument("-o", "--output", required=True, help="priorities file to write")
     p.add_argument("--format", choices=["json", "tsv"], default="json",
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     g = graph.load(args.graph)
     if not any(a["kind"] == "recv" for _, a in g.nodes(data=True)):
         raise CommschedError(f"{args.graph}: the graph has no recv ops to order")
-    prios = tic(g) if args.algo == "tic" else tac(g)
+    prios = ORDERINGS[args.algo](g)
     write_priorities(args.output, {op: float(p) for op, p in prios.items()}, args.format)
     print(f"{args.algo}: {len(prios)} recv priorities ({len(set(prios.values()))} distinct) "
           f"-> {args.output}")

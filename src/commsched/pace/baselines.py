@@ -106,6 +106,7 @@ from commsched.pace.model import PaceModel, build_model, to_problem
 from commsched.pace.plan import Group, Partition, Plan
 from commsched.pace.schedule import jackson
 from commsched.pace.sim import NET, PlanRun, Release, Workload
+from commsched.registry import Registry
 from commsched.tictac import tac
 
 __all__ = [
@@ -114,7 +115,9 @@ __all__ = [
     "DDP_BUCKET_BYTES",
     "DDP_FIRST_BUCKET_BYTES",
     "HOROVOD",
+    "LIVE_MODES",
     "POLICIES",
+    "AllReducePolicy",
     "Decision",
     "Policy",
     "PolicyContext",
@@ -123,6 +126,7 @@ __all__ = [
     "fifo_order",
     "horovod_timeline",
     "layer_order",
+    "live_policies",
     "run_policy",
 ]
 
@@ -419,26 +423,62 @@ def fusion_nopreempt(ctx: PolicyContext) -> Decision:
     return Decision(Plan("fusion-nopreempt", groups, meta), info=meta)
 
 
-#: The registry: policy name -> policy.
-POLICIES: dict[str, Policy] = {
-    "wfbp": wfbp,
-    "horovod-0.20": _horovod("horovod-0.20"),
-    "horovod-0.21": _horovod("horovod-0.21"),
-    "ddp": ddp,
-    "tictac": tictac,
-    "bytescheduler": bytescheduler,
-    "p3": p3,
-    "pace": pace,
-    "pace-nofusion": pace_nofusion,
-    "fusion-nopreempt": fusion_nopreempt,
-}
+#: How a live PyTorch job (:mod:`commsched.pace.live.ddp`) executes a policy: PyTorch DDP
+#: itself; the decision's plan in the plan executor (``plan``); the plan launched in its own
+#: order without release times (``plan-by-order``); WFBP's tensors fused at run time by
+#: Horovod's cycle (``horovod``).
+LIVE_MODES = ("ddp", "plan", "plan-by-order", "horovod")
+
+
+@dataclass(frozen=True)
+class AllReducePolicy:
+    """One all-reduce policy: the simulator's decision and, if it runs live, how.
+
+    Parameters
+    ----------
+    decide : Policy
+        :class:`PolicyContext` -> :class:`Decision` (the plan and release times the
+        simulator runs; the live job runs the same plan).
+    live : str or None
+        One of :data:`LIVE_MODES`, or None for a policy that is only simulated.
+    """
+
+    decide: Policy
+    live: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.live is not None and self.live not in LIVE_MODES:
+            raise ValueError(f"live mode {self.live!r} is not one of {LIVE_MODES}")
+
+    def __call__(self, ctx: PolicyContext) -> Decision:
+        return self.decide(ctx)
+
+
+#: The registry of all-reduce policies, simulated and live from the same entries. Aliases:
+#: ``horovod`` is Horovod as PACE measured it (v0.20).
+POLICIES: Registry[AllReducePolicy] = Registry("all-reduce policy")
+POLICIES.add("wfbp", AllReducePolicy(wfbp, live="plan"))
+POLICIES.add("horovod-0.20", AllReducePolicy(_horovod("horovod-0.20"), live="horovod"),
+             aliases=("horovod",))
+POLICIES.add("horovod-0.21", AllReducePolicy(_horovod("horovod-0.21")))
+POLICIES.add("ddp", AllReducePolicy(ddp, live="ddp"))
+#: DDP's buckets as a plan in our executor (layer-wise overlap with the next forward pass).
+POLICIES.add("ddp_buckets", AllReducePolicy(ddp, live="plan-by-order"))
+POLICIES.add("tictac", AllReducePolicy(tictac))
+POLICIES.add("bytescheduler", AllReducePolicy(bytescheduler))
+POLICIES.add("p3", AllReducePolicy(p3))
+POLICIES.add("pace", AllReducePolicy(pace, live="plan"))
+POLICIES.add("pace-nofusion", AllReducePolicy(pace_nofusion))
+POLICIES.add("fusion-nopreempt", AllReducePolicy(fusion_nopreempt))
+
+
+def live_policies() -> tuple[str, ...]:
+    """Every policy name (aliases included) that a live job can execute."""
+    return tuple(n for n in POLICIES.choices() if POLICIES[n].live is not None)
 
 
 def run_policy(name: str, ctx: PolicyContext, validate: bool = True
                ) -> tuple[Decision, PlanRun]:
     """Decide with policy ``name`` and simulate its plan (validated)."""
-    if name not in POLICIES:
-        raise CommschedError(f"unknown all-reduce policy {name!r} (known: "
-                             f"{', '.join(POLICIES)})")
     d = POLICIES[name](ctx)
     return d, ctx.workload.simulate(d.plan, ctx.model, d.release or None, validate=validate)

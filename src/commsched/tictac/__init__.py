@@ -18,11 +18,13 @@ from commsched.tictac.metrics import (
     overlap_metrics,
     speedup,
 )
-from commsched.tictac.order import tac, tic
+from commsched.tictac.order import ORDERINGS, Ordering, tac, tic
 from commsched.tictac.properties import OpProperties, comm_dependencies, op_properties
 
 __all__ = [
+    "ORDERINGS",
     "OpProperties",
+    "Ordering",
     "comm_dependencies",
     "efficiency",
     "makespan_lower_bound",

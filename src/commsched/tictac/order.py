@@ -63,13 +63,17 @@ and the choice is by ``M+`` exactly as in the paper.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import networkx as nx
 
+from commsched.registry import Registry
 from commsched.tictac.properties import IncrementalProperties, comm_index, op_times
 
-__all__ = ["eq6_before", "johnson_key", "tac", "tic"]
+#: An ordering: op graph with ``recv`` ops -> ``{recv id: priority}`` (lower goes first).
+Ordering = Callable[[nx.DiGraph], Mapping[str, float]]
+
+__all__ = ["ORDERINGS", "Ordering", "eq6_before", "johnson_key", "tac", "tic"]
 
 
 def eq6_before(m_a: float, p_a: float, m_b: float, p_b: float) -> bool:
@@ -197,3 +201,10 @@ def tac(g: nx.DiGraph, time: Mapping[str, float] | None = None) -> dict[str, int
         state.remove(best)
     return out
 
+
+#: TicTac's orderings of parameter transfers (the registry the CLI's ``--algo``, the
+#: simulated sweeps and the live configs read). The runtime's own order, the baseline every
+#: experiment compares against, is no ordering: it is the absence of priorities.
+ORDERINGS: Registry[Ordering] = Registry("ordering")
+ORDERINGS.add("tic", tic, aliases=("timing-independent",))
+ORDERINGS.add("tac", tac, aliases=("timing-aware",))

@@ -71,9 +71,8 @@ from commsched.cost import LinearModel, fit_linear
 from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.pace.baselines import HOROVOD, Decision, PolicyContext
-from commsched.pace.baselines import POLICIES as SIM_POLICIES
-from commsched.pace.live.ddp import NO_COMM, WorkerConfig, launch
+from commsched.pace.baselines import HOROVOD, POLICIES, Decision, PolicyContext
+from commsched.pace.live.ddp import NO_COMM, USER_PLAN, WorkerConfig, launch
 from commsched.pace.live.ddp import POLICIES as LIVE_POLICIES
 from commsched.pace.plan import Plan, load_plan, save_plan
 from commsched.pace.sim import PlanRun, Workload
@@ -95,9 +94,6 @@ __all__ = [
     "utilisation",
 ]
 
-#: The simulator's policy (:data:`commsched.pace.baselines.POLICIES`) behind each live one.
-SIM_POLICY = {"ddp": "ddp", "ddp_buckets": "ddp", "wfbp": "wfbp", "horovod": "horovod-0.20",
-              "pace": "pace"}
 
 
 @dataclass(frozen=True)
@@ -179,18 +175,19 @@ def make_plans(trace: nx.DiGraph, params: Params, bandwidth_Bps: float,
     ctx = PolicyContext(w, model, trace, params.n_workers, bandwidth_Bps, opts)
     out: dict[str, tuple[Plan | None, Decision]] = {}
     for policy in params.policies:
-        if policy == "plan":
+        if policy == USER_PLAN:
             assert params.plan_file
             user = load_plan(params.plan_file)
             user.check_tensors(w.sizes, f"plan file {params.plan_file}")
             out[policy] = (user, Decision(user))
             continue
-        d = SIM_POLICIES[SIM_POLICY[policy]](ctx)
-        if policy == "ddp":
+        entry = POLICIES[policy]
+        d = entry(ctx)
+        if entry.live == "ddp":
             out[policy] = (None, d)
-        elif policy == "horovod":  # fused at run time: the units are WFBP's tensors
-            out[policy] = (SIM_POLICIES["wfbp"](ctx).plan, d)
-        elif policy == "ddp_buckets":  # the executor launches by plan order, no release
+        elif entry.live == "horovod":  # fused at run time: the units are WFBP's tensors
+            out[policy] = (POLICIES["wfbp"](ctx).plan, d)
+        elif entry.live == "plan-by-order":  # the executor launches by plan order, no release
             out[policy] = (d.plan, Decision(d.plan))
         else:
             out[policy] = (d.plan, d)

@@ -152,7 +152,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class Params:
-    """The ``pace_sim:`` config section (schema: ``workflow/schemas/config.schema.yaml``)."""
+    """The ``pace_sim:`` config section (schema: ``src/commsched/schemas/config.schema.yaml``)."""
 
     models: tuple[ModelSpec, ...]
     gpu_slowdown: float

@@ -67,7 +67,8 @@ from torch import nn
 from commsched.atomic import atomic_write_text
 from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
 from commsched.errors import CommschedError
-from commsched.pace.baselines import DDP_BUCKET_BYTES, HOROVOD
+from commsched.pace.baselines import DDP_BUCKET_BYTES, HOROVOD, live_policies
+from commsched.pace.baselines import POLICIES as ALLREDUCE_POLICIES
 from commsched.pace.plan import Plan, PlanError, load_plan
 from commsched.trace import torch_models
 
@@ -84,8 +85,12 @@ __all__ = [
     "run_worker",
 ]
 
-#: The policies a worker can run; all but ``ddp`` read a plan file (``WorkerConfig.plans``).
-POLICIES = ("ddp", "wfbp", "ddp_buckets", "horovod", "pace", "plan")
+#: A user's own plan file (:mod:`commsched.pace.plan`), run like a policy's plan.
+USER_PLAN = "plan"
+#: The policies a worker can run: every all-reduce policy with a live mode
+#: (:data:`commsched.pace.baselines.POLICIES`) and a user's plan; all but ``ddp`` read a
+#: plan file (``WorkerConfig.plans``).
+POLICIES = (*live_policies(), USER_PLAN)
 #: Not a policy: local SGD steps without communication, the compute time under the run's
 #: own conditions (load, threads), which calibrates the simulator's compute times.
 NO_COMM = "none"
@@ -447,8 +452,6 @@ class WorkerConfig:
 
 
 def _make_plan(policy: str, cfg: WorkerConfig) -> Plan:
-    if policy not in POLICIES:  # pragma: no cover - checked in WorkerConfig
-        raise CommschedError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     if policy not in cfg.plans:
         raise CommschedError(f"policy {policy!r} needs a plan file (plans.{policy})")
     return load_plan(cfg.plans[policy])
@@ -467,7 +470,8 @@ def _run_policy(policy: str, cfg: WorkerConfig,
     timed = cfg.warmup + cfg.iterations
     total = timed + 1
     loss_fn = nn.functional.cross_entropy
-    if policy == "ddp":
+    mode = "plan" if policy in (USER_PLAN, NO_COMM) else ALLREDUCE_POLICIES[policy].live
+    if mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         with warnings.catch_warnings():  # broadcast_buffers' deprecation notice
@@ -510,7 +514,7 @@ def _run_policy(policy: str, cfg: WorkerConfig,
     else:
         plan = _make_plan(policy, cfg)
         fusion = (HorovodFusion(cfg.horovod_threshold, cfg.horovod_cycle)
-                  if policy == "horovod" else None)
+                  if mode == "horovod" else None)
         ex = PlanExecutor(module, plan, lr=cfg.lr, timeout=cfg.timeout, fusion=fusion)
         try:
             for i in range(total):

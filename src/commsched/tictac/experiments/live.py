@@ -86,7 +86,7 @@ from commsched.model.traced import load_trace
 from commsched.plotting import check_figure_inputs
 from commsched.progress import bar, progress
 from commsched.results import write_metrics, write_table
-from commsched.tictac import tac, tic
+from commsched.tictac import ORDERINGS
 from commsched.tictac.live.order import match_variables, variable_priorities
 from commsched.tictac.sim import compose
 from commsched.tictac.sim import iteration as simulate_iteration
@@ -116,7 +116,6 @@ __all__ = [
     "workload_compute_factors",
 ]
 
-ORDERS: dict[str, Callable[[nx.DiGraph], dict[str, int]]] = {"tic": tic, "tac": tac}
 HOOKS = ("sender", "dag")
 #: The figures of ``notebooks/live.ipynb``.
 FIGURE_KINDS = ("steptime_cdf", "gain", "prediction", "transfers")
@@ -199,9 +198,9 @@ class LiveParams:
         configs = []
         for c in need("configs"):
             order, _, hook = str(c).partition("-")
-            if order not in ORDERS or hook not in HOOKS:
+            if order not in ORDERINGS or hook not in HOOKS:
                 raise CommschedError(f"live.configs: {c!r} is not <order>-<hook> with order "
-                                     f"in {', '.join(ORDERS)} and hook in {', '.join(HOOKS)}")
+                                     f"in {', '.join(ORDERINGS)} and hook in {', '.join(HOOKS)}")
             configs.append((order, hook))
         for mode in modes:
             if mode not in ("infer", "train"):
@@ -336,7 +335,7 @@ def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
                 f"among --traces; rule live_trace makes it")
         trace = found[key]
         view = ps_view(trace, n_servers=params.ps, link=LinkModel(0.0, bw))
-        recv_orders = {name: ORDERS[name](view) for name in
+        recv_orders = {name: ORDERINGS[name](view) for name in
                        dict.fromkeys(o for o, _ in params.configs)}
         var_orders = {name: variable_priorities(view, {k: float(v) for k, v in o.items()})
                       for name, o in recv_orders.items()}

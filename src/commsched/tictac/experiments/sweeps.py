@@ -126,7 +126,7 @@ from commsched.io.structured import read_yaml
 from commsched.model.traced import load_trace
 from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
-from commsched.tictac import tac, tic
+from commsched.tictac import ORDERINGS
 from commsched.tictac.sim import (
     NET_KINDS,
     Interleave,
@@ -159,7 +159,7 @@ __all__ = [
 ]
 
 #: Orders compared everywhere: the random baseline, TIC (Alg. 2) and TAC (Alg. 3).
-ALGOS = ("baseline", "tic", "tac")
+ALGOS = ("baseline", *ORDERINGS)
 #: The Sec. 6.3 control (``models`` only): one random order shared by all workers.
 CONTROL = "fixed_random"
 #: Experiments (one result table each).
@@ -205,7 +205,7 @@ def _pos_list(m: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Params:
     """The ``tictac:`` section of the pipeline config (schema:
-    ``workflow/schemas/config.schema.yaml``), checked with one-line errors."""
+    ``src/commsched/schemas/config.schema.yaml``), checked with one-line errors."""
 
     traces: tuple[str, ...]
     seed: int
@@ -410,7 +410,7 @@ class Model:
             if factor != 1.0:
                 g = scale_compute(g, factor)
             out: dict[str, dict[str, float] | None] = {"baseline": None}
-            for algo, fn in (("tic", tic), ("tac", tac)):
+            for algo, fn in ORDERINGS.items():
                 t0 = time.perf_counter()
                 out[algo] = dict(fn(g))
                 self.order_time_s[(n_servers, factor, algo)] = time.perf_counter() - t0

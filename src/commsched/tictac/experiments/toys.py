@@ -26,7 +26,6 @@ Run as ``python -m commsched.tictac.experiments.toys --graphs par32.json seq32.j
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -36,9 +35,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.model import graph
-from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.trace.synthetic import layer_order, order_priorities
@@ -113,37 +112,32 @@ def toy_metrics(df: pd.DataFrame) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class FigureConfig:
+class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/toys.ipynb``, checked before anything is plotted."""
 
-    table: str
-    figure: str  # the PDF; the PNG is written beside it
-
-    def __post_init__(self) -> None:
-        check_figure_inputs("toys", {"table": self.table}, self.figure,
-                            "run `snakemake results/tables/toys_makespans.csv`")
+    table: str = ""
+    WHAT = "toys"
+    HINT = "run `snakemake results/tables/toys_makespans.csv`"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.tictac.experiments.toys",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--graphs", nargs="+", required=True, help="toy op graphs (JSON)")
     p.add_argument("--random-orders", type=int, required=True, help="random orders per toy")
     p.add_argument("--seed", type=int, required=True, help="seed of the random orders")
     p.add_argument("--table", required=True, help="tidy makespan table to write (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table to write (CSV)")
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         graphs = {os.fspath(f): graph.load(f) for f in args.graphs}
         df = run_toys(graphs, args.random_orders, args.seed)
         config = {"graphs": args.graphs, "random_orders": args.random_orders,
                   "seed": args.seed}
         write_table(df, args.table, config)
         write_metrics(toy_metrics(df), args.metrics, config)
-    except CommschedError as e:
-        print(f"toys: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return driver.run("toys", body)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,55 @@
+"""Each algorithm family has one registry, and the CLI, the config schema and the
+experiments read it (README, "Extending commsched")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from commsched.cli import build_parser
+from commsched.errors import CommschedError
+from commsched.pace.baselines import POLICIES, live_policies
+from commsched.pace.live import ddp
+from commsched.registry import Registry
+from commsched.tictac import ORDERINGS
+from commsched.tictac.experiments import live, sweeps
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((ROOT / "src/commsched/schemas/config.schema.yaml").read_text())
+CONFIG = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def _choices(command: str) -> dict[str, Any]:
+    sub = build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    return {a.dest: list(a.choices) for a in sub._actions if a.choices}
+
+
+def test_orderings_drive_cli_schema_and_experiments():
+    assert _choices("order")["algo"] == ORDERINGS.choices()
+    pattern = SCHEMA["properties"]["live"]["properties"]["configs"]["items"]["pattern"]
+    assert pattern == f"^({'|'.join(ORDERINGS)})-({'|'.join(live.HOOKS)})$"
+    assert ("baseline", *ORDERINGS) == sweeps.ALGOS
+
+
+def test_allreduce_policies_drive_schema_sim_and_live():
+    sim = SCHEMA["properties"]["pace_sim"]["$defs"]["policy"]["enum"]
+    assert sim == POLICIES.choices()
+    assert set(CONFIG["pace_sim"]["policies"]) <= set(POLICIES)
+    live_enum = SCHEMA["properties"]["pace_live"]["properties"]["policies"]["items"]["enum"]
+    assert live_enum == list(ddp.POLICIES) == [*live_policies(), ddp.USER_PLAN]
+    # the alias runs what PACE measured: Horovod 0.20's decision, fused at run time
+    assert POLICIES["horovod"] is POLICIES["horovod-0.20"]
+    assert POLICIES["horovod"].live == "horovod"
+
+
+def test_registry_rejects_duplicates_and_unknown_names():
+    r: Registry[int] = Registry("thing")
+    r.add("a", 1, aliases=("alpha",))
+    with pytest.raises(ValueError, match="registered twice"):
+        r.add("alpha", 2)
+    with pytest.raises(CommschedError, match=r"unknown thing 'b' \(known: a, alpha\)"):
+        r["b"]
+    assert dict(r) == {"a": 1} and "alpha" in r and r.aliases() == {"alpha": "a"}
