@@ -71,7 +71,7 @@ from commsched.registry import Registry
 from commsched.tictac.properties import IncrementalProperties, comm_index, op_times
 
 #: An ordering: op graph with ``recv`` ops -> ``{recv id: priority}`` (lower goes first).
-Ordering = Callable[[nx.DiGraph], Mapping[str, float]]
+Ordering = Callable[[nx.DiGraph], dict[str, int]]
 
 __all__ = ["ORDERINGS", "Ordering", "eq6_before", "johnson_key", "tac", "tic"]
 
