@@ -75,6 +75,7 @@ MLCommons Chakra, ``schema/protobuf/et_def.proto`` and ``src/third_party/utils/p
 from __future__ import annotations
 
 import ast
+import bisect
 import gzip
 import json
 import math
@@ -108,8 +109,9 @@ __all__ = [
 COLLECTIVE_KIND = "collective"
 graph.register_kind(COLLECTIVE_KIND)
 
-_ID, _ATTRS, _IN_EDGES, _GRAPH, _RANK = (
-    "commsched.id", "commsched.attrs", "commsched.in_edges", "commsched.graph", "commsched.rank"
+_ID, _ATTRS, _IN_EDGES, _GRAPH, _RANK, _INDEX = (
+    "commsched.id", "commsched.attrs", "commsched.in_edges", "commsched.graph", "commsched.rank",
+    "commsched.index",
 )
 _NODE_TYPE = {v: k for k, v in pb.NodeType.items()}
 _COLL_TYPE = {v: k for k, v in pb.CollectiveCommType.items()}
@@ -117,6 +119,7 @@ _KIND_TYPE = {
     "compute": pb.COMP_NODE, "allreduce": pb.COMM_COLL_NODE, COLLECTIVE_KIND: pb.COMM_COLL_NODE,
     "send": pb.COMM_SEND_NODE, "recv": pb.COMM_RECV_NODE,
 }
+_ROOTS = ("[pytorch|profiler|execution_trace|thread]", "[pytorch|profiler|execution_graph|thread]")
 _DTYPE_BYTES = {
     "float": 4, "double": 8, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2,
     "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "c10::half": 2,
@@ -387,7 +390,9 @@ def import_chakra(
                     lost("point-to-point ops without a peer (kept unjoined)",
                          f"{ranks[r]}: node {nid}")
                 members.append([part])
-    members.extend(by_op.values())
+    # commsched's own ops come back in the graph's node order
+    members.extend(sorted(by_op.values(), key=lambda ps: (int(ps[0].attrs.get(_INDEX, 0)),
+                                                          ps[0].rank)))
     for (pg, k), ps in groups.items():
         sig = {(int(q.attrs.get("comm_type", -1)), q.attrs.get("comm_size")) for q in ps}
         if len(sig) == 1:
@@ -422,10 +427,11 @@ def import_chakra(
             op_of[(q.rank, q.node.id)] = op
         ops.append((op, ps))
     g.graph["resources"] = resources
-    g.graph.setdefault("meta", {"model": Path(files[0]).name.split(".")[0], "mode": "train",
-                                 "batch": 0, "iterations": 1, "source": "chakra",
-                                 "ranks": sorted(ranks)})
-    g.graph.setdefault("variables", {})
+    if not gattrs:  # a foreign ET: the traced-graph attributes
+        g.graph["meta"] = {"model": Path(files[0]).name.split(".")[0], "mode": "train",
+                           "batch": 0, "iterations": 1, "source": "chakra",
+                           "ranks": sorted(ranks)}
+        g.graph["variables"] = {}
 
     for op, ps in ops:
         stored = None
@@ -558,7 +564,7 @@ def _infer_pytorch_parameters(g: nx.DiGraph, parts: dict[str, _Part]) -> None:
     """Add ``variables``, ``grad_of``, ``reads``, ``updates`` and ``is_gradient`` to the
     imported graph of a PyTorch ET (in place).
 
-    An op under ``Optimizer.step`` (by ``ctrl_deps``, the caller) that updates tensors in
+    An op under ``Optimizer.step`` (the top-level op it belongs to) that updates tensors in
     place (name ending in ``_``) takes parameters as its first argument and gradients as
     its second (``aten::add_(param, grad)``, ``aten::_foreach_add_([params], [grads])``):
     each parameter is a variable (``p<storage id>``, bytes = its elements times their
@@ -575,19 +581,18 @@ def _infer_pytorch_parameters(g: nx.DiGraph, parts: dict[str, _Part]) -> None:
         {op id: its Chakra node} for the ops of one Chakra node.
     """
     node = {op: p.node for op, p in parts.items()}
-    by_cid = {(p.rank, p.node.id): op for op, p in parts.items()}
-    parent = {op: by_cid.get((parts[op].rank, n.ctrl_deps[0])) if n.ctrl_deps else None
-              for op, n in node.items()}
+    roots = {n.id for n in node.values() if n.name in _ROOTS}
+    # The ET numbers ops in call order, so a top-level op (called by the thread's root)
+    # owns the ops numbered after it up to the next top-level op. Chakra's converter keeps
+    # ctrl_deps only where the caller was converted first, so ids are the reliable record.
+    tops = sorted((n.id, n.name) for n in node.values() if set(n.ctrl_deps) & roots)
+    if not tops:
+        return
+    top_ids = [t[0] for t in tops]
 
     def under(op: str, prefix: str) -> bool:
-        seen = 0
-        cur: str | None = op
-        while cur is not None and seen < 10_000:
-            if node[cur].name.startswith(prefix):
-                return True
-            cur = parent.get(cur)
-            seen += 1
-        return False
+        i = bisect.bisect_right(top_ids, node[op].id) - 1
+        return i >= 0 and tops[i][1].startswith(prefix)
 
     inputs = {op: _literal(n.inputs.values) for op, n in node.items()}
     backward = {op for op in node if under(op, "autograd::engine::evaluate_function")}
@@ -770,13 +775,14 @@ def export_chakra(
     nodes: dict[int, list[Any]] = {r: [] for r in rank_list}
     cid: dict[tuple[int, str], int] = {}
     resources: dict[str, int] = {}
-    for op in g.nodes:
+    for index, op in enumerate(g.nodes):
         for r in places(op):
             a = attrs_at(op, r)
             resources[a["resource"]] = g.graph["resources"][g.nodes[op]["resource"]]
             n = pb.Node(id=len(nodes[r]), name=str(a.get("name", op)), type=_export_type(a, r),
                         duration_micros=round(float(a["duration"]) * 1e6))
             n.attr.append(_attr(_ID, name_at(op, r)))
+            n.attr.append(_attr(_INDEX, index))
             n.attr.append(_attr(_ATTRS, json.dumps(a, sort_keys=True)))
             if a.get("bytes") is not None and n.type != pb.COMP_NODE:
                 n.attr.append(_attr("comm_size", int(a["bytes"])))
