@@ -519,8 +519,7 @@ def _op(ps: list[_Part], multi: bool, ranks: dict[int, str],
             attrs["collective"] = _COLL_TYPE.get(int(a.get("comm_type", -1)), "UNKNOWN")
         if len(ps) == 1:
             attrs["rank"] = first.rank
-        return f"coll:{pg}:{first.rank}:{n.id}" if len(ps) == 1 else \
-            f"coll:{pg}:{ps[0].rank}:{n.id}", attrs
+        return f"coll:{pg}:{first.rank}:{n.id}", attrs
     if len(ps) == 2:  # a joined send / receive pair
         s, q = ps
         attrs.update(kind="transfer", resource=f"link:{s.rank}->{q.rank}", src=s.rank,
@@ -702,9 +701,7 @@ def link_kineto_cpu(host_et: dict[str, Any], kineto: dict[str, Any]) -> dict[str
 
 def _attr(name: str, value: Any) -> Any:
     a = pb.AttributeProto(name=name)
-    if isinstance(value, bool):
-        a.bool_val = value
-    elif isinstance(value, int):
+    if isinstance(value, int):
         a.int64_val = value
     else:
         a.string_val = str(value)
@@ -741,7 +738,7 @@ def export_chakra(
     prefix = Path(prefix)
     collective = {op for op, a in g.nodes(data=True) if a["kind"] in ("allreduce", COLLECTIVE_KIND)}
     own = sorted({int(a.get("rank", 0)) for _, a in g.nodes(data=True) if "ranks" not in a}
-                 | {int(r) for _, a in g.nodes(data=True) for r in a.get("ranks", [])})
+                 | {int(r) for _, a in g.nodes(data=True) for r in a.get("ranks", [])}) or [0]
     if replicas is not None:
         if replicas < 1:
             raise CommschedError(f"replicas must be >= 1, got {replicas}")
