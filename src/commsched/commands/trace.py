@@ -37,7 +37,8 @@ from commsched.trace import zoo
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "trace", help="trace a model into an op graph (or check / count; Chakra ET import / export)",
+        "trace",
+        help="trace a model into an op graph (or check / count; Chakra ET import / export)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     action = p.add_mutually_exclusive_group()
