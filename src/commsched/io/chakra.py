@@ -481,10 +481,7 @@ def _op(ps: list[_Part], multi: bool, ranks: dict[int, str],
         attrs = json.loads(a[_ATTRS])
         d = float(attrs.get("duration", duration))
         attrs["duration"] = d if round(d * 1e6) == micros else duration
-        mapped = _KIND_TYPE.get(attrs.get("kind", ""))
-        if attrs.get("kind") == "transfer":
-            mapped = n.type if n.type in (pb.COMM_SEND_NODE, pb.COMM_RECV_NODE) else None
-        if mapped != n.type:
+        if _export_type(attrs, first.rank) != n.type:
             attrs["kind"] = _kind(n, a)
         if "comm_size" in a and attrs.get("bytes") != a["comm_size"]:
             attrs["bytes"] = int(a["comm_size"])
@@ -737,8 +734,15 @@ def export_chakra(
     graph.validate(g)
     prefix = Path(prefix)
     collective = {op for op, a in g.nodes(data=True) if a["kind"] in ("allreduce", COLLECTIVE_KIND)}
-    own = sorted({int(a.get("rank", 0)) for _, a in g.nodes(data=True) if "ranks" not in a}
-                 | {int(r) for _, a in g.nodes(data=True) for r in a.get("ranks", [])}) or [0]
+    own_set: set[int] = set()
+    for _, a in g.nodes(data=True):
+        if "ranks" in a:
+            own_set.update(int(r) for r in a["ranks"])
+        elif a["kind"] == "transfer" and "src" in a and "dst" in a:
+            own_set.update((int(a["src"]), int(a["dst"])))
+        else:
+            own_set.add(int(a.get("rank", 0)))
+    own = sorted(own_set) or [0]
     if replicas is not None:
         if replicas < 1:
             raise CommschedError(f"replicas must be >= 1, got {replicas}")
