@@ -167,7 +167,9 @@ def test_foreign_ranks_join_collectives_and_send_recv_pairs(tmp_path: Path) -> N
     assert (g.nodes[tr]["src"], g.nodes[tr]["dst"], g.nodes[tr]["bytes"]) == (0, 1, 128)
     assert g.has_edge(tr, "1:4") and g.has_edge(tr, "0:4") and g.edges[tr, "1:4"]["control"]
     assert g.nodes["0:0"]["resource"] == "rank0:cpu" and g.nodes["1:0"]["duration"] == 101e-6
-    graph.validate(g)
+    saved = _saved(g, tmp_path)  # a fresh process knows the collective kind
+    subprocess.run([sys.executable, "-m", "commsched", "validate", saved], check=True,
+                   capture_output=True)
     # and back out: Chakra reads it, the ranks exchange the same messages
     files = export_chakra(g, tmp_path / "again")
     again = import_chakra(files, strict=True).graph

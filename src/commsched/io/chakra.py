@@ -105,9 +105,9 @@ __all__ = [
     "write_et",
 ]
 
-#: Op kind of a collective other than all-reduce (its type in the ``collective`` attribute).
+#: Op kind of a collective other than all-reduce (its type in the ``collective``
+#: attribute; one of :data:`commsched.graph.KINDS`).
 COLLECTIVE_KIND = "collective"
-graph.register_kind(COLLECTIVE_KIND)
 
 _ID, _ATTRS, _IN_EDGES, _GRAPH, _RANK, _INDEX = (
     "commsched.id", "commsched.attrs", "commsched.in_edges", "commsched.graph", "commsched.rank",
