@@ -177,6 +177,28 @@ def test_foreign_ranks_join_collectives_and_send_recv_pairs(tmp_path: Path) -> N
     assert_same(g, again)
 
 
+def test_ets_of_chakras_own_generator(tmp_path: Path) -> None:
+    subprocess.run([str(BIN / "chakra_generator"), "--num_npus", "2",
+                    "--default_comm_size", "4096", "--default_tensor_size", "512"],
+                   cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)
+    for coll, kind in (("ALL_REDUCE", "allreduce"), ("ALL_GATHER", "collective")):
+        g = import_chakra([tmp_path / f"{coll}.0.et", tmp_path / f"{coll}.1.et"],
+                          strict=True).graph
+        (op, a), = g.nodes(data=True)
+        assert (a["kind"], a["ranks"], a["bytes"]) == (kind, [0, 1], 4096)
+        assert kind == "allreduce" or a["collective"] == coll
+    dep = import_chakra([tmp_path / "two_comp_nodes_dependent.0.et"], strict=True).graph
+    assert dep.number_of_nodes() == 2 and dep.number_of_edges() == 1
+    # its sends name no peer: kept as send ops with their size, counted
+    sends = import_chakra([tmp_path / "one_comm_send_node.0.et"])
+    assert [a["kind"] for _, a in sends.graph.nodes(data=True)] == ["send"]
+    assert [a["bytes"] for _, a in sends.graph.nodes(data=True)] == [512]  # tensor_size
+    assert sends.unmapped == {"point-to-point ops without a peer (kept unjoined)": 1}
+    mem = import_chakra([tmp_path / "one_remote_mem_load_node.0.et"])
+    assert [a.get("chakra_type") for _, a in mem.graph.nodes(data=True)] == ["MEM_LOAD_NODE"]
+
+
 def test_unmapped_items_are_counted_and_strict_fails(tmp_path: Path) -> None:
     path = _et(tmp_path / "u.et", [
         _node(0, pb.METADATA_NODE, us=0),

@@ -29,8 +29,9 @@ matching ``COMM_RECV_NODE`` on b       ``bytes`` = ``comm_size``) on ``link:a->b
 receive from a with tag t)             op with ``peer``
 ``data_deps`` / ``ctrl_deps``          edges with ``control`` False / True
 ``name``                               ``name`` and ``op_type``
-``MEM_LOAD``/``MEM_STORE``/            kept as ``compute`` ops with ``chakra_type``,
-``METADATA``/``INVALID`` nodes         counted as unmapped
+``MEM_LOAD``/``MEM_STORE``/            kept as ``compute`` ops with ``chakra_type``
+``METADATA``/``INVALID`` nodes         (and ``bytes`` = ``tensor_size``), counted as
+                                       unmapped
 =====================================  ===============================================
 
 Every op also gets the traced-graph fields of :mod:`commsched.trace.format` (``samples``
@@ -499,8 +500,10 @@ def _op(ps: list[_Part], multi: bool, ranks: dict[int, str],
         attrs["chakra_id"] = n.id
         if n.type != pb.COMP_NODE:
             attrs["chakra_type"] = _NODE_TYPE.get(n.type, str(n.type))
+        if "tensor_size" in a:  # a memory load / store: the bytes it moves
+            attrs["bytes"] = int(a["tensor_size"])
         return f"{first.rank}:{n.id}", attrs
-    size = a.get("comm_size")
+    size = a.get("comm_size", a.get("tensor_size"))  # chakra_generator's sends: tensor_size
     if size is None:
         lost("communication ops without a size (kept without bytes)", where)
     else:
