@@ -185,7 +185,7 @@ def test_ets_of_chakras_own_generator(tmp_path: Path) -> None:
     for coll, kind in (("ALL_REDUCE", "allreduce"), ("ALL_GATHER", "collective")):
         g = import_chakra([tmp_path / f"{coll}.0.et", tmp_path / f"{coll}.1.et"],
                           strict=True).graph
-        (op, a), = g.nodes(data=True)
+        ((_, a),) = g.nodes(data=True)
         assert (a["kind"], a["ranks"], a["bytes"]) == (kind, [0, 1], 4096)
         assert kind == "allreduce" or a["collective"] == coll
     dep = import_chakra([tmp_path / "two_comp_nodes_dependent.0.et"], strict=True).graph
