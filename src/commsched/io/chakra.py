@@ -152,7 +152,17 @@ def read_et(path: str | os.PathLike[str]) -> tuple[Any, list[Any]]:
     """The ``GlobalMetadata`` and the ``Node`` messages of one Chakra ET file.
 
     Reads the stream Chakra's ``protolib.encodeMessage`` writes (gzip-compressed or
-    not).
+    not): each message preceded by its size as a varint, ``GlobalMetadata`` first.
+
+    Parameters
+    ----------
+    path
+        The ET file.
+
+    Returns
+    -------
+    tuple
+        ``(GlobalMetadata, [Node, ...])``, the messages of ``et_def_pb2``.
 
     Raises
     ------
@@ -196,7 +206,17 @@ def read_et(path: str | os.PathLike[str]) -> tuple[Any, list[Any]]:
 
 
 def write_et(path: str | os.PathLike[str], meta: Any, nodes: Iterable[Any]) -> None:
-    """Write one Chakra ET file atomically (metadata first, then the nodes)."""
+    """Write one Chakra ET file atomically, as Chakra's ``protolib.encodeMessage`` does.
+
+    Parameters
+    ----------
+    path
+        The file to write.
+    meta
+        The ``GlobalMetadata`` message (written first).
+    nodes
+        The ``Node`` messages, in file order.
+    """
     out = bytearray()
     for m in (meta, *nodes):
         data = m.SerializeToString()
