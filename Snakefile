@@ -16,6 +16,7 @@ include: "workflow/rules/tictac.smk"
 include: "workflow/rules/pace.smk"
 include: "workflow/rules/placement.smk"
 include: "workflow/rules/echelon.smk"
+include: "workflow/rules/chakra.smk"
 include: "workflow/rules/claims.smk"
 
 

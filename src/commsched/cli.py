@@ -32,7 +32,7 @@ COMMANDS: dict[str, str] = {
     "generate": "write a synthetic op graph (toys, random DAGs)",
     "order": "priority order of the recv ops (TicTac TIC / TAC)",
     "view": "derive the parameter-server or all-reduce view of a trace",
-    "trace": "trace a model with TensorFlow into an op graph (or check / count)",
+    "trace": "trace a model into an op graph (or check / count; Chakra ET import / export)",
     "cluster": "emulated TensorFlow parameter-server cluster",
     "claims": "write the claims table (paper value vs ours)",
     "pace": "PACE: all-reduce plans (balanced fusion + optimal preemption), simulated",

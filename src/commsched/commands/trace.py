@@ -13,6 +13,12 @@
 * ``commsched trace --count MODEL [MODEL ...] --out FILE`` writes TicTac Table 1's columns
   (parameters, ops in inference and training) of each model as JSON, without running it.
 * ``commsched trace --list`` prints the model zoo.
+* ``commsched trace import-chakra ET [ET ...] -o GRAPH [--strict]`` reads Chakra execution
+  traces (files or directories of per-rank ``*.et``) into one op graph
+  (:func:`commsched.io.chakra.import_chakra`) and prints one summary line with what could
+  not be mapped.
+* ``commsched trace export-chakra GRAPH -o PREFIX [--replicas N]`` writes any op graph as
+  per-rank Chakra ETs ``PREFIX.<rank>.et`` (:func:`commsched.io.chakra.export_chakra`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from commsched.trace import zoo
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "trace", help="trace a model with TensorFlow into an op graph (or check / count)",
+        "trace",
+        help="trace a model into an op graph (or check / count; Chakra ET import / export)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     action = p.add_mutually_exclusive_group()
@@ -62,6 +69,39 @@ def register(sub: Any) -> None:
     p.add_argument("--raw-out", metavar="DIR", help="directory of the raw trace "
                    "(default: beside --out)")
     p.set_defaults(func=run)
+    # Subcommands after the options above, so that every flag-only invocation still works.
+    chakra = p.add_subparsers(dest="trace_action", metavar="{import-chakra,export-chakra}")
+    imp = chakra.add_parser("import-chakra", help="Chakra execution traces -> op graph")
+    imp.add_argument("inputs", nargs="+", metavar="ET",
+                     help="per-rank Chakra ET files (*.et) or directories of them")
+    imp.add_argument("-o", "--output", required=True, help="op graph to write (.json[.gz])")
+    imp.add_argument("--strict", action="store_true",
+                     help="fail on anything that cannot be mapped instead of counting it")
+    imp.set_defaults(func=_import_chakra)
+    exp = chakra.add_parser("export-chakra", help="op graph -> per-rank Chakra ETs")
+    exp.add_argument("graph", help="op graph (.json[.gz]): a trace, a view, a generated graph")
+    exp.add_argument("-o", "--output", required=True, metavar="PREFIX",
+                     help="files PREFIX.<rank>.et (ASTRA-sim's naming)")
+    exp.add_argument("--replicas", type=int,
+                     help="write a one-rank graph as N data-parallel ranks")
+    exp.set_defaults(func=_export_chakra)
+
+
+def _import_chakra(args: argparse.Namespace) -> int:
+    from commsched.io.chakra import import_chakra
+
+    imported = import_chakra(args.inputs, strict=args.strict)
+    graph.save(imported.graph, args.output)
+    print(f"{args.output}: {imported.summary()}")
+    return 0
+
+
+def _export_chakra(args: argparse.Namespace) -> int:
+    from commsched.io.chakra import export_chakra
+
+    paths = export_chakra(graph.load(args.graph), args.output, replicas=args.replicas)
+    print(f"{args.graph}: {len(paths)} Chakra ET file(s): {', '.join(map(str, paths))}")
+    return 0
 
 
 def _list() -> int:

@@ -67,8 +67,10 @@ SCHEMA_VERSION = 1
 
 #: Known op kinds. ``compute`` runs on a device; ``recv``/``send`` are parameter-server
 #: transfers (TicTac Sec. 2.3); ``allreduce`` is a collective (PACE Sec. IV-A);
-#: ``transfer`` is a device-to-device copy (thesis Sec. 3.3).
-KINDS: set[str] = {"compute", "recv", "send", "allreduce", "transfer"}
+#: ``transfer`` is a device-to-device copy (thesis Sec. 3.3); ``collective`` is any other
+#: collective (all-gather, reduce-scatter, ...: its type in the ``collective`` attribute,
+#: as imported from Chakra traces by :mod:`commsched.io.chakra`).
+KINDS: set[str] = {"compute", "recv", "send", "allreduce", "transfer", "collective"}
 
 _REQUIRED = ("kind", "resource", "duration")
 

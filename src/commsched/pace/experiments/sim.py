@@ -156,7 +156,7 @@ class Params:
 
     models: tuple[ModelSpec, ...]
     gpu_slowdown: float
-    compute_capacity: int | str  # an integer or 'unbounded' (sim.allreduce.compute_slots)
+    compute_capacity: int | str  # an integer or 'unbounded' (pace.sim.compute_slots)
     latency_s: float
     overhead_s: float
     policies: tuple[str, ...]

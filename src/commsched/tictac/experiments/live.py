@@ -13,7 +13,7 @@ For every configured model and mode (inference, training):
    parameter-server view (:func:`commsched.views.ps_view`, P servers, links of the
    model's bandwidth);
    :func:`commsched.tictac.tic` and :func:`commsched.tictac.tac` rank its recvs, and each
-   recv's priority becomes its variable's (:func:`commsched.enforce.variable_priorities`).
+   recv's priority becomes its variable's (:func:`commsched.tictac.live.order.variable_priorities`).
 2. **Configs.** ``baseline`` (hook ``none``: TensorFlow's own order) and one config per
    order and hook (``tic-sender``, ``tac-dag``, ...), all measured in the same worker
    processes with interleaved steps (:mod:`commsched.tictac.live.job`).
