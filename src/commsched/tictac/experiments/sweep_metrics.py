@@ -155,7 +155,7 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``{metric name: value}``.
+        ``{tictac.sim.* or tictac.arxiv.* name: value}``.
 
     References
     ----------

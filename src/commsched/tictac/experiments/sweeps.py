@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Parameters
     ----------
     argv : sequence of str, optional
-        The command line (default ``sys.argv[1:]``); see the module docstring.
+        The figure (or ``metrics``) and its options (default: ``sys.argv[1:]``).
 
     Returns
     -------

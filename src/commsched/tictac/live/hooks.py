@@ -63,7 +63,7 @@ gRPC*. Three hooks, selected by ``enforce``:
     the order is not re-imposed among late requests, whereas the patched runtime would
     queue them; (3) it depends on the LIFO dispatch described above, an implementation
     detail of TensorFlow's executor. That is why every live run measures what order the
-    transfers actually took (``order_agreement`` in :mod:`commsched.tictac.experiments.live`,
+    transfers actually took (``order_agreement`` of :mod:`commsched.tictac.live.analysis`,
     from the sender's send-start times in the distributed FULL_TRACE).
 
 TensorFlow is imported by the functions, never at module import.

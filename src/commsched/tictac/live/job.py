@@ -188,8 +188,8 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     one traced step, in seconds from the step's first event, the worker's compute
     time (:func:`commsched.tictac.live.steptrace.compute_busy`), its compute ops' intervals
     (``ops``, :func:`~commsched.tictac.live.steptrace.compute_intervals`) and the step's
-    span over every device (``step_s``), for the simulator's overhead model in
-    :mod:`commsched.tictac.experiments.live`."""
+    span over every device (``step_s``), for the simulator's overhead model
+    (:func:`commsched.tictac.live.analysis.fit_overhead`)."""
     devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
