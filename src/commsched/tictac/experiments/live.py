@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, also when the experiment is skipped; 2 after a one-line error on stderr.
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser(__spec__.name, __doc__)
     add_config_options(p, "live")
     p.add_argument("--traces", nargs="*", default=[],
                    help="traced graphs of the live models (rule live_trace)")

@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error on stderr (bad config, trace or table).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser(__spec__.name, __doc__)
     p.add_argument("figure", choices=[*FIGURES, "metrics"])
     add_config_options(p, "tictac")
     p.add_argument("--trace-dir", default="data/traces",

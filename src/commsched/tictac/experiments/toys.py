@@ -121,7 +121,7 @@ class FigureConfig(driver.FigureConfig):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser(__spec__.name, __doc__)
     p.add_argument("--graphs", nargs="+", required=True, help="toy op graphs (JSON)")
     p.add_argument("--random-orders", type=int, required=True, help="random orders per toy")
     p.add_argument("--seed", type=int, required=True, help="seed of the random orders")
