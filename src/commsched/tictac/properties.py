@@ -74,10 +74,27 @@ __all__ = [
 
 
 def exact_times(values: Iterable[float]) -> tuple[list[int], int]:
-    """Integers ``n_i`` and a power of two ``den`` with ``values[i] == n_i / den`` exactly.
+    """Floats as exact integer multiples of one power of two.
 
     Every finite float is an integer multiple of a power of two, so sums and comparisons
     of the integers are exact where float arithmetic would round.
+
+    Parameters
+    ----------
+    values : iterable of float
+        Finite numbers.
+
+    Returns
+    -------
+    numerators : list of int
+        ``n_i`` with ``values[i] == n_i / den`` exactly.
+    den : int
+        The power of two (1 for no values).
+
+    Examples
+    --------
+    >>> exact_times([0.5, 0.25, 3.0])
+    ([2, 1, 12], 4)
     """
     ratios = [float(v).as_integer_ratio() for v in values]
     den = max((d for _, d in ratios), default=1)
@@ -96,9 +113,27 @@ def _bits(mask: int) -> Iterable[int]:
 class CommIndex:
     """The communication dependencies of an op graph in bitset form.
 
-    ``ops`` are all ops in a topological order; ``recvs`` the recv ops in graph order
-    (bit ``i`` of a mask stands for ``recvs[i]``); ``channel[i]`` indexes ``channels``,
-    the resources of the recvs; ``dep[k]`` is the mask of ``dep(ops[k])``.
+    Built by :func:`comm_index`. Bit ``i`` of a mask stands for ``recvs[i]``.
+
+    Attributes
+    ----------
+    ops : list of str
+        All ops, in a topological order.
+    recvs : list of str
+        The recv ops, in graph order.
+    channel : list of int
+        ``channel[i]``: the index in ``channels`` of the resource of ``recvs[i]``.
+    channels : list of str
+        The resources the recvs run on.
+    dep : list of int
+        ``dep[k]``: the mask of ``dep(ops[k])``.
+    is_recv : list of bool
+        Whether ``ops[k]`` is a recv.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
 
     ops: list[str]
@@ -109,7 +144,23 @@ class CommIndex:
     is_recv: list[bool]
 
     def mask(self, recvs: Iterable[str]) -> int:
-        """The bitset of a collection of recv ids; an unknown or non-recv id is an error."""
+        """The bitset of a collection of recv ids.
+
+        Parameters
+        ----------
+        recvs : iterable of str
+            Recv op ids.
+
+        Returns
+        -------
+        int
+            The mask with their bits set.
+
+        Raises
+        ------
+        CommschedError
+            If an id is not a recv op of the graph.
+        """
         pos = {r: i for i, r in enumerate(self.recvs)}
         m = 0
         for r in recvs:
@@ -124,6 +175,25 @@ def comm_index(g: nx.DiGraph) -> CommIndex:
 
     One pass over a topological order: ``dep(v)`` is the union of its predecessors'
     ``dep``, plus ``v`` itself when ``v`` is a recv.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph; its ``recv`` ops are the parameter transfers.
+
+    Returns
+    -------
+    CommIndex
+
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
     try:
         order = list(nx.topological_sort(g))
@@ -159,7 +229,37 @@ def comm_index(g: nx.DiGraph) -> CommIndex:
 
 
 def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
-    """``dep(op)`` of every op as a set of recv ids (TicTac Sec. 4.1)."""
+    """``dep(op)`` of every op as a set of recv ids.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph whose ``recv`` ops are the parameter transfers.
+
+    Returns
+    -------
+    dict of str to frozenset of str
+        ``{op: the recvs it depends on}`` (a recv depends on itself).
+
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle (as :func:`comm_index`).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.1 ("communication
+       dependency").
+
+    Examples
+    --------
+    >>> from commsched.model.graph import new_graph, add_op
+    >>> g = new_graph({"net": 1, "cpu": 1})
+    >>> add_op(g, "r", "recv", "net", 1.0); add_op(g, "c", "compute", "cpu", 1.0)
+    >>> g.add_edge("r", "c")
+    >>> comm_dependencies(g)["c"]
+    frozenset({'r'})
+    """
     idx = comm_index(g)
     return {
         op: frozenset(idx.recvs[i] for i in _bits(m))
@@ -169,10 +269,22 @@ def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
 
 @dataclass(frozen=True)
 class OpProperties:
-    """The properties of Alg. 1 for one set of outstanding recvs.
+    """The properties of Alg. 1 for one set of outstanding recvs, in seconds.
 
-    ``M`` has every op of the graph; ``P`` and ``M_plus`` have every outstanding recv
-    (``M_plus`` is ``math.inf`` for a recv that no multi-dependency op needs).
+    Attributes
+    ----------
+    M : dict of str to float
+        ``M(op)`` of every op of the graph.
+    P : dict of str to float
+        ``P(r)`` of every outstanding recv.
+    M_plus : dict of str to float
+        ``M+(r)`` of every outstanding recv; ``math.inf`` for a recv that no
+        multi-dependency op needs.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
 
     M: dict[str, float]
@@ -183,7 +295,28 @@ class OpProperties:
 def op_times(
     g: nx.DiGraph, idx: CommIndex, time: Mapping[str, float] | None
 ) -> tuple[list[int], int]:
-    """Exact integer times of ``idx.ops`` (from ``time``, else the ``duration`` attribute)."""
+    """Exact integer times of the ops of a :class:`CommIndex`.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph of ``idx``.
+    idx : CommIndex
+        Its index.
+    time : mapping of str to float or None
+        A time oracle; ops it lacks use their ``duration`` attribute.
+
+    Returns
+    -------
+    times : list of int
+        In ``idx.ops`` order, in units of ``1 / den`` s (:func:`exact_times`).
+    den : int
+
+    Raises
+    ------
+    CommschedError
+        If a time is not a finite number >= 0.
+    """
     nodes = g.nodes
     vals = []
     for op in idx.ops:
@@ -205,10 +338,22 @@ class IncrementalProperties:
 
     Parameters
     ----------
-    idx
-        The graph's :class:`CommIndex`.
-    times
+    idx : CommIndex
+        The graph's index.
+    times : list of int
         Exact integer time of every op of ``idx.ops`` (see :func:`exact_times`).
+
+    Attributes
+    ----------
+    outstanding : int
+        The mask of the recvs not yet completed (all at the start).
+    P : list of int
+        ``P`` of every recv, by position in ``idx.recvs`` (meaningful while outstanding).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Alg. 1 (property update) and
+       Alg. 3, line 4 (TAC reruns it after every chosen recv).
     """
 
     def __init__(self, idx: CommIndex, times: list[int]) -> None:
@@ -252,23 +397,65 @@ class IncrementalProperties:
                 self.P[m.bit_length() - 1] += self.load[j]
 
     def group_M(self, j: int) -> int:
-        """``M`` of the ops of group ``j``: the largest per-channel outstanding time."""
+        """``M`` of the ops of one group: the largest per-channel outstanding time.
+
+        Parameters
+        ----------
+        j : int
+            The group (ops with one ``dep`` set).
+
+        Returns
+        -------
+        int
+        """
         return max(self.chan_load[j])
 
     def cost(self, mask: int) -> int:
-        """``M`` of an op whose ``dep`` is ``mask``, under the current outstanding set."""
+        """``M`` of an op, under the current outstanding set.
+
+        Parameters
+        ----------
+        mask : int
+            The op's ``dep``.
+
+        Returns
+        -------
+        int
+            The largest per-channel time of its outstanding recvs.
+        """
         per = [0] * len(self.idx.channels)
         for i in _bits(mask & self.outstanding):
             per[self.idx.channel[i]] += self.recv_time[i]
         return max(per, default=0)
 
     def recv_M(self, i: int) -> int:
-        """``M`` of recv ``i``: its own time unless it depends on other outstanding recvs."""
+        """``M`` of a recv: its own time unless it depends on other outstanding recvs.
+
+        Parameters
+        ----------
+        i : int
+            The recv's position in ``idx.recvs``.
+
+        Returns
+        -------
+        int
+        """
         m = self._recv_dep.get(i)
         return self.recv_time[i] if m is None else self.cost(m)
 
     def remove(self, i: int) -> None:
-        """Recv ``i`` completes: drop it from the outstanding set and update the groups."""
+        """A recv completes: drop it from the outstanding set and update the groups.
+
+        Parameters
+        ----------
+        i : int
+            The recv's position in ``idx.recvs``.
+
+        Raises
+        ------
+        ValueError
+            If the recv is not outstanding.
+        """
         b = 1 << i
         if not self.outstanding & b:
             raise ValueError(f"recv {self.idx.recvs[i]!r} is not outstanding")
@@ -281,11 +468,16 @@ class IncrementalProperties:
                 self.P[(self.masks[j] & self.outstanding).bit_length() - 1] += self.load[j]
 
     def m_plus(self) -> list[int | None]:
-        """``M+`` of every recv (``None`` = infinity, or not outstanding).
+        """``M+`` of every recv.
 
         Each recv's ``M+`` is the ``M`` of the cheapest multi-dependency group holding
         it: sweep the groups by increasing ``M`` and give each still unassigned recv the
         first ``M`` that reaches it (every recv is assigned once).
+
+        Returns
+        -------
+        list of int or None
+            By position in ``idx.recvs``; None for infinity or a recv not outstanding.
         """
         out: list[int | None] = [None] * len(self.idx.recvs)
         active = [(self.group_M(j), j) for j, c in enumerate(self.count) if c > 1]
@@ -311,11 +503,11 @@ def op_properties(
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         Op graph; its ``recv`` ops are the parameter transfers.
-    outstanding
+    outstanding : iterable of str, optional
         The recvs not yet completed, ``R``; all recvs by default.
-    time
+    time : mapping of str to float, optional
         Time oracle, op id -> seconds; ops it lacks use their ``duration`` attribute.
         TIC (Alg. 2) uses 1 for recvs and 0 for everything else.
 
@@ -326,10 +518,21 @@ def op_properties(
         to floats; :func:`exact_op_properties` keeps them exact (two values can round to
         the same float and still differ).
 
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle, an outstanding id is not a recv, or a time is not a finite
+        number >= 0.
+
     Notes
     -----
     This is the direct form of Alg. 1: every op is visited once per call. TAC uses
     :class:`IncrementalProperties`, which must agree with it.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
     ex = exact_op_properties(g, outstanding, time)
     return OpProperties(
@@ -343,7 +546,14 @@ def op_properties(
 class ExactProperties:
     """:class:`OpProperties` in exact integer units of ``1 / den`` seconds.
 
-    ``M_plus`` is None for a recv that no multi-dependency op needs.
+    Attributes
+    ----------
+    M, P : dict of str to int
+        As in :class:`OpProperties`.
+    M_plus : dict of str to int or None
+        None for a recv that no multi-dependency op needs.
+    den : int
+        The unit's denominator (:func:`exact_times`).
     """
 
     M: dict[str, int]
@@ -357,7 +567,32 @@ def exact_op_properties(
     outstanding: Iterable[str] | None = None,
     time: Mapping[str, float] | None = None,
 ) -> ExactProperties:
-    """Alg. 1 as :func:`op_properties`, with exact integer results (see :func:`exact_times`)."""
+    """Alg. 1 as :func:`op_properties`, with exact integer results.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        Op graph.
+    outstanding : iterable of str, optional
+        ``R``; all recvs by default.
+    time : mapping of str to float, optional
+        Time oracle (default: the ``duration`` attributes).
+
+    Returns
+    -------
+    ExactProperties
+        In units of ``1 / den`` s (:func:`exact_times`).
+
+    Raises
+    ------
+    CommschedError
+        As :func:`op_properties`.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
+    """
     idx = comm_index(g)
     times, den = op_times(g, idx, time)
     R = (1 << len(idx.recvs)) - 1 if outstanding is None else idx.mask(outstanding)

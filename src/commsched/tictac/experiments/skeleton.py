@@ -112,8 +112,13 @@ class KindFigureConfig(driver.FigureConfig):
     KINDS: ClassVar[tuple[str, ...]] = ()
 
     def tables(self) -> dict[str, str]:
-        """``{field: path}`` of every input table (the ``str`` fields but ``figure`` and
-        ``kind``)."""
+        """The input tables.
+
+        Returns
+        -------
+        dict of str to str
+            ``{field: path}`` of the ``str`` fields but ``figure`` and ``kind``.
+        """
         return {k: v for k, v in super().tables().items() if k != "kind"}
 
     def __post_init__(self) -> None:

@@ -63,7 +63,7 @@ def coarsen(g: nx.DiGraph) -> nx.DiGraph:
     Raises
     ------
     CommschedError
-        If ``g`` has a cycle.
+        If ``g`` is not acyclic.
 
     References
     ----------
