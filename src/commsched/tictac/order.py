@@ -68,7 +68,8 @@ from collections.abc import Callable, Mapping
 import networkx as nx
 
 from commsched.registry import Registry
-from commsched.tictac.properties import IncrementalProperties, comm_index, op_times
+from commsched.tictac.dependencies import comm_index, op_times
+from commsched.tictac.properties import IncrementalProperties
 
 #: An ordering: op graph with ``recv`` ops -> ``{recv id: priority}`` (lower goes first).
 Ordering = Callable[[nx.DiGraph], Mapping[str, float]]

@@ -27,12 +27,11 @@ and ``M(r) = Time(r)`` for a recv without recv ancestors, follow the authors' pu
 implementation (``tictac/common.py``, ``_update_properties``). "Non-recv ops" are every op
 whose ``kind`` is not ``recv`` (compute, and sends or collectives if a view has them).
 
-Implementation: ``dep`` is a bitset (a Python ``int``, bit ``i`` = the ``i``-th recv in
-graph order) built in one pass over a topological order, so it scales to traced graphs
-with thousands of ops. Times are converted to exact integers (every float is an integer
-multiple of a power of two), so sums, minima and ties are exact; results are converted
-back to floats. Ops with the same ``dep ∩ R`` are grouped, so the work per update is
-proportional to the number of distinct dependency sets, not to the number of ops.
+Implementation: ``dep`` is a bitset and times are exact integers
+(:mod:`commsched.tictac.dependencies`), so sums, minima and ties are exact; results are
+converted back to floats. Ops with the same ``dep ∩ R`` are grouped, so the work per
+update is proportional to the number of distinct dependency sets, not to the number of
+ops.
 
 Examples
 --------
@@ -57,214 +56,15 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from commsched.errors import CommschedError
+from commsched.tictac.dependencies import CommIndex, comm_index, op_times, set_bits
 
 __all__ = [
-    "CommIndex",
     "ExactProperties",
     "IncrementalProperties",
     "OpProperties",
-    "comm_dependencies",
-    "comm_index",
     "exact_op_properties",
-    "exact_times",
     "op_properties",
-    "op_times",
 ]
-
-
-def exact_times(values: Iterable[float]) -> tuple[list[int], int]:
-    """Floats as exact integer multiples of one power of two.
-
-    Every finite float is an integer multiple of a power of two, so sums and comparisons
-    of the integers are exact where float arithmetic would round.
-
-    Parameters
-    ----------
-    values : iterable of float
-        Finite numbers.
-
-    Returns
-    -------
-    numerators : list of int
-        ``n_i`` with ``values[i] == n_i / den`` exactly.
-    den : int
-        The power of two (1 for no values).
-
-    Examples
-    --------
-    >>> exact_times([0.5, 0.25, 3.0])
-    ([2, 1, 12], 4)
-    """
-    ratios = [float(v).as_integer_ratio() for v in values]
-    den = max((d for _, d in ratios), default=1)
-    return [n * (den // d) for n, d in ratios], den
-
-
-def _bits(mask: int) -> Iterable[int]:
-    """Indices of the set bits of ``mask``, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-@dataclass(frozen=True)
-class CommIndex:
-    """The communication dependencies of an op graph in bitset form.
-
-    Built by :func:`comm_index`. Bit ``i`` of a mask stands for ``recvs[i]``.
-
-    Attributes
-    ----------
-    ops : list of str
-        All ops, in a topological order.
-    recvs : list of str
-        The recv ops, in graph order.
-    channel : list of int
-        ``channel[i]``: the index in ``channels`` of the resource of ``recvs[i]``.
-    channels : list of str
-        The resources the recvs run on.
-    dep : list of int
-        ``dep[k]``: the mask of ``dep(ops[k])``.
-    is_recv : list of bool
-        Whether ``ops[k]`` is a recv.
-
-    References
-    ----------
-    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
-       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
-    """
-
-    ops: list[str]
-    recvs: list[str]
-    channel: list[int]
-    channels: list[str]
-    dep: list[int]
-    is_recv: list[bool]
-
-    def mask(self, recvs: Iterable[str]) -> int:
-        """The bitset of a collection of recv ids.
-
-        Parameters
-        ----------
-        recvs : iterable of str
-            Recv op ids.
-
-        Returns
-        -------
-        int
-            The mask with their bits set.
-
-        Raises
-        ------
-        CommschedError
-            If an id is not a recv op of the graph.
-        """
-        pos = {r: i for i, r in enumerate(self.recvs)}
-        m = 0
-        for r in recvs:
-            if r not in pos:
-                raise CommschedError(f"op {r!r} is not a recv op of the graph")
-            m |= 1 << pos[r]
-        return m
-
-
-def comm_index(g: nx.DiGraph) -> CommIndex:
-    """Compute ``dep`` of every op of ``g`` (TicTac Sec. 4.1, "communication dependency").
-
-    One pass over a topological order: ``dep(v)`` is the union of its predecessors'
-    ``dep``, plus ``v`` itself when ``v`` is a recv.
-
-    Parameters
-    ----------
-    g : networkx.DiGraph
-        An op graph; its ``recv`` ops are the parameter transfers.
-
-    Returns
-    -------
-    CommIndex
-
-    Raises
-    ------
-    CommschedError
-        If ``g`` has a cycle.
-
-    References
-    ----------
-    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
-       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
-    """
-    try:
-        order = list(nx.topological_sort(g))
-    except nx.NetworkXUnfeasible:
-        raise CommschedError("the op graph has a cycle") from None
-    nodes = g.nodes
-    recvs = [n for n in g.nodes if nodes[n]["kind"] == "recv"]
-    bit = {r: 1 << i for i, r in enumerate(recvs)}
-    channels: list[str] = []
-    chan_pos: dict[str, int] = {}
-    channel = []
-    for r in recvs:
-        res = nodes[r]["resource"]
-        if res not in chan_pos:
-            chan_pos[res] = len(channels)
-            channels.append(res)
-        channel.append(chan_pos[res])
-    dep_of: dict[str, int] = {}
-    pred = g.pred
-    for v in order:
-        m = bit.get(v, 0)
-        for u in pred[v]:
-            m |= dep_of[u]
-        dep_of[v] = m
-    return CommIndex(
-        ops=order,
-        recvs=recvs,
-        channel=channel,
-        channels=channels,
-        dep=[dep_of[v] for v in order],
-        is_recv=[v in bit for v in order],
-    )
-
-
-def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
-    """``dep(op)`` of every op as a set of recv ids.
-
-    Parameters
-    ----------
-    g : networkx.DiGraph
-        An op graph whose ``recv`` ops are the parameter transfers.
-
-    Returns
-    -------
-    dict of str to frozenset of str
-        ``{op: the recvs it depends on}`` (a recv depends on itself).
-
-    Raises
-    ------
-    CommschedError
-        If ``g`` has a cycle (as :func:`comm_index`).
-
-    References
-    ----------
-    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.1 ("communication
-       dependency").
-
-    Examples
-    --------
-    >>> from commsched.model.graph import new_graph, add_op
-    >>> g = new_graph({"net": 1, "cpu": 1})
-    >>> add_op(g, "r", "recv", "net", 1.0); add_op(g, "c", "compute", "cpu", 1.0)
-    >>> g.add_edge("r", "c")
-    >>> comm_dependencies(g)["c"]
-    frozenset({'r'})
-    """
-    idx = comm_index(g)
-    return {
-        op: frozenset(idx.recvs[i] for i in _bits(m))
-        for op, m in zip(idx.ops, idx.dep, strict=True)
-    }
 
 
 @dataclass(frozen=True)
@@ -292,41 +92,6 @@ class OpProperties:
     M_plus: dict[str, float]
 
 
-def op_times(
-    g: nx.DiGraph, idx: CommIndex, time: Mapping[str, float] | None
-) -> tuple[list[int], int]:
-    """Exact integer times of the ops of a :class:`CommIndex`.
-
-    Parameters
-    ----------
-    g : networkx.DiGraph
-        The op graph of ``idx``.
-    idx : CommIndex
-        Its index.
-    time : mapping of str to float or None
-        A time oracle; ops it lacks use their ``duration`` attribute.
-
-    Returns
-    -------
-    times : list of int
-        In ``idx.ops`` order, in units of ``1 / den`` s (:func:`exact_times`).
-    den : int
-
-    Raises
-    ------
-    CommschedError
-        If a time is not a finite number >= 0.
-    """
-    nodes = g.nodes
-    vals = []
-    for op in idx.ops:
-        t = time[op] if time is not None and op in time else nodes[op]["duration"]
-        if not (isinstance(t, (int, float)) and math.isfinite(t) and t >= 0):
-            raise CommschedError(f"op {op!r}: time must be a finite number >= 0, got {t!r}")
-        vals.append(float(t))
-    return exact_times(vals)
-
-
 class IncrementalProperties:
     """``P``, ``M`` and ``M+`` of TicTac's Alg. 1, kept exact while recvs complete.
 
@@ -339,9 +104,10 @@ class IncrementalProperties:
     Parameters
     ----------
     idx : CommIndex
-        The graph's index.
+        The graph's index (:func:`~commsched.tictac.dependencies.comm_index`).
     times : list of int
-        Exact integer time of every op of ``idx.ops`` (see :func:`exact_times`).
+        Exact integer time of every op of ``idx.ops``
+        (:func:`~commsched.tictac.dependencies.exact_times`).
 
     Attributes
     ----------
@@ -388,7 +154,7 @@ class IncrementalProperties:
         self.groups_of_recv: list[list[int]] = [[] for _ in range(nrecv)]
         for j, m in enumerate(self.masks):
             cl = self.chan_load[j]
-            for i in _bits(m):
+            for i in set_bits(m):
                 cl[idx.channel[i]] += self.recv_time[i]
                 self.groups_of_recv[i].append(j)
         self.P = [0] * nrecv
@@ -424,7 +190,7 @@ class IncrementalProperties:
             The largest per-channel time of its outstanding recvs.
         """
         per = [0] * len(self.idx.channels)
-        for i in _bits(mask & self.outstanding):
+        for i in set_bits(mask & self.outstanding):
             per[self.idx.channel[i]] += self.recv_time[i]
         return max(per, default=0)
 
@@ -487,7 +253,7 @@ class IncrementalProperties:
             new = self.masks[j] & unassigned
             if new:
                 unassigned ^= new
-                for i in _bits(new):
+                for i in set_bits(new):
                     out[i] = cost
                 if not unassigned:
                     break
@@ -553,7 +319,7 @@ class ExactProperties:
     M_plus : dict of str to int or None
         None for a recv that no multi-dependency op needs.
     den : int
-        The unit's denominator (:func:`exact_times`).
+        The unit's denominator (:func:`~commsched.tictac.dependencies.exact_times`).
     """
 
     M: dict[str, int]
@@ -581,7 +347,7 @@ def exact_op_properties(
     Returns
     -------
     ExactProperties
-        In units of ``1 / den`` s (:func:`exact_times`).
+        In units of ``1 / den`` s (:func:`~commsched.tictac.dependencies.exact_times`).
 
     Raises
     ------
@@ -604,12 +370,12 @@ def exact_op_properties(
 
     def cost(mask: int) -> int:
         per = [0] * len(idx.channels)
-        for i in _bits(mask):
+        for i in set_bits(mask):
             per[idx.channel[i]] += times_of_recv[i]
         return max(per, default=0)
 
     M: dict[str, int] = {}
-    P = dict.fromkeys(_bits(R), 0)
+    P = dict.fromkeys(set_bits(R), 0)
     M_plus: dict[int, int] = {}
     cache: dict[int, int] = {}
     for k, op in enumerate(idx.ops):
@@ -623,12 +389,12 @@ def exact_op_properties(
         if D & (D - 1) == 0:  # exactly one outstanding dependency
             P[D.bit_length() - 1] += times[k]
         else:
-            for i in _bits(D):
+            for i in set_bits(D):
                 if i not in M_plus or c < M_plus[i]:
                     M_plus[i] = c
     return ExactProperties(
         M=M,
         P={idx.recvs[i]: v for i, v in P.items()},
-        M_plus={idx.recvs[i]: M_plus.get(i) for i in _bits(R)},
+        M_plus={idx.recvs[i]: M_plus.get(i) for i in set_bits(R)},
         den=den,
     )

@@ -13,7 +13,7 @@ import networkx as nx
 
 from commsched.model.graph import compile_graph
 from commsched.sim.priority import simulate_compiled
-from commsched.tictac.properties import comm_index
+from commsched.tictac.dependencies import comm_index
 from commsched.tictac.sim.compose import NET_KINDS
 
 __all__ = ["coarsen"]
@@ -31,7 +31,7 @@ def coarsen(g: nx.DiGraph) -> nx.DiGraph:
        transfers take no time (one simulation of ``g`` with zero-time recvs and sends).
     2. Compute ops are grouped by resource and by their communication dependencies
        ``dep(op)`` (TicTac Sec. 4.1: the recvs an op depends on,
-       :func:`commsched.tictac.properties.comm_index`): ops of a group become executable
+       :func:`commsched.tictac.dependencies.comm_index`): ops of a group become executable
        when the same recvs have arrived.
     3. A group's ops, in reference order, are cut into consecutive segments after every op
        that feeds a send, so a gradient send still becomes ready when its producer's
