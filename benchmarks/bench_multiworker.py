@@ -36,7 +36,8 @@ from typing import Any
 from bench_tictac import largest_training_trace
 from benchlib import write_result
 
-from commsched.tictac.experiments.sweeps import Params, load_models, trace_file
+from commsched.tictac.experiments.sweep_config import Params
+from commsched.tictac.experiments.sweep_setting import load_models, trace_file
 from commsched.tictac.sim import compose, run
 
 TARGET_S = 60.0

@@ -22,7 +22,7 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, emulated_cluster, status
 from commsched.cluster.procs import alive
 from commsched.cluster.state import list_runs, run_base
-from commsched.tictac.experiments.live import run_clients
+from commsched.tictac.live.runner import run_clients
 
 REASON = net.check_support()
 pytestmark = [

@@ -26,8 +26,23 @@ from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
 from commsched.tictac.experiments import live
+from commsched.tictac.live.analysis import (
+    fit_overhead,
+    metrics,
+    summarize,
+    workload_compute_factors,
+)
+from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.order import match_variables, priority_groups, variable_priorities
 from commsched.tictac.live.steptrace import parse_label, transfers
+from commsched.tictac.live.tables import (
+    agreement,
+    arrival_order_repeats,
+    out_of_order_rate,
+    tables,
+    traced_steps,
+)
+from commsched.tictac.live.workload import Workload, achieved_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,13 +123,13 @@ def test_agreement_is_a_fraction_and_symmetric_under_reversal(starts, prios):
     n = min(len(starts), len(prios))
     s = {str(i): starts[i] for i in range(n)}
     p = {str(i): prios[i] for i in range(n)}
-    a = live.agreement(s, p)
+    a = agreement(s, p)
     if len(set(p.values())) < 2:
         assert math.isnan(a)
         return
     assert 0.0 <= a <= 1.0
     # reversing time reverses every strict pair and keeps ties: a -> 1 - a
-    assert live.agreement({k: -v for k, v in s.items()}, p) == pytest.approx(1.0 - a)
+    assert agreement({k: -v for k, v in s.items()}, p) == pytest.approx(1.0 - a)
 
 
 # --- network names and parameters ------------------------------------------------------
@@ -191,23 +206,26 @@ SECTION = {
 
 
 def test_live_params_reject_bad_sections():
-    p = live.LiveParams.from_config(SECTION)
+    p = LiveParams.from_config(SECTION)
     assert p.configs == [("tac", "sender")] and p.models[0].batch == {"infer": 4}
-    for key, value, msg in [("configs", ["toc-sender"], "order"), ("modes", ["fly"], "mode"),
+    for key, value, msg in [("configs", ["toc-sender"], r"live\.configs\.0: 'toc-sender'"),
+                            ("modes", ["fly"], "mode"),
+                            ("models", [{"model": "m", "size": 8, "batch": 2,
+                                         "bandwidth": "1gbyte"}], "bandwidth"),
                             ("models", [{"model": "m", "size": 8, "batch": {"train": 2}}],
                              "no batch"),
                             ("models", [{"model": "m", "batch": 2}], "size")]:
         with pytest.raises(CommschedError, match=msg):
-            live.LiveParams.from_config({**SECTION, key: value})
-    with pytest.raises(CommschedError, match="missing key"):
-        live.LiveParams.from_config({k: v for k, v in SECTION.items() if k != "ps"})
+            LiveParams.from_config({**SECTION, key: value})
+    with pytest.raises(CommschedError, match="'ps' is a required property"):
+        LiveParams.from_config({k: v for k, v in SECTION.items() if k != "ps"})
 
 
 def test_config_file_section_parses():
     import yaml
 
     section = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["live"]
-    params = live.LiveParams.from_config(section)
+    params = LiveParams.from_config(section)
     assert params.workers >= 2 and len(params.models) >= 2 and set(params.modes) == {
         "infer", "train"}
 
@@ -223,7 +241,7 @@ def _toy_workload() -> live.Workload:
     configs = [{"name": "baseline", "order": "none", "enforce": "none", "priorities": {}},
                {"name": "tac-sender", "order": "tac", "enforce": "sender",
                 "priorities": {"a": 0, "b": 1}}]
-    return live.Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
+    return Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
                          {"tac": {"recv:a": 0, "recv:b": 1}}, configs,
                          {"baseline": 3.0, "tac-sender": 2.0}, 1.0)
 
@@ -248,12 +266,12 @@ def test_tables_summary_and_metrics_from_known_results():
         _result("tac-sender", 0, [2.0, 2.0], [0.0, 0.0], {"a": 0.1, "b": 0.2}),
         _result("tac-sender", 1, [2.0, 1.5], [0.0, 0.5], {"a": 0.1, "b": 0.2}),
     ]
-    steps, xfers = live.tables(results, [w], 2)
+    steps, xfers = tables(results, [w], 2)
     # iteration time = slowest worker's work + barrier: baseline 4 and 3, tac 2 and 2
     base = steps[(steps.config == "baseline") & (steps.worker == 0)]
     assert base.iteration_s.tolist() == [4.0, 3.0]
     assert base.straggler.tolist() == pytest.approx([1 / 4, 1 / 3])
-    summary = live.summarize(steps, xfers, [w], 2).set_index("config")
+    summary = summarize(steps, xfers, [w], 2).set_index("config")
     assert summary.loc["tac-sender", "gain"] == pytest.approx(3.5 / 2.0 - 1)
     assert summary.loc["tac-sender", "throughput"] == pytest.approx(2 * 4 / 2.0)
     assert summary.loc["tac-sender", "order_agreement"] == 1.0
@@ -265,7 +283,7 @@ def test_tables_summary_and_metrics_from_known_results():
     # straggler: baseline mean (1/4 + 1/3) / 2; tac-sender (0 + 0.5/2) / 2
     assert summary.loc["tac-sender", "straggler_reduction"] == pytest.approx(
         (1 / 4 + 1 / 3) / 2 / 0.125)
-    m = live.metrics(summary.reset_index())
+    m = metrics(summary.reset_index())
     assert m["live.toy.infer.best_gain"] == pytest.approx(0.75)
     assert m["live.toy.infer.tac-sender.gain"] == pytest.approx(0.75)
     assert m["live.straggler_increases"] == 0
@@ -274,7 +292,7 @@ def test_tables_summary_and_metrics_from_known_results():
     assert m["live.none.order_agreement"] == 0.0
     assert m["live.pred_error.median_abs"] == pytest.approx((0 + 0.5 / 3.5) / 2)
     fitted = {"toy.infer": {"baseline": 3.5, "tac-sender": 3.0}}
-    s2 = live.summarize(steps, xfers, [w], 2, fitted, fitted).set_index("config")
+    s2 = summarize(steps, xfers, [w], 2, fitted, fitted).set_index("config")
     assert s2.loc["baseline", "pred_error"] == pytest.approx(0.0)
     assert s2.loc["tac-sender", "pred_error_loo"] == pytest.approx(0.5)
     assert s2.loc["tac-sender", "pred_error_nominal"] == pytest.approx(0.0)
@@ -289,20 +307,20 @@ def test_arrival_order_repeats_and_out_of_order_rate():
                          "variable": v, "priority": "abc".index(v), "start_s": 0.0,
                          "end_s": 1.0 + k})
     x = pd.DataFrame(rows)
-    r = live.arrival_order_repeats(x)
+    r = arrival_order_repeats(x)
     assert r[["steps", "distinct"]].values.tolist() == [[3, 2]]
     assert r.unique_frac.iloc[0] == pytest.approx(2 / 3)
     # same start everywhere: nothing was handed to the network earlier, nothing overtaken
-    assert live.out_of_order_rate(x).overtaken.tolist() == [0]
+    assert out_of_order_rate(x).overtaken.tolist() == [0]
     x.loc[(x.trace_step == 1) & (x.variable == "c"), "start_s"] = -1.0  # c first, arrives last
-    ooo = live.out_of_order_rate(x)
+    ooo = out_of_order_rate(x)
     assert ooo.overtaken.tolist() == [2] and ooo.rate.iloc[0] == pytest.approx(2 / 9)
     # under the sender hook the hand-off order is the priority order, not the request
     # time: step 1 delivered b before a (priority 0), one reordered transfer
     sender = x.assign(config="tic-sender", hook="sender")
-    got = live.out_of_order_rate(sender)
+    got = out_of_order_rate(sender)
     assert got.overtaken.tolist() == [1] and got.rate.iloc[0] == pytest.approx(1 / 9)
-    m = live.metrics(pd.DataFrame(columns=["model", "mode", "config", "straggler",
+    m = metrics(pd.DataFrame(columns=["model", "mode", "config", "straggler",
                                            "pred_error", "pred_error_nominal", "gain",
                                            "straggler_reduction", "hook", "order",
                                            "order_agreement", "end_agreement"]), r, ooo)
@@ -333,7 +351,7 @@ def test_fit_overhead_recovers_known_costs():
                 srows += [{"model": model, "mode": "train", "config": config, "hook": hook,
                            "step": step, "worker": w, "barrier_s": 0.002 + w} for w in (0, 1)]
     x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
-    ov = live.fit_overhead(x, t, st)
+    ov = fit_overhead(x, t, st)
     assert ov.transfer_s == pytest.approx(1e-3, rel=1e-6)
     assert ov.rate_Bps == pytest.approx(1e8, rel=1e-6)
     assert ov.dag_transfer_s == pytest.approx(3e-3, rel=1e-6)
@@ -342,19 +360,19 @@ def test_fit_overhead_recovers_known_costs():
     assert ov.compute_factor == pytest.approx(1.5) and ov.op_s == pytest.approx(1e-3)
     assert ov.gap_factor == pytest.approx(1.2)
     assert ov.step_s == pytest.approx(0.002)
-    factors = live.workload_compute_factors(t)
+    factors = workload_compute_factors(t)
     assert factors[("m1", "train")] == pytest.approx(1.5 + 4e-3 / 0.5)
     # one model left: one DAG workload cannot separate the two link terms
-    assert live.fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
+    assert fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
     with pytest.raises(CommschedError, match="no traced baseline"):
-        live.fit_overhead(x.iloc[:0], t, st)
+        fit_overhead(x.iloc[:0], t, st)
 
 
 def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
     w = _toy_workload()
     results = [_result("baseline", 0, [1.0], [0.0], {"a": 0.2, "b": 0.1}),  # b arrives first
                _result("baseline", 1, [1.0], [0.0], {"a": 0.1})]  # b never arrives: last
-    ranks = live.achieved_ranks(results, [w], 2)[w.group_id]["baseline"]
+    ranks = achieved_ranks(results, [w], 2)[w.group_id]["baseline"]
     assert len(ranks) == 1
     assert ranks[0].tolist() == [[1.0, 0.0], [0.0, 1.0]]  # view order: recv:a, recv:b
     # By hand: recvs take 8 B / 8 B/s = 1 s on the shared channel, compute 1 s. With TAC's
@@ -375,12 +393,12 @@ def test_traced_steps_read_the_executor_tail():
     r = _result("baseline", 0, [1.0], [0.0], {"a": 0.0, "b": 0.5})
     r["traces"][0].update({"compute_s": 0.2, "compute_ops": 3, "step_s": 0.85,
                            "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
-    row = live.traced_steps([r], [w]).iloc[0]
+    row = traced_steps([r], [w]).iloc[0]
     assert row.last_recv_s == 0.6 and row.step_s == 0.85
     assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
     assert row.tail_ops == 2
     old = _result("baseline", 0, [1.0], [0.0], {"a": 0.0})  # a run without timelines
-    assert live.traced_steps([old], [w]).iloc[0].tail_ops == 0
+    assert traced_steps([old], [w]).iloc[0].tail_ops == 0
 
 
 def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
@@ -410,7 +428,7 @@ def test_bad_section_is_a_one_line_error(capsys):
 
 def test_frames_are_pandas():  # the notebook relies on these columns
     w = _toy_workload()
-    steps, xfers = live.tables([_result("baseline", 0, [1.0], [0.0], {"a": 0.0})], [w], 1)
+    steps, xfers = tables([_result("baseline", 0, [1.0], [0.0], {"a": 0.0})], [w], 1)
     assert isinstance(steps, pd.DataFrame)
     assert {"iteration_s", "straggler", "config", "model", "mode"} <= set(steps.columns)
     assert {"variable", "priority", "start_s", "end_s", "kind"} <= set(xfers.columns)

@@ -15,7 +15,8 @@ from commsched.pace.baselines import POLICIES, live_policies
 from commsched.pace.live import ddp
 from commsched.registry import Registry
 from commsched.tictac import ORDERINGS
-from commsched.tictac.experiments import live, sweeps
+from commsched.tictac.experiments.sweep_config import ALGOS
+from commsched.tictac.live.config import HOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((ROOT / "src/commsched/schemas/config.schema.yaml").read_text())
@@ -30,8 +31,8 @@ def _choices(command: str) -> dict[str, Any]:
 def test_orderings_drive_cli_schema_and_experiments():
     assert _choices("order")["algo"] == ORDERINGS.choices()
     pattern = SCHEMA["properties"]["live"]["properties"]["configs"]["items"]["pattern"]
-    assert pattern == f"^({'|'.join(ORDERINGS)})-({'|'.join(live.HOOKS)})$"
-    assert ("baseline", *ORDERINGS) == sweeps.ALGOS
+    assert pattern == f"^({'|'.join(ORDERINGS)})-({'|'.join(HOOKS)})$"
+    assert ("baseline", *ORDERINGS) == ALGOS
 
 
 def test_allreduce_policies_drive_schema_sim_and_live():

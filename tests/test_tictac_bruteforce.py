@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_provenance, read_table
@@ -112,4 +113,10 @@ def test_main_writes_files(tmp_path, capsys):
     assert "tictac_bruteforce.dag.tac_frac_optimal" in read_metrics([mt])
     bad = ["--sizes", "12", *args[2:]]
     assert main(bad) == 2
-    assert "sizes must be" in capsys.readouterr().err
+    assert "tictac_bruteforce.sizes.0: 12 is greater than the maximum of 9" in \
+        capsys.readouterr().err
+
+
+def test_schema_caps_sizes_at_max_recvs():
+    sizes = driver.schema()["properties"]["tictac_bruteforce"]["properties"]["sizes"]
+    assert sizes["items"]["maximum"] == MAX_RECVS

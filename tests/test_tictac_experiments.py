@@ -22,6 +22,10 @@ from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph, save
 from commsched.results import read_metrics, read_table
 from commsched.tictac.experiments import sweeps as ex
+from commsched.tictac.experiments.sweep_config import ALGOS, CONTROL, FIGURES, Params
+from commsched.tictac.experiments.sweep_metrics import _r2, _spearman, headline_metrics
+from commsched.tictac.experiments.sweep_runs import _add_gains
+from commsched.tictac.experiments.sweep_setting import arxiv_batch, comm_ratio, load_models
 from commsched.views import ps_view
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,8 +97,8 @@ def traces(tmp_path: Path) -> list[str]:
 
 
 def test_calibrated_link_balances_channel_and_compute(traces):
-    params = ex.Params.from_mapping(config(traces))
-    (m,) = ex.load_models(traces[:1], params)
+    params = Params.from_mapping(config(traces))
+    (m,) = load_models(traces[:1], params)
     v = m.view(params, 1)
     recv = sum(a["duration"] for _, a in v.nodes(data=True) if a["kind"] == "recv")
     comp = sum(a["duration"] for _, a in v.nodes(data=True) if a["kind"] == "compute")
@@ -103,11 +107,11 @@ def test_calibrated_link_balances_channel_and_compute(traces):
 
 
 def test_worker_noise_from_the_traced_step_times(traces):
-    params = ex.Params.from_mapping(config(traces, worker_noise="trace"))
-    (m,) = ex.load_models(traces[:1], params)
+    params = Params.from_mapping(config(traces, worker_noise="trace"))
+    (m,) = load_models(traces[:1], params)
     # step_wall_s [0.009, 0.011]: sample std 0.0014142 / mean 0.01.
     assert m.noise_cv == pytest.approx(math.sqrt(2) * 0.001 / 0.01)
-    assert ex.load_models(traces[:1], ex.Params.from_mapping(config(traces)))[0].noise_cv == 0.05
+    assert load_models(traces[:1], Params.from_mapping(config(traces)))[0].noise_cv == 0.05
 
 
 def test_comm_ratio_and_arxiv_batch():
@@ -117,10 +121,10 @@ def test_comm_ratio_and_arxiv_batch():
     add_op(g, "s", "send", "net:ps0:up", 1.0)
     g.add_edges_from([("r", "c"), ("c", "s")])
     # 4 workers: the downlink carries 4 x 2 s per iteration against 1 s of compute.
-    assert ex.comm_ratio(g, 4) == 8.0 and ex.comm_ratio(g, 4, factor=2.0) == 4.0
+    assert comm_ratio(g, 4) == 8.0 and comm_ratio(g, 4, factor=2.0) == 4.0
     # arXiv batch, traced at batch 2, 4 workers: channels 8 s and 4 s; compute 0.5 s per
     # sample, so batch 16 makes compute 8 s: S = (8 + 8 + 4 - 8) / 8 = 1.5.
-    assert ex.arxiv_batch(g, 2, 4) == (16, 1.5)
+    assert arxiv_batch(g, 2, 4) == (16, 1.5)
 
 
 @pytest.mark.parametrize("figure", ["workers", "servers", "batch", "ratio", "models", "arxiv"])
@@ -130,8 +134,8 @@ def test_figure_drivers_end_to_end(tmp_path, traces, figure):
     assert ex.main([figure, "--config-json", cfg, "--trace-dir", str(tmp_path),
                     "--table", str(table)]) == 0
     df = read_table(table)
-    algos = {"models": {*ex.ALGOS, ex.CONTROL}, "arxiv": {*ex.ALGOS, "best", "worst"}}
-    assert set(df.algo) == algos.get(figure, set(ex.ALGOS))
+    algos = {"models": {*ALGOS, CONTROL}, "arxiv": {*ALGOS, "best", "worst"}}
+    assert set(df.algo) == algos.get(figure, set(ALGOS))
     assert set(df["mode"]) == {"infer", "train"}
     sim = df[~df.algo.isin(["best", "worst"])]
     assert (sim.validated_schedules == 4).all()
@@ -158,18 +162,18 @@ def test_figure_drivers_end_to_end(tmp_path, traces, figure):
         # Doubling compute (comm unchanged) lengthens every iteration.
         t = df.set_index(["mode", "algo", "batch_factor"]).iter_mean_s
         assert all(t[(mo, a, 2.0)] > t[(mo, a, 0.5)] for mo in ("infer", "train")
-                   for a in ex.ALGOS)
+                   for a in ALGOS)
 
 
 def test_steptime_and_metrics_end_to_end(tmp_path, traces):
     cfg = json.dumps(config(traces))
     tables = {}
-    for figure in ex.FIGURES:
+    for figure in FIGURES:
         tables[figure] = tmp_path / f"tictac_{figure}.csv"
         assert ex.main([figure, "--config-json", cfg, "--trace-dir", str(tmp_path),
                         "--table", str(tables[figure])]) == 0
     st = read_table(tables["steptime"])
-    assert len(st) == 2 * 3 * 20 and set(st.algo) == set(ex.ALGOS)
+    assert len(st) == 2 * 3 * 20 and set(st.algo) == set(ALGOS)
     for _, d in st.groupby("mode"):
         assert d.normalized_step_time.max() == pytest.approx(1.0)
     assert st.normalized_step_time.between(0, 1).all() and st.efficiency.between(0, 1).all()
@@ -195,14 +199,14 @@ def test_headline_metrics_on_a_known_table():
     rows = []
     for n, base, tic_t in ((2, 10.0, 9.0), (4, 12.0, 10.0)):
         for algo, t, s in (("baseline", base, 0.2), ("tic", tic_t, 0.1),
-                           ("tac", tic_t - 0.5, 0.15), (ex.CONTROL, base, 0.25)):
+                           ("tac", tic_t - 0.5, 0.15), (CONTROL, base, 0.25)):
             rows.append({"model": "m", "mode": "infer", "ops": 10, "n_workers": n,
                          "n_servers": 1, "batch_factor": 1.0, "algo": algo,
                          "iter_mean_s": t, "iter_mean_long_s": t, "straggler_max": s,
                          "straggler_mean_long": s, "efficiency_max": 0.5,
                          "efficiency_mean_long": 0.4, "order_time_s": 0.1, "comm_ratio": 1.0})
-    df = ex._add_gains(pd.DataFrame(rows))
-    got = ex.headline_metrics({"workers": df, "models": df[df.n_workers == 2]})
+    df = _add_gains(pd.DataFrame(rows))
+    got = headline_metrics({"workers": df, "models": df[df.n_workers == 2]})
     # TIC gains: 10/9 - 1 = 11.1 %, 12/10 - 1 = 20 %; straggler reduction 0.2 / 0.1 = 2;
     # the control's straggler is worse than the baseline's: 0.2 / 0.25 = 0.8.
     assert got["tictac.sim.infer.max_gain_pct"] == pytest.approx(20.0)
@@ -214,15 +218,15 @@ def test_headline_metrics_on_a_known_table():
 
 
 def test_spearman():
-    assert ex._spearman([1, 2, 3, 4], [10, 20, 30, 45]) == pytest.approx(1.0)
-    assert ex._spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    assert math.isnan(ex._spearman([1, 2], [1, 2]))
+    assert _spearman([1, 2, 3, 4], [10, 20, 30, 45]) == pytest.approx(1.0)
+    assert _spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert math.isnan(_spearman([1, 2], [1, 2]))
 
 
 def test_r2_of_a_line_and_of_noise():
     x = np.linspace(0, 1, 50)
-    assert ex._r2(x, 3 * x + 1) == pytest.approx(1.0)
-    assert math.isnan(ex._r2(np.ones(5), x[:5]))
+    assert _r2(x, 3 * x + 1) == pytest.approx(1.0)
+    assert math.isnan(_r2(np.ones(5), x[:5]))
 
 
 def test_bad_config_one_line_errors(traces, tmp_path, capsys):
@@ -232,16 +236,16 @@ def test_bad_config_one_line_errors(traces, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "jitter" in err and "\n" not in err
-    with pytest.raises(CommschedError, match="missing key 'steptime'"):
+    with pytest.raises(CommschedError, match="'steptime' is a required property"):
         c = config(traces)
         del c["steptime"]
-        ex.Params.from_mapping(c)
+        Params.from_mapping(c)
     with pytest.raises(CommschedError, match="n_workers"):
-        ex.Params.from_mapping(config(traces, models={"n_workers": 0, "n_servers": 1}))
+        Params.from_mapping(config(traces, models={"n_workers": 0, "n_servers": 1}))
     with pytest.raises(CommschedError, match="protocol"):
-        ex.Params.from_mapping(config(traces, iterations=2))
+        Params.from_mapping(config(traces, iterations=2))
     with pytest.raises(CommschedError, match="worker_noise"):
-        ex.Params.from_mapping(config(traces, worker_noise="live"))
+        Params.from_mapping(config(traces, worker_noise="live"))
     assert ex.main(["workers", "--config", str(tmp_path / "nope.yaml"), "--table",
                     str(tmp_path / "t.csv")]) == 2
 
@@ -252,9 +256,9 @@ def test_trace_without_parameters_is_rejected(tmp_path):
     _op(g, "a", 1.0, "MatMul")
     p = tmp_path / "x.json"
     save(g, p)
-    params = ex.Params.from_mapping(config([str(p)]))
+    params = Params.from_mapping(config([str(p)]))
     with pytest.raises(CommschedError, match="calibrate"):
-        ex.load_models([str(p)], params)
+        load_models([str(p)], params)
 
 
 def test_ps_view_of_tiny_trace_is_a_ps_graph():

@@ -13,14 +13,8 @@ from hypothesis import strategies as st
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.tictac.bruteforce import random_instance
-from commsched.tictac.properties import (
-    IncrementalProperties,
-    comm_dependencies,
-    comm_index,
-    exact_times,
-    op_properties,
-    op_times,
-)
+from commsched.tictac.dependencies import comm_dependencies, comm_index, exact_times, op_times
+from commsched.tictac.properties import IncrementalProperties, op_properties
 
 
 def reference(g: nx.DiGraph, outstanding: set[str]) -> tuple[dict, dict, dict]:

@@ -39,7 +39,7 @@ other op ``compute_factor * gap_factor * d + op_s``; :meth:`Overhead.iteration_t
 ``step_s``. The fits (:func:`fit_link`, :func:`fit_compute`) are least squares over
 *traced* steps of a live run (distributed ``FULL_TRACE``, which the measured steps do not
 use), pooled over all models, modes and configs given. The live experiment
-(:func:`commsched.tictac.experiments.live.fit_overhead`) may replace ``compute_factor`` by one
+(:func:`commsched.tictac.live.analysis.fit_overhead`) may replace ``compute_factor`` by one
 per model and mode, from that workload's own traced steps (its live op time over the
 oracle's: a live time oracle, as the trace is the unloaded one); its leave-one-model-out
 check uses the pooled fit of the other models only. Nothing is fitted to the measured

@@ -1,7 +1,7 @@
 """TicTac (Hashemi, Jyothi & Campbell, SysML 2019): ordering parameter transfers.
 
-* :mod:`~commsched.tictac.properties` -- op properties ``dep``, ``M``, ``P``, ``M+``
-  (Sec. 4.1, Alg. 1);
+* :mod:`~commsched.tictac.dependencies` -- communication dependencies ``dep`` (Sec. 4.1);
+* :mod:`~commsched.tictac.properties` -- op properties ``M``, ``P``, ``M+`` (Alg. 1);
 * :mod:`~commsched.tictac.order` -- the TIC (Alg. 2) and TAC (Alg. 3) priority orders;
 * :mod:`~commsched.tictac.metrics` -- makespan bounds, ordering efficiency and speedup
   (SysML Sec. 3.2, Eqs. 1-4);
@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from commsched.tictac.dependencies import comm_dependencies
 from commsched.tictac.metrics import (
     efficiency,
     makespan_lower_bound,
@@ -19,7 +20,7 @@ from commsched.tictac.metrics import (
     speedup,
 )
 from commsched.tictac.order import ORDERINGS, Ordering, tac, tic
-from commsched.tictac.properties import OpProperties, comm_dependencies, op_properties
+from commsched.tictac.properties import OpProperties, op_properties
 
 __all__ = [
     "ORDERINGS",

@@ -50,12 +50,46 @@ MAX_RECVS = 9
 
 
 def recv_ops(g: nx.DiGraph) -> list[str]:
-    """The recv ops of ``g`` in graph order."""
+    """The recv ops of an op graph.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph (ops with a ``kind``).
+
+    Returns
+    -------
+    list of str
+        Its ``recv`` ops, in graph order.
+    """
     return [n for n, a in g.nodes(data=True) if a["kind"] == "recv"]
 
 
 def priorities_makespan(g: nx.DiGraph, priorities: Mapping[str, float]) -> float:
-    """Simulate ``g`` with ``priorities`` (FIFO ties), validate, return the makespan."""
+    """The makespan of an op graph under recv priorities, the schedule validated.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph.
+    priorities : mapping of str to float
+        ``{op: priority}``, lower first; ties and unprioritized ops go FIFO
+        (:mod:`commsched.sim.priority`).
+
+    Returns
+    -------
+    float
+        The makespan of the validated schedule.
+
+    Raises
+    ------
+    InvalidSchedule
+        If the schedule breaks a rule of the executor (:func:`commsched.sim.check_schedule`).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3 (the execution model).
+    """
     cg = compile_graph(g, dict(priorities))
     s = simulate_compiled(cg)
     check_schedule(cg, s)
@@ -64,9 +98,15 @@ def priorities_makespan(g: nx.DiGraph, priorities: Mapping[str, float]) -> float
 
 @dataclass(frozen=True)
 class BruteForce:
-    """The makespan of every recv order of one graph.
+    """The makespan of every recv order of one graph, as :func:`brute_force` returns it.
 
-    ``makespans[order]`` is the simulated makespan when the recvs are sent in ``order``.
+    Attributes
+    ----------
+    recvs : tuple of str
+        The graph's recvs, in graph order.
+    makespans : dict
+        ``makespans[order]``: the simulated makespan when the recvs are sent in ``order``
+        (a tuple of recv ids).
     """
 
     recvs: tuple[str, ...]
@@ -74,10 +114,12 @@ class BruteForce:
 
     @property
     def optimum(self) -> float:
+        """The smallest makespan over every order."""
         return min(self.makespans.values())
 
     @property
     def worst(self) -> float:
+        """The largest makespan over every order."""
         return max(self.makespans.values())
 
     @property
@@ -91,13 +133,34 @@ class BruteForce:
         return min(self.makespans, key=lambda o: self.makespans[o])
 
     def frac_optimal(self, rel_tol: float = 1e-9) -> float:
-        """Fraction of the orders whose makespan equals the optimum."""
+        """Fraction of the orders whose makespan equals the optimum.
+
+        Parameters
+        ----------
+        rel_tol : float, optional
+            Equal within this fraction of the optimum.
+
+        Returns
+        -------
+        float
+        """
         opt = self.optimum
         hits = sum(1 for m in self.makespans.values() if m <= opt * (1 + rel_tol))
         return hits / len(self.makespans)
 
     def consistent(self, priorities: Mapping[str, float]) -> list[float]:
-        """Makespans of the orders that sort the recvs by ``priorities`` (ties in any order)."""
+        """Makespans of the orders that sort the recvs by priority (ties in any order).
+
+        Parameters
+        ----------
+        priorities : mapping of str to float
+            A priority for every recv (TIC's shared priorities, say).
+
+        Returns
+        -------
+        list of float
+            One makespan per consistent order.
+        """
         return [
             m
             for order, m in self.makespans.items()
@@ -110,10 +173,22 @@ def brute_force(g: nx.DiGraph, check: bool = True) -> BruteForce:
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         Op graph with 1..MAX_RECVS recv ops.
-    check
+    check : bool, optional
         Validate every schedule with :func:`commsched.sim.check_schedule` (default).
+
+    Returns
+    -------
+    BruteForce
+        The makespan of all ``n!`` orders.
+
+    Raises
+    ------
+    CommschedError
+        If ``g`` has no recv op or more than :data:`MAX_RECVS`.
+    InvalidSchedule
+        If ``check`` and a schedule breaks a rule of the executor.
     """
     recvs = recv_ops(g)
     if not 1 <= len(recvs) <= MAX_RECVS:
@@ -141,6 +216,28 @@ def two_stage_instance(recv_times: Sequence[float], compute_times: Sequence[floa
 
     With these graphs ``M(r_i)`` is the recv time, ``P(r_i)`` the compute time, ``M+`` is
     infinite, and TAC's comparator (SysML Eq. 6) is Johnson's rule, which is optimal.
+
+    Parameters
+    ----------
+    recv_times : sequence of float
+        The recvs' times (machine 1).
+    compute_times : sequence of float
+        Their compute ops' times (machine 2), as many.
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Raises
+    ------
+    ValueError
+        If the two sequences differ in length.
+
+    References
+    ----------
+    .. [1] S. M. Johnson, "Optimal two- and three-stage production schedules with setup
+       times included", Naval Research Logistics Quarterly 1(1), 1954.
+    .. [2] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.3, Eq. 6.
     """
     if len(recv_times) != len(compute_times):
         raise ValueError("recv_times and compute_times must have the same length")
@@ -160,6 +257,25 @@ def random_instance(n_recvs: int, seed: int, channels: int = 1) -> nx.DiGraph:
     chain with some branches); each recv (a source, on a random channel ``net<k>``) feeds
     one to three compute ops, biased towards one. Times are multiples of 0.05 s: recvs in
     [0.1, 2], compute ops in [0.05, 1.5], so communication and computation are comparable.
+
+    Parameters
+    ----------
+    n_recvs : int
+        Recvs, >= 1.
+    seed : int
+        Seeds every random choice.
+    channels : int, optional
+        Channels, >= 1 (default 1).
+
+    Returns
+    -------
+    networkx.DiGraph
+        The graph attribute ``instance`` records the arguments.
+
+    Raises
+    ------
+    ValueError
+        If ``n_recvs`` or ``channels`` is below 1.
     """
     if n_recvs < 1 or channels < 1:
         raise ValueError("n_recvs and channels must be >= 1")

@@ -55,14 +55,43 @@ __all__ = [
 
 
 def makespan_upper_bound(g: nx.DiGraph) -> float:
-    """Eq. (1) of TicTac Sec. 3.2: the sum of all op times (the theoretical worst)."""
+    """Eq. (1) of TicTac Sec. 3.2: the sum of all op times (the theoretical worst).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph (each op's ``duration`` counts).
+
+    Returns
+    -------
+    float
+        ``U``: no op overlaps another.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3.2, Eq. 1.
+    """
     return math.fsum(float(a["duration"]) for _, a in g.nodes(data=True))
 
 
 def makespan_lower_bound(g: nx.DiGraph) -> float:
     """Eq. (2) of TicTac Sec. 3.2: the largest resource load (the theoretical best).
 
-    A resource's load is the sum of the times of its ops divided by its capacity.
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph (ops' ``resource`` and ``duration``; the capacities of the graph's
+        ``resources``).
+
+    Returns
+    -------
+    float
+        ``L``: the largest over resources of the sum of the times of their ops divided
+        by their capacity; 0 for an empty graph.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3.2, Eq. 2.
     """
     load: dict[str, list[float]] = {}
     for _, a in g.nodes(data=True):
@@ -80,9 +109,9 @@ def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         The op graph the schedule ran.
-    makespan
+    makespan : float or Schedule
         The makespan ``m``, or a :class:`~commsched.sim.Schedule` of ``g``.
 
     Returns
@@ -95,6 +124,10 @@ def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
     CommschedError
         If ``m`` lies outside ``[L, U]`` by more than rounding: it cannot be a schedule
         of ``g``.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3.2, Eq. 3.
     """
     m = _makespan(makespan)
     upper, lower = makespan_upper_bound(g), makespan_lower_bound(g)
@@ -110,13 +143,50 @@ def efficiency(g: nx.DiGraph, makespan: float | Schedule) -> float:
 
 
 def speedup(g: nx.DiGraph) -> float:
-    """Eq. (4) of TicTac Sec. 3.2: ``S = (U - L) / L``, the most overlap can gain."""
+    """Eq. (4) of TicTac Sec. 3.2: ``S = (U - L) / L``, the most overlap can gain.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph whose bounds ``U`` and ``L`` are compared.
+
+    Returns
+    -------
+    float
+        ``S``; 0 when ``L == 0``.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3.2, Eq. 4.
+    """
     upper, lower = makespan_upper_bound(g), makespan_lower_bound(g)
     return 0.0 if lower <= 0 else (upper - lower) / lower
 
 
 def overlap_metrics(g: nx.DiGraph, makespan: float | Schedule) -> dict[str, float]:
-    """All of Sec. 3.2 at once: ``upper_bound``, ``lower_bound``, ``efficiency``, ``speedup``."""
+    """All of Sec. 3.2 at once.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph the schedule ran.
+    makespan : float or Schedule
+        Its makespan, or the schedule.
+
+    Returns
+    -------
+    dict of str to float
+        ``upper_bound``, ``lower_bound``, ``efficiency`` and ``speedup``.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`efficiency`.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3.2, Eqs. 1-4.
+    """
     return {
         "upper_bound": makespan_upper_bound(g),
         "lower_bound": makespan_lower_bound(g),

@@ -68,7 +68,8 @@ from collections.abc import Callable, Mapping
 import networkx as nx
 
 from commsched.registry import Registry
-from commsched.tictac.properties import IncrementalProperties, comm_index, op_times
+from commsched.tictac.dependencies import comm_index, op_times
+from commsched.tictac.properties import IncrementalProperties
 
 #: An ordering: op graph with ``recv`` ops -> ``{recv id: priority}`` (lower goes first).
 Ordering = Callable[[nx.DiGraph], dict[str, int]]
@@ -83,6 +84,25 @@ def eq6_before(m_a: float, p_a: float, m_b: float, p_b: float) -> bool:
     that of "B then A" for two recvs on one channel that each feed their own computation
     (TicTac SysML Sec. 4.3, case 1).
 
+    Parameters
+    ----------
+    m_a, p_a : float
+        ``M`` and ``P`` of recv A (Alg. 1).
+    m_b, p_b : float
+        ``M`` and ``P`` of recv B.
+
+    Returns
+    -------
+    bool
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.3, Eq. 6.
+    .. [2] S. M. Johnson, "Optimal two- and three-stage production schedules with setup
+       times included", Naval Research Logistics Quarterly 1(1), 1954.
+
+    Examples
+    --------
     >>> eq6_before(1, 5, 2, 1)   # A: short transfer, long compute -> first
     True
     >>> eq6_before(2, 1, 1, 5)
@@ -96,6 +116,26 @@ def johnson_key(m: float, p: float) -> tuple[int, float]:
 
     Sorting by it gives an order in which every pair ``i`` before ``j`` satisfies
     ``min(M_i, P_j) <= min(M_j, P_i)``: it refines the comparator of Eq. (6).
+
+    Parameters
+    ----------
+    m, p : float
+        ``M`` (the channel, machine 1) and ``P`` (the compute unit, machine 2) of a recv.
+
+    Returns
+    -------
+    tuple of (int, float)
+
+    References
+    ----------
+    .. [1] S. M. Johnson, "Optimal two- and three-stage production schedules with setup
+       times included", Naval Research Logistics Quarterly 1(1), 1954.
+    .. [2] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.3, Eq. 6.
+
+    Examples
+    --------
+    >>> sorted([(2, 1), (1, 5), (3, 4)], key=lambda mp: johnson_key(*mp))
+    [(1, 5), (3, 4), (2, 1)]
     """
     return (0, m) if m < p else (1, -p)
 
@@ -111,13 +151,23 @@ def tic(g: nx.DiGraph) -> dict[str, int]:
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         Op graph; its ``recv`` ops are ordered, everything else only shapes ``M+``.
 
     Returns
     -------
-    dict
+    dict of str to int
         ``{recv id: priority}``, lower first, in order of priority then graph order.
+
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle (Alg. 1 walks a topological order).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.2, Alg. 2 and Eq. 5
+       (TIO, Sec. 4.3 and Alg. 3 of arXiv:1803.03288v1).
 
     Examples
     --------
@@ -158,16 +208,26 @@ def tac(g: nx.DiGraph, time: Mapping[str, float] | None = None) -> dict[str, int
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         Op graph; recv ``duration`` is the transfer time, other ops' ``duration`` their
         compute time.
-    time
-        Optional time oracle, op id -> seconds, overriding ``duration`` for the ops it has.
+    time : mapping of str to float, optional
+        Time oracle, op id -> seconds, overriding ``duration`` for the ops it has.
 
     Returns
     -------
-    dict
+    dict of str to int
         ``{recv id: priority}`` with priorities ``0 .. n-1``, in priority order.
+
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle or a time is not a finite number >= 0.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 4.3, Alg. 3 and Eq. 6
+       (TAO, Sec. 4.2 and Alg. 2 of arXiv:1803.03288v1).
 
     Examples
     --------

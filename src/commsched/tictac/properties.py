@@ -27,12 +27,11 @@ and ``M(r) = Time(r)`` for a recv without recv ancestors, follow the authors' pu
 implementation (``tictac/common.py``, ``_update_properties``). "Non-recv ops" are every op
 whose ``kind`` is not ``recv`` (compute, and sends or collectives if a view has them).
 
-Implementation: ``dep`` is a bitset (a Python ``int``, bit ``i`` = the ``i``-th recv in
-graph order) built in one pass over a topological order, so it scales to traced graphs
-with thousands of ops. Times are converted to exact integers (every float is an integer
-multiple of a power of two), so sums, minima and ties are exact; results are converted
-back to floats. Ops with the same ``dep ∩ R`` are grouped, so the work per update is
-proportional to the number of distinct dependency sets, not to the number of ops.
+Implementation: ``dep`` is a bitset and times are exact integers
+(:mod:`commsched.tictac.dependencies`), so sums, minima and ties are exact; results are
+converted back to floats. Ops with the same ``dep ∩ R`` are grouped, so the work per
+update is proportional to the number of distinct dependency sets, not to the number of
+ops.
 
 Examples
 --------
@@ -57,141 +56,40 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from commsched.errors import CommschedError
+from commsched.tictac.dependencies import CommIndex, comm_index, op_times, set_bits
 
 __all__ = [
-    "CommIndex",
     "ExactProperties",
     "IncrementalProperties",
     "OpProperties",
-    "comm_dependencies",
-    "comm_index",
     "exact_op_properties",
-    "exact_times",
     "op_properties",
-    "op_times",
 ]
-
-
-def exact_times(values: Iterable[float]) -> tuple[list[int], int]:
-    """Integers ``n_i`` and a power of two ``den`` with ``values[i] == n_i / den`` exactly.
-
-    Every finite float is an integer multiple of a power of two, so sums and comparisons
-    of the integers are exact where float arithmetic would round.
-    """
-    ratios = [float(v).as_integer_ratio() for v in values]
-    den = max((d for _, d in ratios), default=1)
-    return [n * (den // d) for n, d in ratios], den
-
-
-def _bits(mask: int) -> Iterable[int]:
-    """Indices of the set bits of ``mask``, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-@dataclass(frozen=True)
-class CommIndex:
-    """The communication dependencies of an op graph in bitset form.
-
-    ``ops`` are all ops in a topological order; ``recvs`` the recv ops in graph order
-    (bit ``i`` of a mask stands for ``recvs[i]``); ``channel[i]`` indexes ``channels``,
-    the resources of the recvs; ``dep[k]`` is the mask of ``dep(ops[k])``.
-    """
-
-    ops: list[str]
-    recvs: list[str]
-    channel: list[int]
-    channels: list[str]
-    dep: list[int]
-    is_recv: list[bool]
-
-    def mask(self, recvs: Iterable[str]) -> int:
-        """The bitset of a collection of recv ids; an unknown or non-recv id is an error."""
-        pos = {r: i for i, r in enumerate(self.recvs)}
-        m = 0
-        for r in recvs:
-            if r not in pos:
-                raise CommschedError(f"op {r!r} is not a recv op of the graph")
-            m |= 1 << pos[r]
-        return m
-
-
-def comm_index(g: nx.DiGraph) -> CommIndex:
-    """Compute ``dep`` of every op of ``g`` (TicTac Sec. 4.1, "communication dependency").
-
-    One pass over a topological order: ``dep(v)`` is the union of its predecessors'
-    ``dep``, plus ``v`` itself when ``v`` is a recv.
-    """
-    try:
-        order = list(nx.topological_sort(g))
-    except nx.NetworkXUnfeasible:
-        raise CommschedError("the op graph has a cycle") from None
-    nodes = g.nodes
-    recvs = [n for n in g.nodes if nodes[n]["kind"] == "recv"]
-    bit = {r: 1 << i for i, r in enumerate(recvs)}
-    channels: list[str] = []
-    chan_pos: dict[str, int] = {}
-    channel = []
-    for r in recvs:
-        res = nodes[r]["resource"]
-        if res not in chan_pos:
-            chan_pos[res] = len(channels)
-            channels.append(res)
-        channel.append(chan_pos[res])
-    dep_of: dict[str, int] = {}
-    pred = g.pred
-    for v in order:
-        m = bit.get(v, 0)
-        for u in pred[v]:
-            m |= dep_of[u]
-        dep_of[v] = m
-    return CommIndex(
-        ops=order,
-        recvs=recvs,
-        channel=channel,
-        channels=channels,
-        dep=[dep_of[v] for v in order],
-        is_recv=[v in bit for v in order],
-    )
-
-
-def comm_dependencies(g: nx.DiGraph) -> dict[str, frozenset[str]]:
-    """``dep(op)`` of every op as a set of recv ids (TicTac Sec. 4.1)."""
-    idx = comm_index(g)
-    return {
-        op: frozenset(idx.recvs[i] for i in _bits(m))
-        for op, m in zip(idx.ops, idx.dep, strict=True)
-    }
 
 
 @dataclass(frozen=True)
 class OpProperties:
-    """The properties of Alg. 1 for one set of outstanding recvs.
+    """The properties of Alg. 1 for one set of outstanding recvs, in seconds.
 
-    ``M`` has every op of the graph; ``P`` and ``M_plus`` have every outstanding recv
-    (``M_plus`` is ``math.inf`` for a recv that no multi-dependency op needs).
+    Attributes
+    ----------
+    M : dict of str to float
+        ``M(op)`` of every op of the graph.
+    P : dict of str to float
+        ``P(r)`` of every outstanding recv.
+    M_plus : dict of str to float
+        ``M+(r)`` of every outstanding recv; ``math.inf`` for a recv that no
+        multi-dependency op needs.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
 
     M: dict[str, float]
     P: dict[str, float]
     M_plus: dict[str, float]
-
-
-def op_times(
-    g: nx.DiGraph, idx: CommIndex, time: Mapping[str, float] | None
-) -> tuple[list[int], int]:
-    """Exact integer times of ``idx.ops`` (from ``time``, else the ``duration`` attribute)."""
-    nodes = g.nodes
-    vals = []
-    for op in idx.ops:
-        t = time[op] if time is not None and op in time else nodes[op]["duration"]
-        if not (isinstance(t, (int, float)) and math.isfinite(t) and t >= 0):
-            raise CommschedError(f"op {op!r}: time must be a finite number >= 0, got {t!r}")
-        vals.append(float(t))
-    return exact_times(vals)
 
 
 class IncrementalProperties:
@@ -205,10 +103,23 @@ class IncrementalProperties:
 
     Parameters
     ----------
-    idx
-        The graph's :class:`CommIndex`.
-    times
-        Exact integer time of every op of ``idx.ops`` (see :func:`exact_times`).
+    idx : CommIndex
+        The graph's index (:func:`~commsched.tictac.dependencies.comm_index`).
+    times : list of int
+        Exact integer time of every op of ``idx.ops``
+        (:func:`~commsched.tictac.dependencies.exact_times`).
+
+    Attributes
+    ----------
+    outstanding : int
+        The mask of the recvs not yet completed (all at the start).
+    P : list of int
+        ``P`` of every recv, by position in ``idx.recvs`` (meaningful while outstanding).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Alg. 1 (property update) and
+       Alg. 3, line 4 (TAC reruns it after every chosen recv).
     """
 
     def __init__(self, idx: CommIndex, times: list[int]) -> None:
@@ -243,7 +154,7 @@ class IncrementalProperties:
         self.groups_of_recv: list[list[int]] = [[] for _ in range(nrecv)]
         for j, m in enumerate(self.masks):
             cl = self.chan_load[j]
-            for i in _bits(m):
+            for i in set_bits(m):
                 cl[idx.channel[i]] += self.recv_time[i]
                 self.groups_of_recv[i].append(j)
         self.P = [0] * nrecv
@@ -252,23 +163,65 @@ class IncrementalProperties:
                 self.P[m.bit_length() - 1] += self.load[j]
 
     def group_M(self, j: int) -> int:
-        """``M`` of the ops of group ``j``: the largest per-channel outstanding time."""
+        """``M`` of the ops of one group: the largest per-channel outstanding time.
+
+        Parameters
+        ----------
+        j : int
+            The group (ops with one ``dep`` set).
+
+        Returns
+        -------
+        int
+        """
         return max(self.chan_load[j])
 
     def cost(self, mask: int) -> int:
-        """``M`` of an op whose ``dep`` is ``mask``, under the current outstanding set."""
+        """``M`` of an op, under the current outstanding set.
+
+        Parameters
+        ----------
+        mask : int
+            The op's ``dep``.
+
+        Returns
+        -------
+        int
+            The largest per-channel time of its outstanding recvs.
+        """
         per = [0] * len(self.idx.channels)
-        for i in _bits(mask & self.outstanding):
+        for i in set_bits(mask & self.outstanding):
             per[self.idx.channel[i]] += self.recv_time[i]
         return max(per, default=0)
 
     def recv_M(self, i: int) -> int:
-        """``M`` of recv ``i``: its own time unless it depends on other outstanding recvs."""
+        """``M`` of a recv: its own time unless it depends on other outstanding recvs.
+
+        Parameters
+        ----------
+        i : int
+            The recv's position in ``idx.recvs``.
+
+        Returns
+        -------
+        int
+        """
         m = self._recv_dep.get(i)
         return self.recv_time[i] if m is None else self.cost(m)
 
     def remove(self, i: int) -> None:
-        """Recv ``i`` completes: drop it from the outstanding set and update the groups."""
+        """A recv completes: drop it from the outstanding set and update the groups.
+
+        Parameters
+        ----------
+        i : int
+            The recv's position in ``idx.recvs``.
+
+        Raises
+        ------
+        ValueError
+            If the recv is not outstanding.
+        """
         b = 1 << i
         if not self.outstanding & b:
             raise ValueError(f"recv {self.idx.recvs[i]!r} is not outstanding")
@@ -281,11 +234,16 @@ class IncrementalProperties:
                 self.P[(self.masks[j] & self.outstanding).bit_length() - 1] += self.load[j]
 
     def m_plus(self) -> list[int | None]:
-        """``M+`` of every recv (``None`` = infinity, or not outstanding).
+        """``M+`` of every recv.
 
         Each recv's ``M+`` is the ``M`` of the cheapest multi-dependency group holding
         it: sweep the groups by increasing ``M`` and give each still unassigned recv the
         first ``M`` that reaches it (every recv is assigned once).
+
+        Returns
+        -------
+        list of int or None
+            By position in ``idx.recvs``; None for infinity or a recv not outstanding.
         """
         out: list[int | None] = [None] * len(self.idx.recvs)
         active = [(self.group_M(j), j) for j, c in enumerate(self.count) if c > 1]
@@ -295,7 +253,7 @@ class IncrementalProperties:
             new = self.masks[j] & unassigned
             if new:
                 unassigned ^= new
-                for i in _bits(new):
+                for i in set_bits(new):
                     out[i] = cost
                 if not unassigned:
                     break
@@ -311,11 +269,11 @@ def op_properties(
 
     Parameters
     ----------
-    g
+    g : networkx.DiGraph
         Op graph; its ``recv`` ops are the parameter transfers.
-    outstanding
+    outstanding : iterable of str, optional
         The recvs not yet completed, ``R``; all recvs by default.
-    time
+    time : mapping of str to float, optional
         Time oracle, op id -> seconds; ops it lacks use their ``duration`` attribute.
         TIC (Alg. 2) uses 1 for recvs and 0 for everything else.
 
@@ -326,10 +284,21 @@ def op_properties(
         to floats; :func:`exact_op_properties` keeps them exact (two values can round to
         the same float and still differ).
 
+    Raises
+    ------
+    CommschedError
+        If ``g`` has a cycle, an outstanding id is not a recv, or a time is not a finite
+        number >= 0.
+
     Notes
     -----
     This is the direct form of Alg. 1: every op is visited once per call. TAC uses
     :class:`IncrementalProperties`, which must agree with it.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
     """
     ex = exact_op_properties(g, outstanding, time)
     return OpProperties(
@@ -343,7 +312,14 @@ def op_properties(
 class ExactProperties:
     """:class:`OpProperties` in exact integer units of ``1 / den`` seconds.
 
-    ``M_plus`` is None for a recv that no multi-dependency op needs.
+    Attributes
+    ----------
+    M, P : dict of str to int
+        As in :class:`OpProperties`.
+    M_plus : dict of str to int or None
+        None for a recv that no multi-dependency op needs.
+    den : int
+        The unit's denominator (:func:`~commsched.tictac.dependencies.exact_times`).
     """
 
     M: dict[str, int]
@@ -357,7 +333,32 @@ def exact_op_properties(
     outstanding: Iterable[str] | None = None,
     time: Mapping[str, float] | None = None,
 ) -> ExactProperties:
-    """Alg. 1 as :func:`op_properties`, with exact integer results (see :func:`exact_times`)."""
+    """Alg. 1 as :func:`op_properties`, with exact integer results.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        Op graph.
+    outstanding : iterable of str, optional
+        ``R``; all recvs by default.
+    time : mapping of str to float, optional
+        Time oracle (default: the ``duration`` attributes).
+
+    Returns
+    -------
+    ExactProperties
+        In units of ``1 / den`` s (:func:`~commsched.tictac.dependencies.exact_times`).
+
+    Raises
+    ------
+    CommschedError
+        As :func:`op_properties`.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac: Accelerating Distributed Deep Learning with
+       Communication Scheduling", SysML 2019, Sec. 4.1 and Alg. 1.
+    """
     idx = comm_index(g)
     times, den = op_times(g, idx, time)
     R = (1 << len(idx.recvs)) - 1 if outstanding is None else idx.mask(outstanding)
@@ -369,12 +370,12 @@ def exact_op_properties(
 
     def cost(mask: int) -> int:
         per = [0] * len(idx.channels)
-        for i in _bits(mask):
+        for i in set_bits(mask):
             per[idx.channel[i]] += times_of_recv[i]
         return max(per, default=0)
 
     M: dict[str, int] = {}
-    P = dict.fromkeys(_bits(R), 0)
+    P = dict.fromkeys(set_bits(R), 0)
     M_plus: dict[int, int] = {}
     cache: dict[int, int] = {}
     for k, op in enumerate(idx.ops):
@@ -388,12 +389,12 @@ def exact_op_properties(
         if D & (D - 1) == 0:  # exactly one outstanding dependency
             P[D.bit_length() - 1] += times[k]
         else:
-            for i in _bits(D):
+            for i in set_bits(D):
                 if i not in M_plus or c < M_plus[i]:
                     M_plus[i] = c
     return ExactProperties(
         M=M,
         P={idx.recvs[i]: v for i, v in P.items()},
-        M_plus={idx.recvs[i]: M_plus.get(i) for i in _bits(R)},
+        M_plus={idx.recvs[i]: M_plus.get(i) for i in set_bits(R)},
         den=den,
     )

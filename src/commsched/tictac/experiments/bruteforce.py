@@ -24,7 +24,6 @@ Run as ``python -m commsched.tictac.experiments.bruteforce --sizes 3 4 5 --insta
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from collections.abc import Iterator, Sequence
@@ -33,10 +32,10 @@ from dataclasses import asdict, dataclass
 import networkx as nx
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.results import write_metrics, write_table
 from commsched.tictac.bruteforce import (
-    MAX_RECVS,
     brute_force,
     priorities_makespan,
     random_instance,
@@ -53,7 +52,27 @@ REL_TOL = 1e-9
 
 @dataclass(frozen=True)
 class BruteForceConfig:
-    """The ``tictac_bruteforce`` section of the pipeline config."""
+    """The ``tictac_bruteforce`` section of the pipeline config, checked against the schema.
+
+    Attributes
+    ----------
+    sizes : tuple of int
+        Recv counts, at most :data:`commsched.tictac.bruteforce.MAX_RECVS` (the schema's
+        maximum; a test keeps the two equal).
+    instances : int
+        Random DAG instances per size and channel count.
+    channels : tuple of int
+        Channel (parameter-server) counts.
+    two_stage_instances : int
+        Two-stage (Johnson) instances per size.
+    seed : int
+        The base seed of the instances.
+
+    Raises
+    ------
+    CommschedError
+        One line naming the key the schema rejects.
+    """
 
     sizes: tuple[int, ...]
     instances: int
@@ -62,20 +81,33 @@ class BruteForceConfig:
     seed: int
 
     def __post_init__(self) -> None:
-        if not self.sizes or any(not 1 <= n <= MAX_RECVS for n in self.sizes):
-            raise CommschedError(f"sizes must be recv counts in 1..{MAX_RECVS}, got {self.sizes}")
-        if self.instances < 0 or self.two_stage_instances < 0:
-            raise CommschedError("instances and two_stage_instances must be >= 0")
-        if not self.channels or any(c < 1 for c in self.channels):
-            raise CommschedError(f"channels must be counts >= 1, got {self.channels}")
+        section = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        driver.config_section("tictac_bruteforce", section)
 
 
 def instances(cfg: BruteForceConfig) -> Iterator[tuple[str, str, int, nx.DiGraph]]:
-    """``(family, instance name, seed, graph)`` of every instance the config asks for.
+    """Every instance the config asks for.
 
     Instance seeds derive from ``cfg.seed`` so that each instance is reproducible alone.
     Two-stage times are distinct multiples of 0.05 s in [0.05, 2] (drawn without
     replacement), so Johnson's rule has no ties.
+
+    Parameters
+    ----------
+    cfg : BruteForceConfig
+        Sizes, counts and the base seed.
+
+    Yields
+    ------
+    family : str
+        ``dag`` (:func:`~commsched.tictac.bruteforce.random_instance`) or ``two_stage``
+        (:func:`~commsched.tictac.bruteforce.two_stage_instance`).
+    name : str
+        The instance's name.
+    seed : int
+        Its seed.
+    graph : networkx.DiGraph
+        The instance.
     """
     for n in cfg.sizes:
         for c in cfg.channels:
@@ -94,7 +126,28 @@ def _equal(a: float, b: float) -> bool:
 
 
 def run_bruteforce(cfg: BruteForceConfig) -> pd.DataFrame:
-    """One row per instance (see the module docstring)."""
+    """Brute force, TIC and TAC on every instance of the config.
+
+    Parameters
+    ----------
+    cfg : BruteForceConfig
+        The instances (:func:`instances`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per instance, the columns of the module docstring.
+
+    Raises
+    ------
+    CommschedError
+        If TIC or TAC beats the brute-force optimum (the search missed an order).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Alg. 2 (TIC), Alg. 3 and
+       Eq. 6 (TAC), Sec. 3.2 (Eqs. 1-3).
+    """
     rows = []
     for family, name, seed, g in instances(cfg):
         bf = brute_force(g)
@@ -123,7 +176,18 @@ def run_bruteforce(cfg: BruteForceConfig) -> pd.DataFrame:
 
 
 def bruteforce_metrics(df: pd.DataFrame) -> dict[str, float]:
-    """Headline numbers of a :func:`run_bruteforce` table, per instance family."""
+    """Headline numbers of a :func:`run_bruteforce` table, per instance family.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run_bruteforce`'s table.
+
+    Returns
+    -------
+    dict of str to float
+        ``tictac_bruteforce.<family>.<name>`` (module docstring) to its value.
+    """
     out: dict[str, float] = {}
     for family, d in df.groupby("family", sort=True):
         p = f"tictac_bruteforce.{family}"
@@ -140,8 +204,19 @@ def bruteforce_metrics(df: pd.DataFrame) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.tictac.experiments.bruteforce",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    """Run the brute-force experiment and write its table and metrics.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The config values and the two files to write (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr.
+    """
+    p = driver.parser(__spec__.name, __doc__)
     p.add_argument("--sizes", type=int, nargs="+", required=True, help="recv counts")
     p.add_argument("--instances", type=int, required=True,
                    help="random DAG instances per size and channel count")
@@ -152,16 +227,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--table", required=True, help="per-instance table to write (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table to write (CSV)")
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         cfg = BruteForceConfig(tuple(args.sizes), args.instances, tuple(args.channels),
                                args.two_stage_instances, args.seed)
         df = run_bruteforce(cfg)
         write_table(df, args.table, asdict(cfg))
         write_metrics(bruteforce_metrics(df), args.metrics, asdict(cfg))
-    except CommschedError as e:
-        print(f"tictac_bruteforce: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return driver.run("tictac_bruteforce", body)
 
 
 if __name__ == "__main__":

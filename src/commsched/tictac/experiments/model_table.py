@@ -19,13 +19,13 @@ data/models/counts.json --paper papers/model_table.yaml --table T.csv --metrics 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.io.structured import read_json, read_yaml
 from commsched.results import write_metrics, write_table
@@ -39,7 +39,24 @@ _COUNT_FIELDS = ("params", "param_bytes", "ops_infer", "ops_train")
 
 
 def load_counts(path: str) -> dict[str, dict[str, Any]]:
-    """Read a ``commsched trace --count`` file; errors name the file and the model."""
+    """Read the model counts that ``commsched trace --count`` wrote.
+
+    Parameters
+    ----------
+    path : str
+        The counts file (JSON, ``{model: counts}``).
+
+    Returns
+    -------
+    dict
+        ``{model: {params, param_bytes, ops_infer, ops_train, ...}}``.
+
+    Raises
+    ------
+    CommschedError
+        Naming the file and the model: not an object, a model not in the zoo, or a
+        count missing.
+    """
     data = read_json(path)
     if not isinstance(data, dict):
         raise CommschedError(f"{path}: expected an object {{model: counts}}")
@@ -52,7 +69,29 @@ def load_counts(path: str) -> dict[str, dict[str, Any]]:
 
 
 def load_paper(path: str) -> dict[str, dict[str, Any]]:
-    """Read the paper's table (``models: {name: {column: value or null}}``)."""
+    """Read the paper's model table.
+
+    Parameters
+    ----------
+    path : str
+        YAML with ``models: {name: {column: value or null}}``, the columns among
+        :data:`COLUMNS`.
+
+    Returns
+    -------
+    dict
+        ``{model: {column: value or None}}``.
+
+    Raises
+    ------
+    CommschedError
+        Naming the file and the model: no ``models`` mapping, a model not in the zoo, or
+        an unknown column.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Appendix A, Table 1.
+    """
     data = read_yaml(path)
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict):
@@ -67,8 +106,31 @@ def load_paper(path: str) -> dict[str, dict[str, Any]]:
 def model_table(
     counts: Mapping[str, Mapping[str, Any]], paper: Mapping[str, Mapping[str, Any]]
 ) -> pd.DataFrame:
-    """One row per counted model, in zoo order: ours, the paper's, and the note.
+    """Our model table beside the paper's: one row per counted model, in zoo order.
 
+    Parameters
+    ----------
+    counts : mapping
+        :func:`load_counts`'s counts.
+    paper : mapping
+        :func:`load_paper`'s table (models it lacks get empty ``paper_*`` cells).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of the module docstring.
+
+    Raises
+    ------
+    CommschedError
+        If no model of the zoo is in ``counts``.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Appendix A, Table 1.
+
+    Examples
+    --------
     >>> t = model_table({"vgg16": {"params": 32, "param_bytes": 553430176, "ops_infer": 70,
     ...                            "ops_train": 250, "size": 224}},
     ...                 {"vgg16": {"params": 32, "param_mib": 527.79}})
@@ -96,7 +158,19 @@ def model_table(
 
 
 def table_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """``model.<name>.<column>`` for every model and counted column."""
+    """The metrics of a model table, for the claims table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`model_table`'s table.
+
+    Returns
+    -------
+    dict of str to float
+        ``model.<name>.<column>`` for every model and counted column (params,
+        param_mib, ops_infer, ops_train).
+    """
     return {
         f"model.{r['model']}.{k}": float(r[k])
         for _, r in table.iterrows()
@@ -105,23 +179,33 @@ def table_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.tictac.experiments.model_table",
-                                description=(__doc__ or "").split("\n")[0])
+    """Write the model table and its metrics, and print the table.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The two inputs and the two outputs (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr.
+    """
+    p = driver.parser(__spec__.name, __doc__)
     p.add_argument("--counts", required=True, help="commsched trace --count output")
     p.add_argument("--paper", required=True, help="the paper's table (YAML)")
     p.add_argument("--table", required=True)
     p.add_argument("--metrics", required=True)
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         table = model_table(load_counts(args.counts), load_paper(args.paper))
         config = {"counts": args.counts, "paper": args.paper}
         write_table(table, args.table, config)
         write_metrics(table_metrics(table), args.metrics, config)
-    except CommschedError as e:
-        print(f"model_table: error: {e}", file=sys.stderr)
-        return 2
-    print(table.drop(columns=["note", "families"]).to_string(index=False))
-    return 0
+        print(table.drop(columns=["note", "families"]).to_string(index=False))
+
+    return driver.run("model_table", body)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,25 @@ REL_TOL = 1e-9
 
 
 def order_makespan(g: nx.DiGraph, order: Sequence[str]) -> float:
-    """Makespan of ``g`` when its recvs go in ``order``; the schedule is validated."""
+    """Makespan of a toy when its recvs go in a given order; the schedule is validated.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A toy graph.
+    order : sequence of str
+        Its recvs, first = priority 0.
+
+    Returns
+    -------
+    float
+        Its makespan.
+
+    Raises
+    ------
+    InvalidSchedule
+        If the schedule breaks a rule of the executor.
+    """
     cg = graph.compile_graph(g, order_priorities(order))
     s = simulate_compiled(cg)
     check_schedule(cg, s)
@@ -65,9 +83,32 @@ def _model(g: nx.DiGraph, source: str) -> tuple[str, str, int]:
 
 
 def run_toys(graphs: dict[str, nx.DiGraph], random_orders: int, seed: int) -> pd.DataFrame:
-    """Simulate every toy under random, best and reversed orders; the tidy table.
+    """Simulate every toy under random, best and reversed orders.
 
-    ``graphs`` maps a source name (for messages) to a toy graph.
+    Parameters
+    ----------
+    graphs : dict of str to networkx.DiGraph
+        A source name (for messages) to a toy graph (``commsched generate par|seq``).
+    random_orders : int
+        Random orders per toy, >= 1.
+    seed : int
+        Seeds the random orders (order ``k`` uses ``[seed, k]``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The tidy table of the module docstring.
+
+    Raises
+    ------
+    CommschedError
+        If ``random_orders`` is below 1, a graph is not a toy, or a random order beats
+        the layer order (which is best for both families).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, arXiv:1803.03288v1 and SysML 2019, Sec. 6 (the
+       Par-N and Seq-N toys).
     """
     if random_orders < 1:
         raise CommschedError(f"random_orders must be >= 1, got {random_orders}")
@@ -96,7 +137,18 @@ def run_toys(graphs: dict[str, nx.DiGraph], random_orders: int, seed: int) -> pd
 
 
 def toy_metrics(df: pd.DataFrame) -> dict[str, float]:
-    """Headline numbers of a :func:`run_toys` table, named ``toys.<model>.<metric>``."""
+    """Headline numbers of a :func:`run_toys` table.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        :func:`run_toys`'s table.
+
+    Returns
+    -------
+    dict of str to float
+        ``toys.<model>.<metric>`` (module docstring) to its value.
+    """
     out: dict[str, float] = {}
     for model, d in df.groupby("model", sort=False):
         best = float(d.loc[d.order_kind == "best", "makespan"].iloc[0])
@@ -113,7 +165,20 @@ def toy_metrics(df: pd.DataFrame) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class FigureConfig(driver.FigureConfig):
-    """Parameters of ``notebooks/toys.ipynb``, checked before anything is plotted."""
+    """Parameters of ``notebooks/toys.ipynb``, checked before anything is plotted.
+
+    Attributes
+    ----------
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    table : str
+        :func:`run_toys`'s table.
+
+    Raises
+    ------
+    CommschedError
+        If the table does not exist or ``figure`` is not a PDF path.
+    """
 
     table: str = ""
     WHAT = "toys"
@@ -121,7 +186,20 @@ class FigureConfig(driver.FigureConfig):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = driver.parser(__name__, __doc__)
+    """Simulate the toys and write the table and the metrics.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The graphs, the order count and seed, and the two files to write (default:
+        ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr.
+    """
+    p = driver.parser(__spec__.name, __doc__)
     p.add_argument("--graphs", nargs="+", required=True, help="toy op graphs (JSON)")
     p.add_argument("--random-orders", type=int, required=True, help="random orders per toy")
     p.add_argument("--seed", type=int, required=True, help="seed of the random orders")

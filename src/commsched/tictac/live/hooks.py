@@ -63,7 +63,7 @@ gRPC*. Three hooks, selected by ``enforce``:
     the order is not re-imposed among late requests, whereas the patched runtime would
     queue them; (3) it depends on the LIFO dispatch described above, an implementation
     detail of TensorFlow's executor. That is why every live run measures what order the
-    transfers actually took (``order_agreement`` in :mod:`commsched.tictac.experiments.live`,
+    transfers actually took (``order_agreement`` of :mod:`commsched.tictac.live.analysis`,
     from the sender's send-start times in the distributed FULL_TRACE).
 
 TensorFlow is imported by the functions, never at module import.
@@ -92,8 +92,18 @@ def _is_ps(device: str) -> bool:
 
 
 def ps_variables(graph: Any) -> dict[str, dict[str, Any]]:
-    """Every variable placed on a parameter server, in creation order:
-    shared name -> ``{"shape": [...], "bytes": int}``."""
+    """Every variable placed on a parameter server.
+
+    Parameters
+    ----------
+    graph : tf.Graph
+        A graph built under ``replica_device_setter``.
+
+    Returns
+    -------
+    dict
+        In creation order, shared name -> ``{"shape": [...], "bytes": int}``.
+    """
     import tensorflow as tf
 
     out: dict[str, dict[str, Any]] = {}
@@ -115,6 +125,18 @@ def reads_by_variable(graph: Any, fetches: Iterable[Any]) -> dict[str, list[Any]
 
     Only reads that are ancestors of ``fetches`` count (TensorFlow prunes the rest), and
     only reads of variables on a parameter server.
+
+    Parameters
+    ----------
+    graph : tf.Graph
+        The graph.
+    fetches : iterable of tf.Tensor or tf.Operation
+        What a step runs.
+
+    Returns
+    -------
+    dict of str to list of tf.Operation
+        ``{variable shared name: its reads}``.
     """
     seen: set[str] = set()
     stack = [f.op if hasattr(f, "op") else f for f in fetches]
@@ -141,14 +163,43 @@ def apply_hook(
     worker_device: str,
     sender_lifo: bool = True,
 ) -> list[tuple[str, str]]:
-    """Add the control edges of hook ``enforce`` to ``graph``; return them as (from, to).
+    """Add the control edges of an enforcement hook to a graph (module docstring).
 
-    ``reads`` comes from :func:`reads_by_variable`, ``priorities`` maps the same variable
-    names to numbers (lower first; variables without one are never held back). Every read
-    must already be placed, i.e. the graph was built under ``replica_device_setter``.
-    ``sender_lifo`` chains the sender hook's groups in reverse priority order, for a PS
-    whose executor dispatches the responses of one pass last-in first-out (one inter-op
-    thread; see the module docstring).
+    Every read must already be placed, i.e. the graph was built under
+    ``replica_device_setter``.
+
+    Parameters
+    ----------
+    graph : tf.Graph
+        The worker's graph.
+    reads : mapping of str to sequence of tf.Operation
+        :func:`reads_by_variable`'s reads.
+    priorities : mapping of str to float
+        The same variable names to numbers, lower first; variables without one are never
+        held back.
+    enforce : str
+        One of :data:`ENFORCE`.
+    worker_device : str
+        The worker's device (the DAG hook's gates and the sender hook's start run there).
+    sender_lifo : bool, optional
+        Chain the sender hook's groups in reverse priority order, for a PS whose executor
+        dispatches the responses of one pass last-in first-out (one inter-op thread;
+        default).
+
+    Returns
+    -------
+    list of tuple of (str, str)
+        The added control edges, (from op, to op).
+
+    Raises
+    ------
+    CommschedError
+        If ``enforce`` is not a hook.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Secs. 5.1-5.2 (the DAG option
+       and enforcement at the sender).
     """
     import tensorflow as tf
 

@@ -64,7 +64,27 @@ _STATE_UPDATES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSu
 
 @dataclass
 class Built:
-    """One config's graph and the handles the step loop needs."""
+    """One config's graph and the handles the step loop needs.
+
+    Attributes
+    ----------
+    graph : tf.Graph
+        The config's graph.
+    work, barrier, init_ps : tf.Operation
+        A step's work, the barrier after it, the variables' initialiser.
+    reads : dict
+        The PS reads per variable (:func:`commsched.tictac.live.hooks.reads_by_variable`).
+    variables : dict
+        The PS variables (:func:`commsched.tictac.live.hooks.ps_variables`).
+    var_priorities : dict of str to float
+        The config's priorities under the live variable names.
+    edges : list of tuple of (str, str)
+        The hook's control edges.
+    grad_src : dict of str to str
+        Gradient op -> its variable (to name the gradient transfers).
+    container : str
+        The config's resource container.
+    """
 
     graph: Any
     work: Any
@@ -102,8 +122,29 @@ def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
                  sender_lifo: bool = True) -> Built:
     """Build the graph of one config of ``group`` for worker ``task`` (module docstring).
 
-    ``sender_lifo`` goes to :func:`commsched.tictac.live.hooks.apply_hook`: true for servers
-    with one inter-op thread (measured), false otherwise (not measured: the natural chain).
+    Parameters
+    ----------
+    group : mapping
+        The plan's group (model, mode, batch, size, seed, ...).
+    config : mapping
+        One of its configs (``name``, ``enforce``, ``priorities``, ...).
+    cluster : mapping of str to sequence of str
+        ``{"ps": [...], "worker": [...]}`` host:port lists.
+    task : int
+        This worker.
+    sender_lifo : bool, optional
+        Goes to :func:`commsched.tictac.live.hooks.apply_hook`: true for servers with one
+        inter-op thread (measured), false otherwise (not measured: the natural chain).
+
+    Returns
+    -------
+    Built
+
+    Raises
+    ------
+    CommschedError
+        If the model or size is unknown, the group/config id is not a valid container
+        name, or the priorities name a variable the live graph lacks.
     """
 
     tf, keras = zoo.load_tensorflow()
@@ -188,8 +229,8 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     one traced step, in seconds from the step's first event, the worker's compute
     time (:func:`commsched.tictac.live.steptrace.compute_busy`), its compute ops' intervals
     (``ops``, :func:`~commsched.tictac.live.steptrace.compute_intervals`) and the step's
-    span over every device (``step_s``), for the simulator's overhead model in
-    :mod:`commsched.tictac.experiments.live`."""
+    span over every device (``step_s``), for the simulator's overhead model
+    (:func:`commsched.tictac.live.analysis.fit_overhead`)."""
     devs = _stats(run_metadata)
     t0 = min((n["all_start_micros"] for _, ns in devs for n in ns), default=0)
     read_var = {r.name: v for v, rs in b.reads.items() for r in rs}
@@ -281,7 +322,26 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
 
 
 def run_plan(plan: Mapping[str, Any], task: int) -> list[dict[str, Any]]:
-    """Run every group of ``plan`` as worker ``task``; one result per config and group."""
+    """Run every group of a plan as one worker.
+
+    Parameters
+    ----------
+    plan : mapping
+        The plan (:func:`commsched.tictac.live.runner.job_plan`).
+    task : int
+        This worker.
+
+    Returns
+    -------
+    list of dict
+        One result per group and config: the measured steps, the traced steps, the
+        priorities and variables.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`build_config`.
+    """
     out = []
     for group in plan["groups"]:
         t = time.perf_counter()
@@ -291,6 +351,18 @@ def run_plan(plan: Mapping[str, Any], task: int) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a plan as one worker and write its results (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--plan``, ``--task`` and ``--out`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr.
+    """
     p = argparse.ArgumentParser(prog="python -m commsched.tictac.live.job")
     p.add_argument("--plan", required=True)
     p.add_argument("--task", type=int, required=True)

@@ -24,9 +24,32 @@ __all__ = ["match_variables", "priority_groups", "variable_priorities"]
 def variable_priorities(view: nx.DiGraph, priorities: Mapping[str, float]) -> dict[str, float]:
     """Priority of each variable: the smallest priority of a ``recv`` op carrying it.
 
-    ``view`` is a parameter-server view (recv ops with ``param``); ``priorities`` maps op
-    ids to numbers (lower first), as :func:`commsched.io.priorities.load_priorities` returns.
+    Parameters
+    ----------
+    view : networkx.DiGraph
+        A parameter-server view (recv ops with ``param``).
+    priorities : mapping of str to float
+        Op ids to numbers (lower first), as an ordering or
+        :func:`commsched.io.priorities.load_priorities` gives them; ops that are not recvs
+        are ignored.
 
+    Returns
+    -------
+    dict of str to float
+        ``{variable: priority}``.
+
+    Raises
+    ------
+    CommschedError
+        If an op is not in the view, or a recv has no ``param``.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 5 (the order is enforced
+       per parameter transfer).
+
+    Examples
+    --------
     >>> from commsched.model.graph import new_graph, add_op
     >>> g = new_graph({"net": 1})
     >>> add_op(g, "r1", "recv", "net", 1.0, param="a")
@@ -66,9 +89,27 @@ def match_variables(
     that, the only not yet matched live variable with the same name up to Keras'
     ``_<n>`` uniquifying suffixes (which depend on how many models a process built
     before). When that leaves a variable unmatched and both sides have the same number
-    of variables, creation order decides. Shapes must agree; otherwise
-    :class:`CommschedError`.
+    of variables, creation order decides.
 
+    Parameters
+    ----------
+    traced : mapping of str to sequence of int
+        The trace's variables and their shapes, in creation order.
+    live : mapping of str to sequence of int
+        The live job's, in creation order.
+
+    Returns
+    -------
+    dict of str to str
+        ``{traced name: live name}``.
+
+    Raises
+    ------
+    CommschedError
+        If a traced variable has no counterpart, or matched shapes differ.
+
+    Examples
+    --------
     >>> match_variables({"d/kernel": [2, 3], "seed_generator/state": [2]},
     ...                 {"d/kernel": [2, 3], "seed_generator_3/state": [2]})
     {'d/kernel': 'd/kernel', 'seed_generator/state': 'seed_generator_3/state'}
@@ -105,6 +146,24 @@ def priority_groups(priorities: Mapping[str, float], names: Sequence[str]) -> li
     unprioritized ops, :mod:`commsched.sim.priority`). Within a group, ``names`` order is
     kept.
 
+    Parameters
+    ----------
+    priorities : mapping of str to float
+        Priorities, lower first.
+    names : sequence of str
+        The names to group.
+
+    Returns
+    -------
+    list of list of str
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 5.1 (transfers with the
+       same priority are issued together).
+
+    Examples
+    --------
     >>> priority_groups({"a": 1, "b": 0, "c": 1}, ["a", "b", "c", "d"])
     [['b'], ['a', 'c']]
     """

@@ -32,7 +32,18 @@ _LABEL = re.compile(
 
 @dataclass(frozen=True)
 class Transfer:
-    """One tensor transfer seen by the receiving device (times in s from step start)."""
+    """One tensor transfer seen by the receiving device.
+
+    Attributes
+    ----------
+    src_op : str
+        The op whose output was sent.
+    src_device, dst_device : str
+        Sender and receiver.
+    start, end : float
+        When the request was issued and when the value had arrived, in seconds from the
+        step's start.
+    """
 
     src_op: str
     src_device: str
@@ -42,8 +53,21 @@ class Transfer:
 
 
 def parse_label(label: str) -> tuple[str, str, str] | None:
-    """``(source op, from device, to device)`` of a RecvTensor label, else None.
+    """The source op and the devices of a RecvTensor timeline label.
 
+    Parameters
+    ----------
+    label : str
+        A node stat's ``timeline_label``.
+
+    Returns
+    -------
+    tuple of (str, str, str) or None
+        ``(source op, from device, to device)``; None when the label is not a
+        RecvTensor's.
+
+    Examples
+    --------
     >>> parse_label("[64B] [0.005Mb/s] edge_8_m/d/ReadVariableOp from /job:ps/task:0 "
     ...             "to /job:worker/task:0")
     ('m/d/ReadVariableOp', '/job:ps/task:0', '/job:worker/task:0')
@@ -53,10 +77,23 @@ def parse_label(label: str) -> tuple[str, str, str] | None:
 
 
 def transfers(node_stats: Iterable[Mapping[str, Any]], t0_us: int) -> list[Transfer]:
-    """Every RecvTensor transfer among ``node_stats`` (dicts with ``node_name``,
-    ``timeline_label``, ``all_start_micros``, ``op_end_rel_micros``), times relative to
-    ``t0_us``, sorted by start.
+    """Every RecvTensor transfer of one device's step stats.
 
+    Parameters
+    ----------
+    node_stats : iterable of mapping
+        Dicts with ``node_name``, ``timeline_label``, ``all_start_micros`` and
+        ``op_end_rel_micros``.
+    t0_us : int
+        The step's start, in the stats' microseconds.
+
+    Returns
+    -------
+    list of Transfer
+        Times relative to ``t0_us``, sorted by start.
+
+    Examples
+    --------
     >>> s = [{"node_name": "RecvTensor", "all_start_micros": 1_000_100,
     ...       "op_end_rel_micros": 500, "timeline_label":
     ...       "[1B] [1Mb/s] edge_3_a/Read from /job:ps/x to /job:worker/y"}]
@@ -85,10 +122,23 @@ def _is_compute(n: Mapping[str, Any]) -> bool:
 
 def compute_intervals(node_stats: Iterable[Mapping[str, Any]], t0_us: int
                       ) -> list[tuple[float, float]]:
-    """``(start, end)`` in seconds from ``t0_us`` of every compute op of one device's step
-    stats (the ops :func:`compute_busy` counts), sorted by start: the worker's executor
-    timeline, gaps included.
+    """The worker's executor timeline: every compute op's interval, gaps included.
 
+    Parameters
+    ----------
+    node_stats : iterable of mapping
+        One device's step stats (as :func:`transfers` takes them).
+    t0_us : int
+        The step's start, in the stats' microseconds.
+
+    Returns
+    -------
+    list of tuple of (float, float)
+        ``(start, end)`` in seconds from ``t0_us`` of the ops :func:`compute_busy`
+        counts, sorted by start.
+
+    Examples
+    --------
     >>> s = [{"node_name": "a", "timeline_label": "a = Conv2D(x, w)", "all_start_micros": 30,
     ...       "op_end_rel_micros": 20},
     ...      {"node_name": "r", "timeline_label": "r = _Recv()", "all_start_micros": 0,
@@ -103,11 +153,27 @@ def compute_intervals(node_stats: Iterable[Mapping[str, Any]], t0_us: int
 
 
 def compute_busy(node_stats: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
-    """``(seconds, ops)``: the summed run time of one device's compute ops in a traced step
-    and their number; ``RecvTensor`` entries and send/recv ops (whose time is spent waiting
-    for the network) are left out. The op type is read from the timeline label
-    (``name = Type(inputs)``); entries without one count as compute.
+    """The summed run time of one device's compute ops in a traced step.
 
+    ``RecvTensor`` entries and send/recv ops (whose time is spent waiting for the network)
+    are left out. The op type is read from the timeline label (``name = Type(inputs)``);
+    entries without one count as compute.
+
+    Parameters
+    ----------
+    node_stats : iterable of mapping
+        One device's step stats, with ``node_name``, ``timeline_label`` and
+        ``op_end_rel_micros``.
+
+    Returns
+    -------
+    seconds : float
+        Their summed run time.
+    ops : int
+        Their number.
+
+    Examples
+    --------
     >>> s = [{"node_name": "a", "timeline_label": "a = Conv2D(x, w)", "op_end_rel_micros": 300},
     ...      {"node_name": "r", "timeline_label": "r = _Recv()", "op_end_rel_micros": 9000},
     ...      {"node_name": "RecvTensor", "timeline_label": "[1B] ...", "op_end_rel_micros": 5}]

@@ -1,0 +1,359 @@
+"""Summary, prediction and metrics of a live TicTac run.
+
+Step 3 of :mod:`commsched.tictac.experiments.live`: the simulator's overheads fitted from
+the traced steps (:func:`fit_overhead`, :func:`workload_compute_factors`), the
+predictions with them, the per-config summary (:func:`summarize`) and the numbers of the
+claims table (:func:`metrics`); :func:`analyse` does all of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from commsched.cluster import net
+from commsched.cost.overhead import Overhead, fit_compute, fit_link
+from commsched.errors import CommschedError
+from commsched.progress import progress
+from commsched.tictac.live.config import LiveParams
+from commsched.tictac.live.tables import agreement, arrival_order_repeats, out_of_order_rate
+from commsched.tictac.live.workload import Workload
+
+__all__ = ["analyse", "fit_overhead", "metrics", "summarize", "workload_compute_factors"]
+
+
+def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
+                 exclude_model: str | None = None) -> Overhead:
+    """The simulator's runtime overheads, fitted from the traced steps of a live run.
+
+    Pooled over the run's models and modes:
+
+    * link (``transfer_s``, ``rate_Bps``): :func:`~commsched.cost.overhead.fit_link` on the
+      baseline's traced steps, where every request is issued at once and the server's link
+      stays busy: per step, all workers' parameter transfers, their bytes and their span
+      (first start to last arrival);
+    * compute (``compute_factor``, ``op_s``): :func:`~commsched.cost.overhead.fit_compute`
+      on every traced step of every worker and config: the live worker's summed compute
+      time against the trace's (the time oracle's) and its number of compute ops;
+    * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
+      i.e. the barrier's own round trip paid by the last worker to arrive (a measured
+      component of the iteration, not a fit to the iteration time);
+    * ``gap_factor``: on the traced steps' executor timelines, after each worker's last
+      parameter arrival, the wall time to its last op over the summed time of the ops
+      run there (``tail_wall_s`` / ``tail_op_s`` of
+      :func:`~commsched.tictac.live.tables.traced_steps`), pooled;
+    * ``dag_transfer_s``: :func:`~commsched.cost.overhead.fit_link` on the traced steps of
+      the configs with the ``dag`` hook (their transfers leave one after another).
+
+    Parameters
+    ----------
+    xfers, traced, steps : pandas.DataFrame
+        The run's per-transfer, per-traced-step and per-step tables
+        (:mod:`commsched.tictac.live.tables`).
+    exclude_model : str, optional
+        Leave this model's rows out (a leave-one-model-out check).
+
+    Returns
+    -------
+    Overhead
+        :class:`commsched.cost.overhead.Overhead`; ``dag_transfer_s`` is None unless at
+        least two workloads ran the ``dag`` hook.
+
+    Raises
+    ------
+    CommschedError
+        If no traced baseline step (or no traced or measured step) is left to fit.
+    """
+    x = xfers[xfers.kind == "recv"]
+    dag = set(steps.config[steps.hook == "dag"])
+    t = traced[traced.compute_s.notna()]
+    st = steps
+    if exclude_model is not None:
+        x, t, st = (d[d.model != exclude_model] for d in (x, t, st))
+    if x[x.config == "baseline"].empty or t.empty or st.empty:
+        raise CommschedError("fit_overhead: no traced baseline steps to fit")
+
+    def link(sel: pd.DataFrame) -> tuple[float, float]:
+        busy = sel.groupby(["model", "mode", "config", "trace_step"]).agg(
+            n=("variable", "size"), nbytes=("bytes", "sum"), first=("start_s", "min"),
+            last=("end_s", "max"))
+        return fit_link(busy.n.tolist(), busy.nbytes.tolist(),
+                        (busy["last"] - busy["first"]).tolist())
+
+    transfer_s, rate = link(x[x.config == "baseline"])
+    x_dag = x[x.config.isin(dag)]
+    dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
+    factor, op_s = fit_compute(t.oracle_compute_s.tolist(), t.oracle_ops.tolist(),
+                               t.compute_s.tolist())
+    tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
+    gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
+    step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
+    return Overhead(transfer_s, rate, factor, op_s, step_s, max(gap, 1.0), dag_s)
+
+
+def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """The live speed of each workload's ops against the time oracle.
+
+    Parameters
+    ----------
+    traced : pandas.DataFrame
+        The per-traced-step table (:func:`~commsched.tictac.live.tables.traced_steps`).
+
+    Returns
+    -------
+    dict
+        ``{(model, mode): live compute time / oracle compute time}``, summed over the
+        workload's traced steps (every config and worker) (:mod:`commsched.cost.overhead`,
+        last paragraph).
+    """
+    t = traced[traced.compute_s.notna()]
+    return {(str(m), str(mo)): float(d.compute_s.sum() / d.oracle_compute_s.sum())
+            for (m, mo), d in t.groupby(["model", "mode"])}
+
+
+def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload],
+              n_workers: int, fitted: Mapping[str, Mapping[str, float]] | None = None,
+              loo: Mapping[str, Mapping[str, float]] | None = None,
+              intended: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    """The summary table: one row per model, mode and config.
+
+    Parameters
+    ----------
+    steps, xfers : pandas.DataFrame
+        The run's per-step and per-transfer tables (:func:`~commsched.tictac.live.tables.
+        tables`).
+    loads : sequence of Workload
+        The workloads (``predicted``: the simulator on the trace as it is).
+    n_workers : int
+        Workers of the run.
+    fitted, loo : mapping, optional
+        ``{group id: {config: s}}``: the simulator's predictions with the overheads
+        fitted on the whole run and on the other models only (:func:`fit_overhead`).
+    intended : mapping, optional
+        The same with the whole run's overheads on the intended orders
+        (:mod:`commsched.tictac.experiments.live`, step 3).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Throughput, gain over the baseline, straggler effect and its reduction, order
+        and end agreement (:func:`~commsched.tictac.live.tables.agreement`), ``work_cv``
+        and the predictions with their errors: ``predicted_nominal_s`` (nominal link
+        rate, the oracle's op times); ``predicted_s`` / ``pred_error`` the fitted ones
+        where given, else the nominal ones; ``pred_error_loo`` and
+        ``predicted_intended_s`` / ``pred_error_intended`` (NaN when not given).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 6 (throughput) and
+       Sec. 6.3 (straggler effect).
+    """
+    rows = []
+    for w in loads:
+        it = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.worker == 0)]
+        base = it[it.config == "baseline"]["iteration_s"].mean()
+        base_strag = it[it.config == "baseline"]["straggler"].mean()
+        pred = fitted[w.group_id] if fitted else w.predicted
+        for c in w.configs:
+            x = it[it.config == c["name"]]
+            mean = float(x["iteration_s"].mean())
+            agree, agree_end = [], []
+            if not xfers.empty:
+                sel = xfers[(xfers.model == w.model) & (xfers["mode"] == w.mode)
+                            & (xfers.config == c["name"]) & (xfers.kind == "recv")
+                            & xfers.priority.notna()]  # unranked reads: not in the order
+                for _, grp in sel.groupby(["trace_step", "worker"]):
+                    prio = dict(zip(grp.variable, grp.priority, strict=True))
+                    agree.append(agreement(dict(zip(grp.variable, grp.start_s, strict=True)),
+                                           prio))
+                    agree_end.append(agreement(dict(zip(grp.variable, grp.end_s, strict=True)),
+                                               prio))
+            strag = float(x["straggler"].mean())
+            rows.append({
+                "model": w.model, "mode": w.mode, "batch": w.batch, "bandwidth": w.bandwidth,
+                "workers": n_workers, "config": c["name"], "order": c["order"],
+                "hook": c["enforce"], "steps": len(x), "iteration_mean_s": mean,
+                "iteration_median_s": float(x["iteration_s"].median()),
+                "iteration_p95_s": float(x["iteration_s"].quantile(0.95)),
+                "work_cv": _work_cv(steps, w, c["name"]),
+                "throughput": n_workers * w.batch / mean,
+                "gain": float(base / mean - 1.0),
+                "straggler": strag,
+                "straggler_reduction": float(base_strag / strag) if strag > 0 else math.nan,
+                "order_agreement": float(np.nanmean(agree)) if agree else math.nan,
+                "end_agreement": float(np.nanmean(agree_end)) if agree_end else math.nan,
+                "predicted_nominal_s": w.predicted[c["name"]],
+                "pred_error_nominal": w.predicted[c["name"]] / mean - 1.0,
+                "predicted_s": pred[c["name"]],
+                "pred_error": pred[c["name"]] / mean - 1.0,
+                "pred_error_loo": (loo[w.group_id][c["name"]] / mean - 1.0 if loo
+                                   else math.nan),
+                "predicted_intended_s": (intended[w.group_id][c["name"]] if intended
+                                         else math.nan),
+                "pred_error_intended": (intended[w.group_id][c["name"]] / mean - 1.0
+                                        if intended else math.nan),
+                "predicted_gain": pred["baseline"] / pred[c["name"]] - 1.0,
+                "comm_comp_ratio": w.comm_comp,
+            })
+    return pd.DataFrame(rows)
+
+
+def _work_cv(steps: pd.DataFrame, w: Workload, config: str) -> float:
+    """Coefficient of variation of one worker's work time over the measured steps and
+    workers of a config: the live spread that the simulator's per-worker, per-iteration
+    noise stands for (:mod:`commsched.tictac.sim`, Noise)."""
+    x = steps[(steps.model == w.model) & (steps["mode"] == w.mode) & (steps.config == config)]
+    return float(x.work_s.std() / x.work_s.mean()) if len(x) > 1 else math.nan
+
+
+def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
+            out_of_order: pd.DataFrame | None = None,
+            overhead: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The numbers of the claims table (``live.*``), per model: no best over models.
+
+    Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
+    / config mean; below 1 is an increase, counted in ``live.straggler_increases``),
+    prediction errors, the work time's coefficient of variation (``work_cv``);
+    per model and mode the best gain over the ordered configs; pooled:
+    the prediction errors' median and largest absolute values (nominal, fitted,
+    leave-one-model-out), the sender-vs-DAG difference and order agreements. With
+    ``repeats``, ``out_of_order`` and ``overhead`` their values too.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`summarize`'s table.
+    repeats : pandas.DataFrame, optional
+        :func:`~commsched.tictac.live.tables.arrival_order_repeats`'s table.
+    out_of_order : pandas.DataFrame, optional
+        :func:`~commsched.tictac.live.tables.out_of_order_rate`'s table.
+    overhead : mapping of str to float, optional
+        The fitted overheads, reported as ``live.overhead.<name>``.
+
+    Returns
+    -------
+    dict of str to float
+        ``{live.* name: value}``, the per-model names ``live.<model>.<mode>.<config>.*``.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Secs. 1, 2.2, 5.1, 6 and 6.3.
+    """
+    out: dict[str, float] = {}
+    ordered = summary[summary.config != "baseline"]
+    for r in summary.itertuples():
+        key = f"live.{r.model}.{r.mode}.{r.config}"
+        out[f"{key}.straggler"] = r.straggler
+        out[f"{key}.pred_error"] = r.pred_error
+        out[f"{key}.pred_error_nominal"] = r.pred_error_nominal
+        out[f"{key}.work_cv"] = r.work_cv
+        if r.config != "baseline":
+            out[f"{key}.gain"] = r.gain
+            out[f"{key}.straggler_reduction"] = r.straggler_reduction
+    for (model, mode), sel in ordered.groupby(["model", "mode"]):
+        out[f"live.{model}.{mode}.best_gain"] = float(sel.gain.max())
+    if not ordered.empty:
+        out["live.straggler_increases"] = float((ordered.straggler_reduction < 1).sum())
+    pairs = ordered.pivot_table(index=["model", "mode", "order"], columns="hook",
+                                values="gain")
+    if {"sender", "dag"} <= set(pairs.columns):
+        diff = (pairs["sender"] - pairs["dag"]).dropna()
+        if not diff.empty:
+            out["live.sender_minus_dag_gain"] = float(diff.mean())
+    for hook, sel in [*((h, ordered[ordered.hook == h]) for h in sorted(set(ordered.hook))),
+                      ("none", summary[summary.config == "baseline"])]:
+        if not sel.empty:
+            out[f"live.{hook}.order_agreement"] = float(sel.order_agreement.mean())
+            out[f"live.{hook}.end_agreement"] = float(sel.end_agreement.mean())
+    for col in ("pred_error", "pred_error_nominal", "pred_error_loo", "pred_error_intended"):
+        err = summary[col].abs().dropna() if col in summary else pd.Series(dtype=float)
+        if not err.empty:
+            out[f"live.{col}.median_abs"] = float(err.median())
+            out[f"live.{col}.max_abs"] = float(err.max())
+    if repeats is not None and not repeats.empty:
+        for (model, mode), d in repeats.groupby(["model", "mode"]):
+            out[f"live.{model}.{mode}.baseline.unique_order_frac"] = float(d.unique_frac.min())
+        for model, d in repeats.groupby("model"):
+            out[f"live.{model}.baseline.unique_order_frac"] = float(d.unique_frac.min())
+            out[f"live.{model}.baseline.traced_steps"] = float(d.steps.sum())
+    if out_of_order is not None and not out_of_order.empty:
+        for r in out_of_order.itertuples():
+            out[f"live.{r.model}.{r.mode}.{r.config}.grpc_out_of_order"] = r.rate
+        for (model, config), d in out_of_order.groupby(["model", "config"]):
+            out[f"live.{model}.{config}.grpc_out_of_order"] = float(
+                d.overtaken.sum() / d.transfers.sum())
+    for k, v in (overhead or {}).items():
+        out[f"live.overhead.{k}"] = float(v)
+    return out
+
+
+def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
+            loads: Sequence[Workload], params: LiveParams,
+            achieved: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
+            say: Callable[[str], None] = lambda _: None) -> tuple[pd.DataFrame,
+                                                                 dict[str, float]]:
+    """The summary table and the metrics of a live run's tables.
+
+    Fits the overheads (:func:`fit_overhead`: on every model, and leaving each model out
+    in turn), re-runs the simulator with them on the orders the run achieved and on the
+    intended ones, and measures order repeats and gRPC reordering.
+
+    Parameters
+    ----------
+    steps, xfers, traced : pandas.DataFrame
+        The run's tables (:mod:`commsched.tictac.live.tables`).
+    loads : sequence of Workload
+        The workloads.
+    params : LiveParams
+        Workers, simulated iterations and seed.
+    achieved : mapping
+        :func:`~commsched.tictac.live.workload.achieved_ranks` of the run's results.
+    say : callable, optional
+        Progress messages (the fitted overheads).
+
+    Returns
+    -------
+    summary : pandas.DataFrame
+        :func:`summarize`'s table with every prediction.
+    metrics : dict of str to float
+        :func:`metrics` of it, with the order repeats, the gRPC reordering and the fitted
+        overheads.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`fit_overhead` and
+        :meth:`~commsched.tictac.live.workload.Workload.predict_achieved`.
+    """
+    ov = fit_overhead(xfers, traced, steps)
+    factors = workload_compute_factors(traced)
+    say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
+                                           op_s=0.0) for w in loads}
+    fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
+                                             achieved[w.group_id])
+              for w in progress(loads, "predictions with the fitted overhead")}
+    intended = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed,
+                                      own[w.group_id])
+                for w in progress(loads, "predictions of the intended orders")}
+    loo: dict[str, dict[str, float]] = {}
+    models = sorted({w.model for w in loads})
+    if len(models) > 1:
+        for model in progress(models, "leave-one-model-out fits"):
+            ov_m = fit_overhead(xfers, traced, steps, exclude_model=model)
+            for w in loads:
+                if w.model == model:
+                    loo[w.group_id] = w.predict_achieved(params.workers, ov_m,
+                                                         achieved[w.group_id])
+    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None, intended)
+    nominal = net.parse_rate(loads[0].bandwidth) if loads else math.nan
+    values = metrics(summary, arrival_order_repeats(xfers), out_of_order_rate(xfers),
+                     {**{k: v for k, v in dataclasses.asdict(ov).items() if v is not None},
+                      **{f"compute_factor.{m}.{mo}": f for (m, mo), f in factors.items()},
+                      "rate_fraction_of_nominal":
+                      ov.rate_Bps / nominal})
+    return summary, values
