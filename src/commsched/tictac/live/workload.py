@@ -81,7 +81,7 @@ class Workload:
     bandwidth: str
     view: nx.DiGraph
     orders: dict[str, dict[str, float]]
-    recv_orders: dict[str, Mapping[str, float]]
+    recv_orders: dict[str, dict[str, int]]
     configs: list[dict[str, Any]]
     predicted: dict[str, float]
     comm_comp: float
