@@ -5,7 +5,7 @@
 #   scripts/slurm-cluster.sh up       # install if missing, start, wait for the node: idle
 #   scripts/slurm-cluster.sh status   # daemons, node and queue; exit 1 when not up
 #   scripts/slurm-cluster.sh down     # cancel every job, stop the daemons, remove the run dir
-#   eval "$(scripts/slurm-cluster.sh env)"   # SLURM_CONF for sbatch, squeue, snakemake
+#   eval "$(scripts/slurm-cluster.sh env)"   # SLURM_CONF and PATH for sbatch, srun, snakemake
 #
 # Everything lives in one run directory ($COMMSCHED_SLURM_DIR, default
 # /tmp/commsched-slurm): slurm.conf, munge key and socket, state, spool, logs and the pid of
@@ -18,6 +18,10 @@
 # job sees CUDA_VISIBLE_DEVICES=0 and no GPU).
 # Partitions: cpu (default) and gpu, both on this node, as profiles/slurm/partitions.yaml
 # describes them. Needs root (slurmd launches jobs; apt-get installs).
+# The configuration is found through SLURM_CONF. Snakemake's SLURM jobstep drops every
+# SLURM_* variable except the job's identity before its nested `srun`, so `env` also puts
+# $RUN/bin first on PATH, where an `srun` sets SLURM_CONF and runs the real one (a site's
+# /etc/slurm/slurm.conf needs neither).
 set -euo pipefail
 
 RUN=${COMMSCHED_SLURM_DIR:-/tmp/commsched-slurm}
@@ -116,7 +120,7 @@ start() {
 
 node_state() { sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1; }
 
-cmd_env() { echo "export SLURM_CONF=$CONF"; }
+cmd_env() { echo "export SLURM_CONF=$CONF PATH=$RUN/bin:\$PATH"; }
 
 cmd_up() {
   [ "$(id -u)" -eq 0 ] || die "needs root (slurmd launches jobs as their users)"
@@ -133,6 +137,9 @@ cmd_up() {
   head -c 1024 /dev/urandom >"$RUN/munge/munge.key"
   chmod 400 "$RUN/munge/munge.key"
   write_conf
+  mkdir -p "$RUN/bin"
+  printf '#!/bin/sh\nSLURM_CONF=%s exec %s "$@"\n' "$CONF" "$(command -v srun)" >"$RUN/bin/srun"
+  chmod 755 "$RUN/bin/srun"
   export SLURM_CONF=$CONF
   start munged munged -F --force --key-file="$RUN/munge/munge.key" \
     --socket="$RUN/munge/munge.socket" --pid-file="$RUN/munge/munged.pidfile" \
