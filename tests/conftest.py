@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -119,3 +122,20 @@ def local_pipeline_run(tmp_path_factory):
     run_ok(["bash", "scripts/reproduce.sh", "--cores", "2", *PIPELINE_TARGETS,
             "--configfile", SMALL_CONFIG], checkout, pipeline_env(checkout))
     return checkout
+
+
+def kill_when(cmd: list[str], cwd: Path, env: dict[str, str], ready: Callable[[], bool],
+              what: str, timeout: float = 300) -> None:
+    """Start ``cmd`` in its own session, wait (at most ``timeout`` s) until ``ready()``,
+    then SIGKILL its whole process group, as a crash or a lost terminal would."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, f"the run ended before {what}"
+            assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)

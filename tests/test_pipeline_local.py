@@ -4,14 +4,11 @@ killed mid-way is finished by running scripts/reproduce.sh again."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import time
 
 import pandas as pd
 import pytest
-from conftest import SMALL_CONFIG, pipeline_env, run_ok, scratch_checkout
+from conftest import SMALL_CONFIG, kill_when, pipeline_env, run_ok, scratch_checkout
 
 from commsched.results import read_table
 
@@ -50,17 +47,8 @@ def test_killed_run_finishes_when_run_again(local_pipeline_run, tmp_path):
     checkout = scratch_checkout(tmp_path / "repo")
     env = pipeline_env(checkout)
     cmd = ["bash", "scripts/reproduce.sh", "--cores", "1", "toys", "--configfile", SMALL_CONFIG]
-    proc = subprocess.Popen(cmd, cwd=checkout, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not (checkout / "logs/toys/simulate.log").exists():
-            assert proc.poll() is None, "the run ended before toys_simulate started"
-            assert time.monotonic() < deadline, "toys_simulate did not start within 300 s"
-            time.sleep(0.2)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_when(cmd, checkout, env, (checkout / "logs/toys/simulate.log").exists,
+              "toys_simulate started")
     locks = checkout / ".snakemake/locks"
     assert locks.exists() and any(locks.iterdir())
     assert not (checkout / "results/tables/toys_makespans.csv").exists()
