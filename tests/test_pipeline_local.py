@@ -43,8 +43,8 @@ def test_record_benchmarks_without_a_run_fails_cleanly(tmp_path):
 
 def test_killed_run_finishes_when_run_again(local_pipeline_run, tmp_path):
     """SIGKILL a run of the toys' tables (snakemake and its jobs) while toys_simulate runs;
-    running
-    scripts/reproduce.sh again removes the stale lock and finishes with the same tables."""
+    running scripts/reproduce.sh again removes the stale lock and finishes with the same
+    tables."""
     checkout = scratch_checkout(tmp_path / "repo")
     env = pipeline_env(checkout)
     cmd = ["bash", "scripts/reproduce.sh", "--cores", "1", "results/metrics/toys.csv",
