@@ -21,15 +21,17 @@ ROOT=$(pwd -P)
 # pids of snakemake processes whose working directory is this checkout: not this script,
 # nor the snakemake that runs one job inside a SLURM job (SLURM_JOB_ID in its environment)
 live_snakemakes() {
-  local p cwd
+  local p cwd environ cmdline
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     [ "$p" = $$ ] && continue
     cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
     [ "$cwd" = "$ROOT" ] || continue
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^SLURM_JOB_ID=' && continue
-    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -Eq '(^|[/ ])snakemake( |$)|-m snakemake' \
-      && echo "$p"
+    # (read into variables: `tr | grep -q` under pipefail fails when grep exits first)
+    environ=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ") || continue
+    [[ $'\n'$environ == *$'\n'SLURM_JOB_ID=* ]] && continue
+    cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline") || continue
+    [[ " $cmdline" =~ [/\ ]snakemake(\ |$)|-m\ snakemake ]] && echo "$p"
   done
   return 0
 }

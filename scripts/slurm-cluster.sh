@@ -38,9 +38,10 @@ alive() {
   local pidfile=$RUN/$1.pid pid
   [ -f "$pidfile" ] || return 1
   pid=$(<"$pidfile")
-  [ -d "/proc/$pid" ] || return 1
-  # pid reuse: the process must still be the program we started
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$RUN" || return 1
+  # pid reuse: the process must still be the program we started (its command line names RUN)
+  local cmdline
+  cmdline=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+  [[ $cmdline == *"$RUN"* ]] || return 1
   echo "$pid"
 }
 
@@ -132,6 +133,8 @@ cmd_up() {
   fi
   [ -e "$RUN" ] && cmd_down >/dev/null
   install_packages
+  # any failure from here on: show the daemons' last log lines, stop what was started
+  trap 'tail -n 5 "$RUN"/log/* >&2 2>/dev/null; cmd_down >/dev/null 2>&1' EXIT
   mkdir -p "$RUN"/{munge,ctld,spool,log}
   chmod 755 "$RUN" "$RUN/munge"
   head -c 1024 /dev/urandom >"$RUN/munge/munge.key"
@@ -155,16 +158,12 @@ cmd_up() {
   t=0
   until [ "$(node_state)" = idle ]; do
     for d in slurmctld slurmd; do
-      alive $d >/dev/null || { tail -5 "$RUN/log/$d.log" "$RUN/log/$d.out" >&2 2>/dev/null; cmd_down >/dev/null; die "$d exited"; }
+      alive $d >/dev/null || die "$d exited"
     done
-    if (( t++ >= WAIT_S * 2 )); then
-      echo "node $NODE is '$(node_state)' after ${WAIT_S}s" >&2
-      tail -5 "$RUN/log/slurmctld.log" "$RUN/log/slurmd.log" >&2 2>/dev/null || true
-      cmd_down >/dev/null
-      die "node not idle after ${WAIT_S}s"
-    fi
+    (( t++ < WAIT_S * 2 )) || die "node $NODE is '$(node_state)', not idle, after ${WAIT_S}s"
     sleep 0.5
   done
+  trap - EXIT
   cmd_env
 }
 
