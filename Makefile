@@ -6,7 +6,7 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.commsched-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test bootstrap clean-results
+.PHONY: reproduce test bootstrap clean-results record-benchmarks
 
 bootstrap: $(STAMP)
 
@@ -17,8 +17,10 @@ $(STAMP): requirements.lock pyproject.toml scripts/bootstrap-system.sh
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# scripts/reproduce.sh: a killed run is simply run again (stale lock removed, incomplete
+# outputs redone); the same script takes a SLURM profile (docs/scale-out.md).
 reproduce: $(STAMP)
-	$(BIN)/snakemake --cores all all
+	bash scripts/reproduce.sh --cores all all
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -28,3 +30,9 @@ test: $(STAMP)
 
 clean-results:
 	rm -rf results/tables results/metrics results/figures results/notebooks results/claims.md results/claims.csv
+
+# The last run's Snakemake benchmark records (results/benchmarks/*.tsv, ignored) into the
+# committed benchmarks/results/; a pipeline run itself never writes tracked files.
+record-benchmarks:
+	@ls results/benchmarks/*.tsv >/dev/null 2>&1 || { echo "record-benchmarks: no results/benchmarks/*.tsv; run the pipeline first" >&2; exit 2; }
+	cp -v results/benchmarks/*.tsv benchmarks/results/

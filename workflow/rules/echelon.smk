@@ -209,7 +209,7 @@ rule echelon_replay_run:
     log:
         "logs/echelon/replay_{scheduler}.log",
     benchmark:
-        "benchmarks/results/echelon_replay_{scheduler}.tsv"
+        "results/benchmarks/echelon_replay_{scheduler}.tsv"
     wildcard_constraints:
         scheduler="fair|fair-ports|fifo|sebf",
     conda:

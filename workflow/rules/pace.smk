@@ -477,7 +477,7 @@ rule pace_live_run:
     log:
         "logs/pace_live/run.log",
     benchmark:
-        "benchmarks/results/pace_live_run.tsv"
+        "results/benchmarks/pace_live_run.tsv"
     conda:
         CONDA_ENV
     shell:

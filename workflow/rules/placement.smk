@@ -60,7 +60,7 @@ rule placement_run:
     log:
         "logs/placement/{experiment}.log",
     benchmark:
-        "benchmarks/results/placement_{experiment}.tsv"
+        "results/benchmarks/placement_{experiment}.tsv"
     wildcard_constraints:
         experiment="synthetic|tensorflow",
     conda:
@@ -85,7 +85,7 @@ rule placement_seven:
     log:
         "logs/placement/seven.log",
     benchmark:
-        "benchmarks/results/placement_seven.tsv"
+        "results/benchmarks/placement_seven.tsv"
     conda:
         CONDA_ENV
     shell:

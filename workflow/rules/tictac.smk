@@ -385,7 +385,7 @@ rule live_run:
     log:
         "logs/live/run.log",
     benchmark:
-        "benchmarks/results/live_run.tsv"
+        "results/benchmarks/live_run.tsv"
     conda:
         CONDA_ENV
     shell:

@@ -1,0 +1,62 @@
+"""A pipeline run leaves the checkout clean (benchmark records go to results/benchmarks/,
+`make record-benchmarks` copies them into the committed benchmarks/results/), and a run
+killed mid-way is finished by running scripts/reproduce.sh again."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import SMALL_CONFIG, kill_when, pipeline_env, run_ok, scratch_checkout
+
+from commsched.results import read_table
+
+pytestmark = pytest.mark.slow
+
+
+def _porcelain(checkout) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=checkout, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_run_leaves_tree_clean_and_records_benchmarks_on_request(local_pipeline_run):
+    assert _porcelain(local_pipeline_run) == ""
+    records = sorted(p.name for p in (local_pipeline_run / "results/benchmarks").glob("*.tsv"))
+    assert records == ["placement_seven.tsv", "placement_synthetic.tsv",
+                       "placement_tensorflow.tsv"]
+    run_ok(["make", "-s", "record-benchmarks"], local_pipeline_run,
+           pipeline_env(local_pipeline_run))
+    changed = sorted(line[3:] for line in _porcelain(local_pipeline_run).splitlines())
+    assert changed == [f"benchmarks/results/{r}" for r in records]
+    subprocess.run(["git", "checkout", "--", "benchmarks/results"], cwd=local_pipeline_run,
+                   check=True)
+
+
+def test_record_benchmarks_without_a_run_fails_cleanly(tmp_path):
+    checkout = scratch_checkout(tmp_path / "repo")
+    r = subprocess.run(["make", "-s", "record-benchmarks"], cwd=checkout, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0 and "run the pipeline first" in r.stderr
+    assert _porcelain(checkout) == ""
+
+
+def test_killed_run_finishes_when_run_again(local_pipeline_run, tmp_path):
+    """SIGKILL a run of the toys' tables (snakemake and its jobs) while toys_simulate runs;
+    running scripts/reproduce.sh again removes the stale lock and finishes with the same
+    tables."""
+    checkout = scratch_checkout(tmp_path / "repo")
+    env = pipeline_env(checkout)
+    cmd = ["bash", "scripts/reproduce.sh", "--cores", "1", "results/metrics/toys.csv",
+           "--configfile", SMALL_CONFIG]
+    kill_when(cmd, checkout, env, (checkout / "logs/toys/simulate.log").exists,
+              "toys_simulate started")
+    locks = checkout / ".snakemake/locks"
+    assert locks.exists() and any(locks.iterdir())
+    assert not (checkout / "results/tables/toys_makespans.csv").exists()
+    r = run_ok(cmd, checkout, env)
+    assert "removing the stale lock" in r.stderr
+    for name in ("results/tables/toys_makespans.csv", "results/metrics/toys.csv"):
+        pd.testing.assert_frame_equal(read_table(local_pipeline_run / name),
+                                      read_table(checkout / name), obj=name)
+    assert _porcelain(checkout) == ""
