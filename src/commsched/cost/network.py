@@ -105,7 +105,7 @@ class LinkModel:
         Parameters
         ----------
         nbytes : float
-            The size (finite, >= 0).
+            Bytes to move (finite, >= 0).
 
         Returns
         -------
@@ -165,7 +165,18 @@ class AllReduceModel(Protocol):
     """
 
     def time(self, nbytes: float) -> float:
-        """Seconds of one all-reduce of ``nbytes`` bytes."""
+        """Seconds of one all-reduce.
+
+        Parameters
+        ----------
+        nbytes : float
+            The size in bytes.
+
+        Returns
+        -------
+        float
+            The time (s).
+        """
         ...
 
 
@@ -194,7 +205,7 @@ class LinearModel:
         Parameters
         ----------
         nbytes : float
-            The size (finite, >= 0).
+            Bytes all-reduced (finite, >= 0).
 
         Returns
         -------
@@ -280,7 +291,7 @@ class RingAllReduce:
         Parameters
         ----------
         nbytes : float
-            The size (finite, >= 0).
+            Bytes all-reduced in the ring (finite, >= 0).
 
         Returns
         -------

@@ -96,7 +96,20 @@ class PolicyContext:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def option(self, key: str, default: Any) -> Any:
-        """The policy's option ``key`` (:attr:`options`), else ``default``."""
+        """One of the policy's options.
+
+        Parameters
+        ----------
+        key : str
+            The option (a key of :attr:`options`).
+        default : object
+            Its value when not set.
+
+        Returns
+        -------
+        object
+            The option's value.
+        """
         return self.options.get(key, default)
 
 

@@ -158,7 +158,7 @@ class MaxMinTable:
         Parameters
         ----------
         r : int
-            Number of runs (``1..n``).
+            How many runs (``1..n``).
 
         Returns
         -------

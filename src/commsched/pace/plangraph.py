@@ -85,7 +85,7 @@ class PlanGraph:
         Parameters
         ----------
         plan, model, release
-            As for :meth:`graph`.
+            The plan, its cost model and release times (:meth:`graph`).
 
         Returns
         -------

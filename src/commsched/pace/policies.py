@@ -90,8 +90,8 @@ def pace(ctx: PolicyContext) -> Decision:
 
     References
     ----------
-    PACE [1]_, Sec. IV (the model and the optimal preemptive schedule, Theorem 1) and
-    Sec. V, Alg. 1 (balanced fusion).
+    PACE (Bao et al., INFOCOM 2020), Sec. IV (the model and the optimal preemptive
+    schedule, Theorem 1) and Sec. V, Alg. 1 (balanced fusion).
     """
     model, slot_s = _pace_model(ctx)
     res = balanced_fusion(model, ctx.model, slot_s)
@@ -121,7 +121,7 @@ def pace_nofusion(ctx: PolicyContext) -> Decision:
 
     References
     ----------
-    PACE [1]_, Sec. IV-B (the exact preemptive schedule); our ablation.
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B (the exact preemptive schedule); our ablation.
     """
     model, slot_s = _pace_model(ctx)
     problem = to_problem(model, ctx.model, slot_s)
@@ -151,7 +151,7 @@ def fusion_nopreempt(ctx: PolicyContext) -> Decision:
 
     References
     ----------
-    PACE [1]_, Sec. V, Alg. 1 (the fusion); our ablation of preemption.
+    PACE (Bao et al., INFOCOM 2020), Sec. V, Alg. 1 (the fusion); our ablation of preemption.
     """
     model, slot_s = _pace_model(ctx)
     res = balanced_fusion(model, ctx.model, slot_s)

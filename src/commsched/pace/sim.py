@@ -243,6 +243,11 @@ class Workload:
               release: Release | None = None) -> nx.DiGraph:
         """The simulated op graph of ``plan`` (:meth:`PlanGraph.graph`).
 
+        Parameters
+        ----------
+        plan, model, release
+            As for :meth:`PlanGraph.graph`.
+
         Returns
         -------
         networkx.DiGraph
@@ -253,6 +258,11 @@ class Workload:
     def compile(self, plan: Plan, model: AllReduceModel,
                 release: Release | None = None) -> CompiledGraph:
         """:meth:`graph` compiled, without networkx (:meth:`PlanGraph.compile`).
+
+        Parameters
+        ----------
+        plan, model, release
+            The plan, its all-reduce times and release times.
 
         Returns
         -------

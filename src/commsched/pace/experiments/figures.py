@@ -42,7 +42,13 @@ class KindFigureConfig(driver.FigureConfig):
     KINDS: ClassVar[tuple[str, ...]] = ()
 
     def tables(self) -> dict[str, str]:
-        """``{field: path}`` of every input table (``kind`` is not one)."""
+        """The input tables (``kind`` is not one).
+
+        Returns
+        -------
+        dict
+            ``{field: path}``.
+        """
         return {k: v for k, v in super().tables().items() if k != "kind"}
 
     def __post_init__(self) -> None:

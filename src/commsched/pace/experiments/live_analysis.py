@@ -34,7 +34,7 @@ def utilisation(rows: Sequence[Sequence[float]], start: float, end: float, bin_s
     Parameters
     ----------
     rows : sequence of [time, tx bytes, rx bytes]
-        Samples of the interface counters (:class:`commsched.pace.live.ddp.LinkSampler`).
+        Samples of the interface counters (:class:`commsched.pace.live.link.LinkSampler`).
     start, end : float
         The window (Unix s).
     bin_s : float

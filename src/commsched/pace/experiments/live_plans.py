@@ -56,8 +56,31 @@ class Params:
     """The ``pace_live`` config section (schema: ``src/commsched/schemas/config.schema.yaml``).
 
     Build it with :meth:`from_config`, which checks the section against the schema; the
-    defaults serve direct construction (tests). The fields are the section's keys
-    (``config/config.yaml`` explains each).
+    defaults serve direct construction (tests).
+
+    Parameters
+    ----------
+    enabled : bool
+        Whether the live run may run.
+    models : tuple of LiveModel
+        The models and their links.
+    policies : tuple of str
+        Live policies (:data:`commsched.pace.live.ddp.POLICIES`).
+    n_workers, threads, warmup, iterations, rounds, latency_s, overhead_s, sample_ms, slot_ms
+        The section's keys of these names (``config/config.yaml`` explains each).
+    threshold_bytes, cycle_s
+        Horovod's fusion threshold and cycle.
+    plan_file : str or None
+        The user's plan (policy ``plan``).
+    timeout_s, seed, trace_dir
+        Bound on a model's run, the seed of the inputs, where the traces are.
+    raw : dict
+        The section as given (recorded in the tables' provenance).
+
+    Raises
+    ------
+    CommschedError
+        If policy ``plan`` has no ``plan_file``.
     """
 
     enabled: bool

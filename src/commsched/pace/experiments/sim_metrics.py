@@ -36,6 +36,25 @@ def _gain(df: pd.DataFrame, model: str, over: str, **where: float) -> float:
 def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     """The numbers the claims compare (``pace_sim.*``), from the experiment tables.
 
+    Parameters
+    ----------
+    tables : mapping
+        ``{experiment: table}`` of any of ``fig2``, ``workers``, ``bandwidth``,
+        ``usage``, ``scale`` (:mod:`commsched.pace.experiments.sim`).
+
+    Returns
+    -------
+    dict
+        Every metric the given tables yield, named ``pace_sim.<name>`` (below).
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C (Fig. 2) and Sec. VI-B to VI-E (Figs. 8-10).
+
+    Notes
+    -----
+    The metrics:
+
     * ``fig2.<strategy>_reduction_pct``: iteration time reduction over FIFO.
     * ``workers.<model>.gain_vs_<policy>_pct``: PACE's speed gain over a policy at the
       Fig. 8 bandwidth, averaged over the worker counts; ``workers.gain_vs_<policy>_{min,

@@ -78,8 +78,24 @@ class Params:
     """The ``pace_sim:`` config section (schema: ``src/commsched/schemas/config.schema.yaml``).
 
     Build it with :meth:`from_mapping` or :meth:`from_file`, which check the section
-    against the schema (:func:`commsched.driver.config_section`); the fields are the
-    section's keys, the sub-sections' keys prefixed with the sub-section's name.
+    against the schema (:func:`commsched.driver.config_section`).
+
+    Parameters
+    ----------
+    models : tuple of ModelSpec
+        ``models``.
+    gpu_slowdown, compute_capacity, latency_s, overhead_s, policies, options
+        The section's keys of these names (``config/config.yaml`` explains each).
+    workers_bandwidth_gbps, workers
+        Sub-section ``workers`` (Fig. 8): ``bandwidth_gbps``, ``n_workers``.
+    bandwidth_workers, bandwidths_gbps
+        Sub-section ``bandwidth`` (Fig. 9): ``n_workers``, ``gbps``.
+    usage_workers, usage_bandwidth_gbps, usage_bin_ms, usage_iterations, usage_policies
+        Sub-section ``usage`` (Fig. 10).
+    scale_workers, scale_bandwidth_gbps, scale_slowdowns, scale_policies
+        Sub-section ``scale`` (our compute-scale sweep).
+    raw : dict
+        The section as given (recorded in the tables' provenance).
     """
 
     models: tuple[ModelSpec, ...]
@@ -151,7 +167,17 @@ class Params:
 
     @classmethod
     def from_file(cls, path: str | Path) -> Params:
-        """The parameters of the ``pace_sim`` section of config file ``path``.
+        """The parameters of the ``pace_sim`` section of a config file.
+
+        Parameters
+        ----------
+        path : path
+            A YAML config file (``config/config.yaml``).
+
+        Returns
+        -------
+        Params
+            As :meth:`from_mapping` gives them.
 
         Raises
         ------

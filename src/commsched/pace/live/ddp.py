@@ -3,9 +3,9 @@
 ``python -m commsched.pace.live.ddp CONFIG.json`` runs one worker (:class:`WorkerConfig`,
 :func:`run_worker`): it joins the gloo process group, trains the model with every
 configured policy in turn and writes its step times, every all-reduce's start and end and
-the interface counters (:class:`LinkSampler`) as JSON. :func:`commsched.pace.live.launch.
-launch` starts the workers of one run; under ``torchrun`` the rank and rendezvous come from
-torchrun (:func:`from_torchrun`).
+the interface counters (:class:`~commsched.pace.live.link.LinkSampler`) as JSON.
+:func:`commsched.pace.live.launch.launch` starts the workers of one run; under
+``torchrun`` the rank and rendezvous come from torchrun (:func:`from_torchrun`).
 
 Policies (:data:`POLICIES`): ``ddp`` is PyTorch DDP itself (``DistributedDataParallel``:
 25 MiB buckets, the first 1 MiB, reverse parameter order; it waits for every bucket at the
@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -54,6 +53,7 @@ from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
 from commsched.pace.dynamic import DDP_BUCKET_BYTES, HOROVOD
 from commsched.pace.live.executor import HorovodFusion, PlanExecutor
+from commsched.pace.live.link import LinkSampler
 from commsched.pace.plan import load_plan
 from commsched.pace.policies import POLICIES as ALLREDUCE_POLICIES
 from commsched.pace.policies import live_policies
@@ -63,7 +63,6 @@ __all__ = [
     "NO_COMM",
     "POLICIES",
     "USER_PLAN",
-    "LinkSampler",
     "WorkerConfig",
     "from_torchrun",
     "main",
@@ -81,65 +80,6 @@ POLICIES = (*live_policies(), USER_PLAN)
 NO_COMM = "none"
 
 
-class LinkSampler:
-    """Samples an interface's byte counters every ``interval`` seconds in a thread.
-
-    Parameters
-    ----------
-    dev : str
-        The interface, as ``/proc/self/net/dev`` (the caller's network namespace) names it.
-    interval : float
-        Seconds between two samples.
-
-    Attributes
-    ----------
-    rows : list of list of float
-        ``[unix s, tx bytes, rx bytes]`` per sample.
-
-    References
-    ----------
-    PACE [1]_, Sec. VI-E and Fig. 10 (a worker's outbound traffic every 5 ms).
-    """
-
-    def __init__(self, dev: str = "eth0", interval: float = 0.005) -> None:
-        self.dev, self.interval = dev, interval
-        self.rows: list[list[float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="link-sampler", daemon=True)
-
-    def read(self) -> tuple[int, int] | None:
-        """``(tx bytes, rx bytes)`` of the interface now, or None if it does not exist."""
-        with open("/proc/self/net/dev") as f:
-            for line in f:
-                name, _, rest = line.partition(":")
-                if name.strip() == self.dev:
-                    v = rest.split()
-                    return int(v[8]), int(v[0])
-        return None
-
-    def start(self) -> LinkSampler:
-        """Start sampling (nothing happens if the interface does not exist); returns self."""
-        if self.read() is not None:
-            self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        nxt = time.monotonic()
-        while not self._stop.is_set():
-            c = self.read()
-            if c is not None:
-                self.rows.append([time.time(), c[0], c[1]])
-            nxt += self.interval
-            self._stop.wait(max(0.0, nxt - time.monotonic()))
-
-    def stop(self) -> list[list[float]]:
-        """Stop sampling; returns :attr:`rows`."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(1.0)
-        return self.rows
-
-
 @dataclass
 class WorkerConfig:
     """One worker of a data-parallel run (``python -m commsched.pace.live.ddp CONFIG.json``).
@@ -151,11 +91,31 @@ class WorkerConfig:
     affects them alike). ``plans`` maps
     every policy but ``ddp`` to its plan file (:data:`NO_COMM` needs none). ``dump`` writes
     the last iteration's averaged gradients and the final parameters (``torch.save``) for
-    the gradient-equality test. The other fields: the process group (``rank``, ``world``,
-    ``master``, ``port``; ``master = "env"`` joins by ``env://``), the result file
-    ``out``, the model (:mod:`commsched.trace.torch_models`) and its input, SGD's ``lr``,
-    the bounds ``timeout`` (every all-reduce wait) and ``join_timeout`` (the process
-    group), threads and core, Horovod's fusion and the interface to sample.
+    the gradient-equality test.
+
+    Parameters
+    ----------
+    rank, world, master, port
+        The process group (``master = "env"`` joins by ``env://``).
+    out : str
+        The result file (JSON).
+    model, batch, size
+        The model (:mod:`commsched.trace.torch_models`) and its input.
+    policies, plans, warmup, iterations, rounds
+        What runs (above).
+    lr, seed
+        SGD's learning rate; the seed of model and input.
+    timeout, join_timeout
+        Bounds on every all-reduce wait and on joining the process group (s).
+    threads, cpu
+        Torch threads; the core to pin to.
+    horovod_threshold, horovod_cycle
+        Horovod's fusion (policy ``horovod``).
+    sample_dev, sample_interval
+        The interface to sample (:class:`~commsched.pace.live.link.LinkSampler`) and
+        how often.
+    dump : str or None
+        Where to ``torch.save`` gradients and parameters.
 
     Raises
     ------

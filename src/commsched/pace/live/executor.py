@@ -75,7 +75,8 @@ class HorovodFusion:
 
     References
     ----------
-    Horovod [2]_: ``HOROVOD_FUSION_THRESHOLD`` and ``HOROVOD_CYCLE_TIME``.
+    Horovod (Sergeev and Del Balso, arXiv:1802.05799): ``HOROVOD_FUSION_THRESHOLD`` and
+    ``HOROVOD_CYCLE_TIME``.
     """
 
     threshold: int = HOROVOD["horovod-0.20"][0]
@@ -121,8 +122,8 @@ class PlanExecutor:
 
     References
     ----------
-    PACE [1]_, Sec. II-C (preemption at partition boundaries) and Sec. IV-A (the next
-    forward pass overlaps the communication).
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C (preemption at partition boundaries) and
+    Sec. IV-A (the next forward pass overlaps the communication).
     """
 
     def __init__(self, module: nn.Module, plan: Plan, *, lr: float, timeout: float = 60.0,
