@@ -49,8 +49,9 @@ from commsched.model.traced import load_trace
 from commsched.pace.experiments.model import random_problem
 from commsched.pace.fusion import balanced_fusion
 from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, paper_lp, paper_lp_max_coef, sound_lp
-from commsched.pace.model import build_model, to_problem
+from commsched.pace.model import build_model
 from commsched.pace.schedule import jackson, objective
+from commsched.pace.slots import to_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_FUSION_S = 1.0

@@ -3,7 +3,7 @@
 For each traced model of the PACE study (VGG-16, ResNet-50, Seq2Seq, Transformer; 12
 workers, 10 Gbit/s ring all-reduce with 50 us per ring step, compute as traced, PACE's
 unbounded compute), times building the :class:`commsched.pace.sim.Workload` (once per
-model and compute scale), each policy's decision (:data:`commsched.pace.baselines.POLICIES`:
+model and compute scale), each policy's decision (:data:`commsched.pace.policies.POLICIES`:
 WFBP, Horovod, P3's many slices, ByteScheduler's tuning grid, PACE's planner) and the
 simulation of the decided plan (:meth:`Workload.simulate`, median of ``--repeat`` runs,
 with and without the schedule validator). The target is the simulation of one plan with
@@ -27,8 +27,8 @@ from benchlib import timed, write_result
 
 from commsched.cost.allreduce import allreduce_cost
 from commsched.model.traced import load_trace
-from commsched.pace.baselines import POLICIES as REGISTRY
 from commsched.pace.baselines import PolicyContext
+from commsched.pace.policies import POLICIES as REGISTRY
 from commsched.pace.sim import UNBOUNDED, Workload
 
 ROOT = Path(__file__).resolve().parents[1]

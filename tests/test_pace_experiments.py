@@ -38,17 +38,24 @@ def test_main_writes_tables_and_reports_bad_config(tmp_path, capsys):
                  "--table", str(t), "--metrics", str(mt)]) == 0
     assert "pace.table2.thesis_cnn.allreduce_ops" in read_metrics([mt])
     capsys.readouterr()
-    good = {"workers": 4, "bandwidth_gbps": 1, "latency_us": 50, "cost": "ring", "slot_ms": 5,
-            "compute_scale": 1.0, "lp14_random": {"instances": 1, "seed": 0}}
-    for cfg, message in [("{}", "lack 'workers'"), ("[1]", "must be a mapping"),
+    good = {"traces": ["thesis_cnn-train-b8"], "workers": 4, "bandwidth_gbps": 1,
+            "latency_us": 50, "cost": "ring", "slot_ms": 5, "compute_scale": 1.0,
+            "lp14_random": {"instances": 1, "seed": 0}}
+    # the driver checks the section against the config schema (commsched.driver)
+    for cfg, message in [("{}", "config pace: 'traces' is a required property"),
+                         ("[1]", "is not of type 'object'"),
                          ("{not json", "Expecting property name"),
-                         (json.dumps({**good, "workers": "8"}), "'workers' must be int"),
-                         (json.dumps({**good, "bandwidth_gbps": "10"}), "must be a number"),
-                         (json.dumps({**good, "bandwidth_gbps": 0}), "bandwidth must be"),
+                         (json.dumps({**good, "workers": "8"}),
+                          "pace.workers: '8' is not of type 'integer'"),
+                         (json.dumps({**good, "bandwidth_gbps": "10"}), "not of type 'number'"),
+                         (json.dumps({**good, "bandwidth_gbps": 0}), "pace.bandwidth_gbps: 0"),
                          (json.dumps({**good, "lp14_random": {"seed": 0}}), "lp14_random"),
-                         (json.dumps({**good, "cost": "tree"}), "unknown all-reduce cost")]:
+                         (json.dumps({**good, "cost": "tree"}), "'tree' is not one of")]:
         assert main(["solvers", "--config-json", cfg, "--traces",
                      "data/traces/thesis_cnn-train-b8.json.gz", "--table", str(t),
                      "--metrics", str(mt)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, (cfg, err)
+    assert main(["solvers", "--config-json", json.dumps(good), "--traces",
+                 "data/traces/thesis_cnn-train-b8.json.gz", "--table", str(t),
+                 "--metrics", str(mt)]) == 0

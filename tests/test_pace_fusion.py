@@ -15,16 +15,10 @@ from commsched.cost import LinearModel, LinkModel, RingAllReduce
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.pace.fusion import MaxMinTable, balanced_fusion, fuse, fuse_window, make_plan
-from commsched.pace.model import (
-    AllReduceOp,
-    PaceModel,
-    build_model,
-    model_of_window,
-    to_problem,
-    window,
-)
+from commsched.pace.model import AllReduceOp, PaceModel, build_model, model_of_window, window
 from commsched.pace.plan import load_plan, save_plan
 from commsched.pace.schedule import jackson, objective, runs
+from commsched.pace.slots import to_problem
 
 RING = RingAllReduce(8, LinkModel(50e-6, 10e9 / 8))
 

@@ -13,16 +13,9 @@ from views_graphs import bn_trace, edge, mlp_trace, op, random_trace
 from commsched.cost import LinearModel
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.pace.model import (
-    SlotProblem,
-    build_model,
-    check_slot,
-    model_of_window,
-    slots,
-    to_problem,
-    window,
-)
+from commsched.pace.model import build_model, model_of_window, window
 from commsched.pace.schedule import jackson, objective
+from commsched.pace.slots import SlotProblem, check_slot, slots, to_problem
 from commsched.views.allreduce import NEXT_PREFIX
 
 # g(S) = S / 40 seconds: w2 (80 B) 2 s, b1 (40 B) 1 s, w1 (400 B) 10 s.

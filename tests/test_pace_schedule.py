@@ -19,8 +19,9 @@ from commsched.cost import LinkModel, RingAllReduce
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.pace.lp import PAPER_LP_MAX_COEF, PaperLPError, PaperLPTooLarge, paper_lp, sound_lp
-from commsched.pace.model import SlotProblem, build_model, to_problem
+from commsched.pace.model import build_model
 from commsched.pace.schedule import brute_force, check, jackson, objective
+from commsched.pace.slots import SlotProblem, to_problem
 
 TRACES = sorted(Path("data/traces").glob("*-train-*.json.gz"))
 

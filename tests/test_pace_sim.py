@@ -11,17 +11,14 @@ import yaml
 
 from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
-from commsched.pace.experiments.sim import (
-    FIG2_MODEL,
+from commsched.pace.experiments.fig2 import FIG2_MODEL, fig2_plans, fig2_trace, run_fig2
+from commsched.pace.experiments.sim import main
+from commsched.pace.experiments.sim_metrics import headline_metrics
+from commsched.pace.experiments.sim_sweeps import (
     Params,
-    fig2_plans,
-    fig2_trace,
-    headline_metrics,
     idle_valleys,
     load_models,
-    main,
     run_experiment,
-    run_fig2,
 )
 from commsched.pace.sim import Workload
 from commsched.results import read_table
@@ -67,12 +64,12 @@ def test_fig2_golden():
 def test_params_one_line_errors():
     Params.from_mapping(CONFIG)
     for change, match in [
-        (lambda c: c["policies"].append("nope"), "unknown policy 'nope'"),
-        (lambda c: c.update(compute_capacity="many"), "compute_capacity"),
-        (lambda c: c.update(compute_capacity=0), "compute_capacity"),
-        (lambda c: c.pop("latency_s"), "missing key 'latency_s'"),
-        (lambda c: c["bandwidth"].update(gbps=[0]), "numbers > 0"),
-        (lambda c: c["models"][0].update(gpu_step_ms=-1), "gpu_step_ms"),
+        (lambda c: c["policies"].append("nope"), r"pace_sim\.policies\.10: 'nope' is not one"),
+        (lambda c: c.update(compute_capacity="many"), r"pace_sim\.compute_capacity: 'many'"),
+        (lambda c: c.update(compute_capacity=0), r"pace_sim\.compute_capacity: 0"),
+        (lambda c: c.pop("latency_s"), "'latency_s' is a required property"),
+        (lambda c: c["bandwidth"].update(gbps=[0]), r"pace_sim\.bandwidth\.gbps\.0: 0"),
+        (lambda c: c["models"][0].update(gpu_step_ms=-1), r"models\.0\.gpu_step_ms: -1"),
     ]:
         c = copy.deepcopy(CONFIG)
         change(c)

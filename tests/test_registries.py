@@ -11,8 +11,8 @@ import yaml
 
 from commsched.cli import build_parser
 from commsched.errors import CommschedError
-from commsched.pace.baselines import POLICIES, live_policies
 from commsched.pace.live import ddp
+from commsched.pace.policies import POLICIES, live_policies
 from commsched.registry import Registry
 from commsched.tictac import ORDERINGS
 from commsched.tictac.experiments.sweep_config import ALGOS

@@ -13,7 +13,8 @@ from commsched.cost import LinearModel
 from commsched.errors import CommschedError
 from commsched.model.graph import compile_graph
 from commsched.pace.plan import Group, Partition, Plan, PlanError
-from commsched.pace.sim import Workload, partition_id, simulate_plan
+from commsched.pace.plangraph import partition_id
+from commsched.pace.sim import Workload, simulate_plan
 
 UNIT = LinearModel(0.0, 0.01)  # 100 bytes per second, no start-up
 

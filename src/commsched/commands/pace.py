@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     _cluster_options(pl)
     pl.add_argument("--slot", type=float, default=None,
                     help="time slot, ms (default 5, PACE Sec. IV-A: "
-                         "commsched.pace.model.DEFAULT_SLOT_S)")
+                         "commsched.pace.slots.DEFAULT_SLOT_S)")
     pl.add_argument("--no-fusion", action="store_true",
                     help="schedule the unfused all-reduces (PACE without fusion)")
     pl.add_argument("--no-slot-guidance", action="store_true",
@@ -87,9 +87,10 @@ def run_plan(args: argparse.Namespace) -> int:
     # Imported here so that `commsched --help` and the other subcommands start fast.
     from commsched.model.traced import load_trace
     from commsched.pace.fusion import balanced_fusion, make_plan
-    from commsched.pace.model import DEFAULT_SLOT_S, build_model, check_slot, to_problem
+    from commsched.pace.model import build_model
     from commsched.pace.plan import save_plan
     from commsched.pace.schedule import jackson, objective
+    from commsched.pace.slots import DEFAULT_SLOT_S, check_slot, to_problem
 
     if args.slot is None:
         args.slot = DEFAULT_SLOT_S * 1e3

@@ -47,7 +47,26 @@ _COLUMNS = {"workers", "rank", "size_bytes", "rep", "seconds"}
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (workers, size): median, quartiles, min, max of the max-over-ranks times."""
+    """Reduce an all-reduce measurement to one row per worker count and size.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per worker count, rank, size and repetition (columns ``workers``, ``rank``,
+        ``size_bytes``, ``rep``, ``seconds``), as
+        :mod:`commsched.pace.experiments.allreduce_bench` writes it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per (workers, size): median, quartiles, min and max over repetitions of the
+        time at which the collective finished on every rank (max over ranks).
+
+    Raises
+    ------
+    CommschedError
+        If a column is missing or a time is not positive.
+    """
     missing = _COLUMNS - set(df.columns)
     if missing:
         raise CommschedError(f"measurement table lacks columns {sorted(missing)}")
@@ -63,7 +82,25 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit_table(summary: pd.DataFrame, relative: bool = True) -> pd.DataFrame:
-    """One linear fit per worker count, on the medians."""
+    """One linear fit ``a + b*S`` per worker count, on the medians of :func:`summarize`.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`summarize`'s table.
+    relative : bool
+        Minimise relative residuals (:func:`commsched.cost.fit_linear`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per worker count: ``a_s``, ``b_s_per_byte``, ``r2``, the points and sizes fitted
+        and the bus bandwidth ``2(n-1)/n / b`` a ring with this slope implies.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3.
+    """
     rows = []
     for n, d in summary.groupby("workers"):
         fit = fit_linear(d["size_bytes"].to_numpy(), d["median_s"].to_numpy(), relative=relative)
@@ -76,7 +113,6 @@ def fit_table(summary: pd.DataFrame, relative: bool = True) -> pd.DataFrame:
             "max_size_bytes": int(d["size_bytes"].max()),
         })
     return pd.DataFrame(rows)
-
 
 
 #: The committed all-reduce measurement (PACE Fig. 3 analog, rule comm_allreduce_fit).
@@ -104,6 +140,34 @@ def allreduce_cost(kind: str, workers: int, bandwidth_Bps: float, latency_s: flo
     and of the ``pace`` config section. Our measured start-up (3.2 ms for 2, 8.1 ms for
     4 TensorFlow processes) is TensorFlow's collective runtime over gRPC on a 2-core VM,
     larger than a GPU cluster's NCCL start-up; ``fit`` is there to show its effect.
+
+    Parameters
+    ----------
+    kind : {"ring", "fit"}
+        Which model.
+    workers : int
+        Workers (>= 2).
+    bandwidth_Bps : float
+        Link bandwidth (bytes/s).
+    latency_s : float
+        Per-step latency of ``ring``.
+    measurement : str
+        The measurement ``fit`` reads.
+
+    Returns
+    -------
+    AllReduceModel
+        :class:`~commsched.cost.RingAllReduce` or :class:`~commsched.cost.LinearModel`.
+
+    Raises
+    ------
+    CommschedError
+        If ``workers < 2``, the bandwidth is not a number > 0, ``kind`` is unknown, or the
+        measurement cannot be read.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C, Eq. (1) and Fig. 3.
     """
     if not isinstance(workers, int) or workers < 2:
         raise CommschedError(f"PACE needs at least 2 workers, got {workers!r}")
@@ -121,9 +185,32 @@ def allreduce_cost(kind: str, workers: int, bandwidth_Bps: float, latency_s: flo
 
 def allreduce_model(n_workers: int, bandwidth_gbps: float, latency_s: float,
                     overhead_s: float) -> LinearModel:
-    """Ring all-reduce of ``n_workers`` over ``bandwidth_gbps`` links
-    (:func:`allreduce_cost`, ``ring``) plus a per-operation
-    ``overhead_s`` (a fixed per-operation overhead of the runtime), in PACE's form ``a + b*S``.
+    """Ring all-reduce plus a per-operation overhead, in PACE's form ``a + b*S``.
+
+    Parameters
+    ----------
+    n_workers : int
+        Workers (>= 2).
+    bandwidth_gbps : float
+        Link bandwidth (Gbit/s).
+    latency_s : float
+        Per-step latency of the ring (:func:`allreduce_cost`, ``ring``).
+    overhead_s : float
+        A fixed per-operation overhead of the runtime, added to ``a``.
+
+    Returns
+    -------
+    LinearModel
+        ``a = 2(W-1) * latency_s + overhead_s``, ``b = 2(W-1) / (W * B)``.
+
+    Raises
+    ------
+    CommschedError
+        If the bandwidth is not a number > 0 or ``n_workers < 2``.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Eq. (1).
     """
     if not (bandwidth_gbps > 0 and math.isfinite(bandwidth_gbps)):
         raise CommschedError(f"bandwidth must be > 0 Gbit/s, got {bandwidth_gbps!r}")

@@ -100,13 +100,52 @@ class LinkModel:
             )
 
     def transfer_time(self, nbytes: float) -> float:
-        """Seconds to move ``nbytes`` over this link (0 bytes cost the latency only)."""
+        """Seconds to move ``nbytes`` over this link (0 bytes cost the latency only).
+
+        Parameters
+        ----------
+        nbytes : float
+            Bytes to move (finite, >= 0).
+
+        Returns
+        -------
+        float
+            ``latency_s + nbytes / bandwidth_Bps``.
+
+        Raises
+        ------
+        CommschedError
+            If ``nbytes`` is negative or not finite.
+
+        References
+        ----------
+        TicTac (Hashemi et al., SysML 2019), Sec. 3: a transfer occupies the channel for a
+        time proportional to its size.
+        """
         _check_bytes(nbytes)
         return self.latency_s + nbytes / self.bandwidth_Bps
 
     @classmethod
     def preset(cls, name: str, latency_s: float | None = None) -> LinkModel:
-        """The link named ``name`` in :data:`PRESETS`; ``latency_s`` overrides its latency."""
+        """The link named ``name`` in :data:`PRESETS`.
+
+        Parameters
+        ----------
+        name : str
+            A preset (``1GbE``, ``10GbE``, ``25GbE``, ``100Gb``).
+        latency_s : float, optional
+            Overrides the preset's latency.
+
+        Returns
+        -------
+        LinkModel
+            The link.
+
+        Raises
+        ------
+        CommschedError
+            If ``name`` is not a preset.
+        """
         if name not in PRESETS:
             raise CommschedError(f"unknown link preset {name!r} (known: {', '.join(PRESETS)})")
         bw, lat = PRESETS[name]
@@ -114,20 +153,70 @@ class LinkModel:
 
 
 class AllReduceModel(Protocol):
-    """Anything that gives the time of one all-reduce of ``nbytes`` bytes."""
+    """Anything that gives the time of one all-reduce of ``nbytes`` bytes.
 
-    def time(self, nbytes: float) -> float: ...
+    Implemented by :class:`LinearModel` and :class:`RingAllReduce`; the simulators and
+    PACE's planner accept either.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C: the time of one all-reduce operation as a
+    function of the tensor size.
+    """
+
+    def time(self, nbytes: float) -> float:
+        """Seconds of one all-reduce.
+
+        Parameters
+        ----------
+        nbytes : float
+            The size in bytes.
+
+        Returns
+        -------
+        float
+            The time (s).
+        """
+        ...
 
 
 @dataclass(frozen=True)
 class LinearModel:
-    """PACE's all-reduce time model ``T(s) = a + b * s`` (a in s, b in s/byte)."""
+    """PACE's all-reduce time model ``T(s) = a + b * s``.
+
+    Parameters
+    ----------
+    a : float
+        Start-up cost per operation (s), the reason fusion pays off.
+    b : float
+        Time per byte (s/byte).
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3.
+    """
 
     a: float
     b: float
 
     def time(self, nbytes: float) -> float:
-        """``a + b * nbytes``."""
+        """Seconds of one all-reduce of ``nbytes`` bytes.
+
+        Parameters
+        ----------
+        nbytes : float
+            Bytes all-reduced (finite, >= 0).
+
+        Returns
+        -------
+        float
+            ``a + b * nbytes``.
+
+        Raises
+        ------
+        CommschedError
+            If ``nbytes`` is negative or not finite.
+        """
         _check_bytes(nbytes)
         return self.a + self.b * nbytes
 
@@ -137,9 +226,34 @@ def ring_allreduce_time(nbytes: float, n_workers: int, link: LinkModel) -> float
 
     ``2(n-1) * latency + 2(n-1)/n * nbytes / bandwidth``: a reduce-scatter and an
     all-gather of ``n-1`` steps each, every step sending one ``1/n`` chunk on every link
-    at once (Patarasuk and Yuan 2009; PACE Sec. II uses ring all-reduce). One worker
-    needs no communication: 0 s.
+    at once. One worker needs no communication: 0 s.
 
+    Parameters
+    ----------
+    nbytes : float
+        The size (finite, >= 0).
+    n_workers : int
+        Workers in the ring (>= 1).
+    link : LinkModel
+        Every link of the ring.
+
+    Returns
+    -------
+    float
+        The time (s).
+
+    Raises
+    ------
+    CommschedError
+        If ``nbytes`` or ``n_workers`` is out of range.
+
+    References
+    ----------
+    P. Patarasuk, X. Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+    workstations", JPDC 69(2), 2009; PACE (Bao et al., INFOCOM 2020), Sec. II and Eq. (1).
+
+    Examples
+    --------
     >>> ring_allreduce_time(8e6, 2, LinkModel(0.0, 1e9))
     0.008
     """
@@ -153,17 +267,47 @@ def ring_allreduce_time(nbytes: float, n_workers: int, link: LinkModel) -> float
 
 @dataclass(frozen=True)
 class RingAllReduce:
-    """Ring all-reduce time model of ``n_workers`` workers over ``link``."""
+    """Ring all-reduce time model (:func:`ring_allreduce_time`).
+
+    Parameters
+    ----------
+    n_workers : int
+        Workers in the ring.
+    link : LinkModel
+        Every link of the ring.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Eq. (1) without its aggregation term, plus a
+    per-step latency.
+    """
 
     n_workers: int
     link: LinkModel
 
     def time(self, nbytes: float) -> float:
-        """See :func:`ring_allreduce_time`."""
+        """Seconds of one all-reduce of ``nbytes`` bytes (:func:`ring_allreduce_time`).
+
+        Parameters
+        ----------
+        nbytes : float
+            Bytes all-reduced in the ring (finite, >= 0).
+
+        Returns
+        -------
+        float
+            ``2(n-1) * latency + 2(n-1)/n * nbytes / bandwidth``.
+        """
         return ring_allreduce_time(nbytes, self.n_workers, self.link)
 
     def as_linear(self) -> LinearModel:
-        """The same model in PACE's form ``a + b * s``."""
+        """The same model in PACE's form ``a + b * s``.
+
+        Returns
+        -------
+        LinearModel
+            ``a = 2(n-1) * latency``, ``b = 2(n-1) / (n * bandwidth)``.
+        """
         n = self.n_workers
         steps = 2 * (n - 1)
         return LinearModel(a=steps * self.link.latency_s, b=steps / (n * self.link.bandwidth_Bps))
@@ -171,7 +315,17 @@ class RingAllReduce:
 
 @dataclass(frozen=True)
 class LinearFit(LinearModel):
-    """A :class:`LinearModel` fitted to data, with its coefficient of determination."""
+    """A :class:`LinearModel` fitted to data (:func:`fit_linear`).
+
+    Parameters
+    ----------
+    a, b : float
+        As in :class:`LinearModel`.
+    r2 : float
+        Coefficient of determination on the raw values.
+    n_points : int
+        Number of points fitted.
+    """
 
     r2: float = float("nan")
     n_points: int = 0
@@ -197,6 +351,17 @@ def fit_linear(
     LinearFit
         ``a`` (s), ``b`` (s/byte), ``r2`` = 1 - SS_res / SS_tot on the raw values (1.0 when
         every time is equal and the fit is exact), ``n_points``.
+
+    Raises
+    ------
+    CommschedError
+        If the sequences differ in length, hold a non-finite value, have fewer than two
+        distinct sizes, or (``relative``) a time <= 0.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3 (all-reduce time against size,
+    log-log).
     """
     s = np.asarray(sizes, dtype=float)
     t = np.asarray(times, dtype=float)

@@ -65,7 +65,34 @@ _NET = frozenset({"recv", "send"})
 
 @dataclass(frozen=True)
 class Overhead:
-    """The overheads of the module docstring (seconds, bytes per second)."""
+    """The overheads of the module docstring (seconds, bytes per second).
+
+    Parameters
+    ----------
+    transfer_s : float
+        Per transfer (>= 0).
+    rate_Bps : float
+        The link rate a transfer gets (> 0).
+    compute_factor : float
+        Live op time over the time oracle's (> 0).
+    op_s : float
+        Per compute op (>= 0).
+    step_s : float
+        Per iteration (>= 0).
+    gap_factor : float
+        The executor's idle gaps between ops (> 0).
+    dag_transfer_s : float, optional
+        Per transfer under the DAG hook (>= 0), if fitted.
+
+    Raises
+    ------
+    CommschedError
+        If a value is out of range.
+
+    References
+    ----------
+    TicTac (Hashemi et al., SysML 2019), Sec. 5 (the time oracle these overheads add to).
+    """
 
     transfer_s: float
     rate_Bps: float
@@ -88,6 +115,19 @@ class Overhead:
     def apply(self, view: nx.DiGraph) -> nx.DiGraph:
         """A copy of ``view`` with the overheads in its op durations.
 
+        Parameters
+        ----------
+        view : networkx.DiGraph
+            A parameter-server view (:func:`commsched.views.ps_view`).
+
+        Returns
+        -------
+        networkx.DiGraph
+            The copy: ``recv``/``send`` of ``b`` bytes take ``transfer_s + b / rate_Bps``,
+            other ops ``compute_factor * gap_factor * d + op_s``.
+
+        Examples
+        --------
         >>> from commsched.model.graph import new_graph, add_op
         >>> g = new_graph({"ps0": 1, "cpu": 1})
         >>> add_op(g, "r", "recv", "ps0", 1.0, bytes=1000); add_op(g, "c", "compute", "cpu", 2.0)
@@ -105,14 +145,35 @@ class Overhead:
         return out
 
     def for_hook(self, hook: str) -> Overhead:
-        """The overheads of a config enforced with ``hook``: the DAG hook's per-transfer
-        cost where fitted, else these."""
+        """The overheads of a config enforced with ``hook``.
+
+        Parameters
+        ----------
+        hook : str
+            The enforcement hook (``none``, ``sender``, ``dag``).
+
+        Returns
+        -------
+        Overhead
+            With the DAG hook's per-transfer cost for ``dag`` where fitted, else these.
+        """
         if hook == "dag" and self.dag_transfer_s is not None:
             return dataclasses.replace(self, transfer_s=self.dag_transfer_s)
         return self
 
     def iteration_time(self, simulated_s: float) -> float:
-        """A simulated iteration time plus the per-iteration cost."""
+        """A simulated iteration time plus the per-iteration cost.
+
+        Parameters
+        ----------
+        simulated_s : float
+            The simulator's iteration time.
+
+        Returns
+        -------
+        float
+            ``simulated_s + step_s``.
+        """
         return simulated_s + self.step_s
 
 
@@ -142,6 +203,27 @@ def fit_link(transfers: Sequence[int], nbytes: Sequence[float], span_s: Sequence
     ``span = transfers * transfer_s + nbytes / rate``, is fitted by least squares with
     both terms >= 0.
 
+    Parameters
+    ----------
+    transfers : sequence of int
+        Transfers per busy period.
+    nbytes : sequence of float
+        Bytes moved per busy period.
+    span_s : sequence of float
+        Length of each busy period.
+
+    Returns
+    -------
+    (float, float)
+        ``transfer_s`` and ``rate_Bps``.
+
+    Raises
+    ------
+    CommschedError
+        With fewer than two finite busy periods, or spans that do not grow with bytes.
+
+    Examples
+    --------
     >>> fit_link([10, 100, 50], [1e6, 1e6, 4e6], [0.02, 0.11, 0.09])
     (0.001, 100000000.0)
     """
@@ -158,11 +240,30 @@ def fit_link(transfers: Sequence[int], nbytes: Sequence[float], span_s: Sequence
 
 def fit_compute(oracle_s: Sequence[float], ops: Sequence[int], live_s: Sequence[float]
                 ) -> tuple[float, float]:
-    """``(compute_factor, op_s)``: ``live = compute_factor * oracle + ops * op_s`` by least
-    squares (both >= 0) over traced iterations, where ``oracle_s`` is the time oracle's
-    summed compute time of the iteration's graph, ``ops`` its number of compute ops and
-    ``live_s`` the live worker's summed compute time.
+    """Fit ``live = compute_factor * oracle + ops * op_s`` by least squares (both >= 0).
 
+    Parameters
+    ----------
+    oracle_s : sequence of float
+        Per traced iteration: the time oracle's summed compute time of its graph.
+    ops : sequence of int
+        Its number of compute ops.
+    live_s : sequence of float
+        The live worker's summed compute time.
+
+    Returns
+    -------
+    (float, float)
+        ``compute_factor`` and ``op_s``.
+
+    Raises
+    ------
+    CommschedError
+        With fewer than two finite iterations, or live times that do not grow with the
+        oracle's.
+
+    Examples
+    --------
     >>> fit_compute([1.0, 2.0, 1.0], [100, 100, 300], [1.2, 2.3, 1.4])
     (1.1, 0.001)
     """

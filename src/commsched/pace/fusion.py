@@ -54,9 +54,10 @@ import numpy as np
 
 from commsched.cost import AllReduceModel
 from commsched.errors import CommschedError
-from commsched.pace.model import AllReduceOp, PaceModel, SlotProblem, model_of_window, to_problem
+from commsched.pace.model import AllReduceOp, PaceModel, model_of_window
 from commsched.pace.plan import Group, Partition, Plan
 from commsched.pace.schedule import Schedule, jackson, objective, runs
+from commsched.pace.slots import SlotProblem, to_problem
 
 __all__ = [
     "FusionResult",
@@ -75,6 +76,22 @@ class MaxMinTable:
     ``r`` operators: the paper's ``-inf``) and ``choice(r)[i]`` the last index of the first
     run in the best split. Layers are computed on demand and kept.
 
+    Parameters
+    ----------
+    sizes : sequence of int
+        The chain's tensor sizes (bytes, > 0), in chain order.
+
+    Raises
+    ------
+    CommschedError
+        If the chain is empty or a size is not positive.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. V, Alg. 1 (MaxMinSize, by dynamic programming).
+
+    Examples
+    --------
     >>> t = MaxMinTable([4, 1, 1, 1, 4])
     >>> t.groups(2), t.groups(3)
     ([(0, 1), (2, 4)], [(0, 0), (1, 3), (4, 4)])
@@ -115,12 +132,44 @@ class MaxMinTable:
             self._extend()
 
     def value(self, r: int) -> int:
-        """MaxMinSize(chain, r): the largest possible smallest run, in bytes."""
+        """MaxMinSize(chain, r): the largest possible smallest run, in bytes.
+
+        Parameters
+        ----------
+        r : int
+            Number of runs (``1..n``).
+
+        Returns
+        -------
+        int
+            The bytes of the smallest run of the best split.
+
+        Raises
+        ------
+        CommschedError
+            If ``r`` is out of range.
+        """
         self._layer(r)
         return int(self._best[r - 1][0])
 
     def groups(self, r: int) -> list[tuple[int, int]]:
-        """The best split of the whole chain into ``r`` runs, as ``(first, last)`` indices."""
+        """The best split of the whole chain into ``r`` runs.
+
+        Parameters
+        ----------
+        r : int
+            How many runs (``1..n``).
+
+        Returns
+        -------
+        list of (int, int)
+            ``(first, last)`` chain indices of every run, in chain order.
+
+        Raises
+        ------
+        CommschedError
+            If ``r`` is out of range.
+        """
         self._layer(r)
         out, i = [], 0
         for rr in range(r, 1, -1):
@@ -132,8 +181,25 @@ class MaxMinTable:
 
 
 def fuse(model: PaceModel, groups: Sequence[tuple[int, int]]) -> PaceModel:
-    """The model of the fused DAG: runs ``(first, last)`` of the chain become one op each
-    (module docstring); a run of one op is that op unchanged."""
+    """The model of the fused DAG (module docstring).
+
+    Parameters
+    ----------
+    model : PaceModel
+        The unfused model.
+    groups : sequence of (int, int)
+        Runs ``(first, last)`` of the chain (:meth:`MaxMinTable.groups`).
+
+    Returns
+    -------
+    PaceModel
+        One op per run: ready when its last member is, tail the members' largest; a run
+        of one op is that op unchanged.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. V, Alg. 1 lines 5-6.
+    """
     ops = []
     for a, b in groups:
         members = model.ops[a:b + 1]
@@ -152,10 +218,26 @@ def fuse(model: PaceModel, groups: Sequence[tuple[int, int]]) -> PaceModel:
 
 
 def fuse_window(w: nx.DiGraph, groups: Sequence[Sequence[str]]) -> nx.DiGraph:
-    """Fuse all-reduce ops of a window graph (:func:`commsched.pace.model.window`): each
-    list of all-reduce ids (chain order) becomes one op ``fused:<a>+<b>...`` whose producer
-    is the member producer that finishes last on compute-only paths, with the members'
-    successors. Lists of one op are kept."""
+    """Fuse all-reduce ops of a window graph (:func:`commsched.pace.model.window`).
+
+    Parameters
+    ----------
+    w : networkx.DiGraph
+        The window.
+    groups : sequence of sequence of str
+        Lists of all-reduce ids in chain order.
+
+    Returns
+    -------
+    networkx.DiGraph
+        A copy where each list became one op ``fused:<a>+<b>...`` whose producer is the
+        member producer that finishes last on compute-only paths, with the members'
+        successors; lists of one op are kept.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. V (tensor fusion on the DAG).
+    """
     ready = {op.name: (op.ready_s, op.producer) for op in model_of_window(w).ops}
     g = w.copy()
     for members in groups:
@@ -177,10 +259,26 @@ def fuse_window(w: nx.DiGraph, groups: Sequence[Sequence[str]]) -> nx.DiGraph:
 
 @dataclass(frozen=True)
 class FusionResult:
-    """Alg. 1's answer: the best ``r`` and its ``groups``, the fused model, its slot
-    problem and optimal schedule, its iteration time (s), and per candidate ``R`` a row
-    ``{"R", "min_group_bytes", "iter_time_s"}`` (``iter_time_s`` None where the slot
-    guidance excluded it)."""
+    """Alg. 1's answer.
+
+    Parameters
+    ----------
+    r : int
+        The best number of fused operators.
+    groups : tuple of (int, int)
+        Its runs of the chain.
+    model : PaceModel
+        The fused model.
+    problem : SlotProblem
+        Its slot problem.
+    schedule : Schedule
+        Its optimal preemptive schedule.
+    iter_time_s : float
+        Its iteration time (s).
+    candidates : tuple of mapping
+        Per candidate ``R`` a row ``{"R", "min_group_bytes", "iter_time_s"}``
+        (``iter_time_s`` None where the slot guidance excluded it).
+    """
 
     r: int
     groups: tuple[tuple[int, int], ...]
@@ -194,8 +292,36 @@ class FusionResult:
 def balanced_fusion(model: PaceModel, cost: AllReduceModel, slot_s: float,
                     r_values: Sequence[int] | None = None,
                     slot_guidance: bool = True) -> FusionResult:
-    """Alg. 1: the best balanced fusion over ``r_values`` (default ``1..N``) with the exact
-    solver as oracle (module docstring)."""
+    """Alg. 1: the best balanced fusion, with the exact solver as oracle.
+
+    Parameters
+    ----------
+    model : PaceModel
+        The unfused model.
+    cost : AllReduceModel
+        ``g(S)``.
+    slot_s : float
+        Slot length.
+    r_values : sequence of int, optional
+        Candidate numbers of fused operators (default ``1..N``).
+    slot_guidance : bool
+        Skip candidates whose smallest fused all-reduce is shorter than a slot
+        (Sec. IV-A).
+
+    Returns
+    -------
+    FusionResult
+        The best candidate and every candidate's row.
+
+    Raises
+    ------
+    CommschedError
+        If the slot guidance excludes every candidate.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. V, Alg. 1; Sec. IV-B (the optimal schedule).
+    """
     n = len(model.ops)
     table = MaxMinTable([op.bytes for op in model.ops])
     best: FusionResult | None = None
@@ -236,7 +362,34 @@ def _cuts(nbytes: int, shares: Sequence[int], align: int) -> list[int]:
 def make_plan(model: PaceModel, problem: SlotProblem, schedule: Schedule,
               meta: Mapping[str, Any] | None = None, policy: str = "pace",
               align: int = 4) -> Plan:
-    """The plan of a (fused) model's schedule (module docstring for partition sizes)."""
+    """The all-reduce plan of a (fused) model's schedule.
+
+    Parameters
+    ----------
+    model : PaceModel
+        The (fused) model; one group per operator.
+    problem : SlotProblem
+        Its slot problem.
+    schedule : Schedule
+        Its schedule: each operator's slots.
+    meta : mapping, optional
+        Recorded in the plan (``slot_s`` added).
+    policy : str
+        The plan's policy name.
+    align : int
+        Partition boundaries fall on multiples of it where the size allows (float32: 4).
+
+    Returns
+    -------
+    Plan
+        One partition per run of consecutive slots, sized by its share of the
+        operator's slots (module docstring), priority = the run's first slot.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and VI (preemption at partition
+    boundaries).
+    """
     groups = []
     for i, op in enumerate(model.ops):
         rs = runs(schedule[i])

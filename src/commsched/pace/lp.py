@@ -46,7 +46,7 @@ release or deadline falls inside an interval).
 
 Examples
 --------
->>> from commsched.pace.model import SlotProblem
+>>> from commsched.pace.slots import SlotProblem
 >>> from commsched.pace.schedule import objective
 >>> p = SlotProblem(release=(0, 1), proc=(3, 1), tail=(1.0, 4.0))
 >>> objective(p, paper_lp(p)), objective(p, sound_lp(p))
@@ -61,8 +61,8 @@ import math
 import pulp
 
 from commsched.errors import CommschedError
-from commsched.pace.model import SlotProblem
 from commsched.pace.schedule import Schedule, check
+from commsched.pace.slots import SlotProblem
 
 __all__ = [
     "PAPER_LP_MAX_COEF",
@@ -82,11 +82,21 @@ _EPS = 1e-9
 
 
 class PaperLPError(CommschedError):
-    """LP (14) cannot give a trustworthy answer for this problem."""
+    """LP (14) cannot give a trustworthy answer for this problem.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14) and Theorem 2.
+    """
 
 
 class PaperLPTooLarge(PaperLPError):
-    """LP (14)'s coefficients exceed :data:`PAPER_LP_MAX_COEF`: refused before solving."""
+    """LP (14)'s coefficients exceed :data:`PAPER_LP_MAX_COEF`: refused before solving.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B: the objective's weights ``(TN)^(t+q)``.
+    """
 
 
 def _solver() -> pulp.LpSolver:
@@ -94,17 +104,52 @@ def _solver() -> pulp.LpSolver:
 
 
 def paper_lp_max_coef(problem: SlotProblem) -> tuple[int, float]:
-    """``(TN, T + max q)``: LP (14)'s largest coefficient is ``(TN)^(T + max q)``."""
+    """The base and exponent of LP (14)'s largest coefficient, ``(TN)^(T + max q)``.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem (``T`` its horizon, ``N`` its operators).
+
+    Returns
+    -------
+    (int, float)
+        ``TN`` and ``T + max q``.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14).
+    """
     tn = problem.horizon * problem.n
     return tn, problem.horizon + max(problem.tail, default=0.0)
 
 
 def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Schedule:
-    """Solve LP (14) as written (module docstring); an optimal schedule.
+    """Solve LP (14) as written (module docstring).
 
-    Raises :class:`PaperLPError` when a tail is not integral, :class:`PaperLPTooLarge` when
-    the largest coefficient exceeds ``max_coef`` (naming it), and :class:`PaperLPError`
-    when HiGHS reports no optimum or its solution is not integral or not a schedule.
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem, with integral tails (:meth:`SlotProblem.integral`).
+    max_coef : float
+        Refuse problems whose largest coefficient exceeds it.
+
+    Returns
+    -------
+    Schedule
+        An optimal schedule (Theorem 2: the LP's optimum is integral).
+
+    Raises
+    ------
+    PaperLPError
+        When a tail is not integral, or HiGHS reports no optimum or a solution that is not
+        integral or not a schedule.
+    PaperLPTooLarge
+        When the largest coefficient exceeds ``max_coef`` (naming it).
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14) and Theorem 2.
     """
     if any(q != math.floor(q) for q in problem.tail):
         raise PaperLPError("LP (14) needs integer tails (use SlotProblem.integral())")
@@ -221,7 +266,28 @@ def _fifo_bound(problem: SlotProblem) -> float:
 
 
 def sound_lp(problem: SlotProblem) -> Schedule:
-    """An optimal schedule by the bottleneck + refinement LPs (module docstring)."""
+    """An optimal schedule by the bottleneck and refinement LPs (module docstring).
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem (tails need not be integral).
+
+    Returns
+    -------
+    Schedule
+        An optimal schedule of ``max(C0, max_i(y_i + q_i))``.
+
+    Raises
+    ------
+    CommschedError
+        If HiGHS fails.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B (the objective of LP (14), solved
+    without its exponential weights).
+    """
     if problem.n == 0:
         return {}
     lower = max(r + p + q for r, p, q in

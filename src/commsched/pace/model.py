@@ -39,85 +39,45 @@ preemptive scheduling problem:
   choice*: we report the DAG's time, so ``C0`` is part of every objective we compute; it
   is a constant and changes no argmin.
 
-:func:`to_problem` turns the model into time slots (:class:`SlotProblem`):
-
-* **Slots.** Time is cut into slots of ``slot_s`` seconds (5 ms by default, Sec. IV-A);
-  slot ``s`` (0-based) is ``[s * slot_s, (s+1) * slot_s)`` and at most one all-reduce
-  runs in a slot (constraint (6)). The paper asks for a slot no longer than the smallest
-  (fused) all-reduce: :func:`check_slot` enforces it where a caller wants it
-  (:mod:`commsched.pace.fusion` applies it to the fused operators).
-* **Processing** ``p_i = ceil(g_i / slot_s)`` slots (constraint (3)), ``g_i`` from the
-  all-reduce cost model (:mod:`commsched.cost`: ring all-reduce = Eq. (1) without the
-  aggregation term, or the affine ``a + b*S`` fitted to our measurement, Fig. 3 analog).
-* **Release (the off-by-one in (7)).** (7) forbids slots ``t < z_{u_i}``, which lets an
-  all-reduce run in the very slot in which its producer finishes. *Our choice*: an
-  all-reduce may use slot ``s`` only if its producer is done when the slot starts,
-  ``s * slot_s >= z_{u_i}``, so its release is ``r_i = ceil(z_{u_i} / slot_s)`` (0-based;
-  in the paper's 1-based slots: ``t > r_i``). Compute times stay in seconds (they are
-  microseconds to milliseconds, far below a slot; rounding each op to whole slots would
-  inflate the DAG).
-* **Tails** ``q_i = L_i / slot_s`` and ``C0 / slot_s`` in (fractional) slots. An
-  all-reduce whose last slot is ``s`` completes at ``y_i = s + 1`` (the paper's 1-based
-  index of that slot), and the DAG ends at ``max(C0/slot_s, max_i (y_i + q_i))`` slots.
-  LP (14)'s lexicographic transform needs integer exponents: :meth:`SlotProblem.
-  integral` rounds the tails up to whole slots (the paper's ``f_j`` are whole slots).
-
-Examples
---------
->>> p = SlotProblem(release=(0, 1), proc=(3, 1), tail=(1.0, 4.0), base=0.0, slot_s=0.005)
->>> p.horizon
-5
+The slotted scheduling problem of the model is :mod:`commsched.pace.slots`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
-from commsched.cost import AllReduceModel, LinearModel
+from commsched.cost import LinearModel
 from commsched.errors import CommschedError
 from commsched.views.allreduce import NEXT_PREFIX, allreduce_view
 
-__all__ = [
-    "DEFAULT_SLOT_S",
-    "AllReduceOp",
-    "PaceModel",
-    "SlotProblem",
-    "build_model",
-    "check_slot",
-    "model_of_window",
-    "slots",
-    "to_problem",
-    "window",
-]
-
-#: The paper's example slot length (Sec. IV-A), seconds.
-DEFAULT_SLOT_S = 0.005
-# Relative tolerance when rounding a time to slots (7.0000000001 slots is 7).
-_EPS = 1e-9
-
-
-def slots(seconds: float, slot_s: float) -> int:
-    """``ceil(seconds / slot_s)`` robust to floating-point noise.
-
-    >>> slots(0.015, 0.005), slots(0.0150001, 0.005), slots(0.0, 0.005)
-    (3, 4, 0)
-    """
-    x = seconds / slot_s
-    return max(0, math.ceil(x - _EPS * max(1.0, abs(x))))
-
+__all__ = ["AllReduceOp", "PaceModel", "build_model", "model_of_window", "window"]
 
 @dataclass(frozen=True)
 class AllReduceOp:
     """One (possibly fused) all-reduce operator of the model.
 
-    ``tensors`` are ``(variable, bytes)`` in buffer order; ``producer`` is ``u_i`` (for a
-    fused op: the member producer that finishes last, Alg. 1 line 5); ``ready_s`` is
-    ``z_{u_i}`` and ``tail_s`` is ``L_i`` (seconds).
+    Parameters
+    ----------
+    name : str
+        Its op id in the window.
+    producer : str
+        ``u_i``, the op that outputs its gradients (for a fused op: the member producer
+        that finishes last, Alg. 1 line 5).
+    tensors : tuple of (str, int)
+        ``(variable, bytes)`` in buffer order.
+    ready_s : float
+        ``z_{u_i}``, when its gradients are ready (Lemma 1).
+    tail_s : float
+        ``L_i``, the longest compute path after it (Theorem 1).
+
+    References
+    ----------
+    PACE, Sec. IV-A (the model) and Sec. V, Alg. 1 (fusion).
     """
 
     name: str
@@ -136,9 +96,20 @@ class AllReduceOp:
 class PaceModel:
     """The all-reduce operators of a window, in Alg. 1's chain order, and ``C0``.
 
-    ``ops`` are sorted by ready time (ties keep the trace's order); ``compute_only_s`` is
-    the longest compute-only path ``C0``; ``n_compute`` the window's compute ops;
-    ``meta`` free-form provenance.
+    Parameters
+    ----------
+    ops : tuple of AllReduceOp
+        Sorted by ready time (ties keep the trace's order).
+    compute_only_s : float
+        ``C0``, the longest compute-only path.
+    n_compute : int
+        The window's compute ops.
+    meta : mapping
+        Free-form provenance.
+
+    References
+    ----------
+    PACE, Sec. IV-A (the DAG of one iteration) and Sec. V, Alg. 1 (the chain order).
     """
 
     ops: tuple[AllReduceOp, ...]
@@ -152,7 +123,18 @@ class PaceModel:
         return {n: b for op in self.ops for n, b in op.tensors}
 
     def iteration_time(self, ends_s: Sequence[float]) -> float:
-        """The window's time when all-reduce ``i`` completes at ``ends_s[i]`` seconds."""
+        """The window's time when all-reduce ``i`` completes at ``ends_s[i]`` seconds.
+
+        Parameters
+        ----------
+        ends_s : sequence of float
+            One end per op of :attr:`ops`.
+
+        Returns
+        -------
+        float
+            ``max(C0, max_i(ends_s[i] + L_i))`` (Theorem 1).
+        """
         ends = zip(ends_s, self.ops, strict=True)
         return max([self.compute_only_s] + [e + op.tail_s for e, op in ends])
 
@@ -162,7 +144,21 @@ def window(trace: nx.DiGraph) -> nx.DiGraph:
 
     Compute ops keep their traced ``duration``; all-reduce ops are those of
     :func:`commsched.views.allreduce.allreduce_view` (their ``duration`` is not used here:
-    the cost model is applied later, by :func:`to_problem`).
+    the cost model is applied later, by :func:`commsched.pace.slots.to_problem`).
+
+    Parameters
+    ----------
+    trace : networkx.DiGraph
+        A traced training iteration.
+
+    Returns
+    -------
+    networkx.DiGraph
+        Backward pass of iteration k, its all-reduces and the forward pass of k+1.
+
+    References
+    ----------
+    PACE, Sec. IV-A.
     """
     view = allreduce_view(trace, LinearModel(0.0, 0.0), next_forward=True)
     keep = []
@@ -178,10 +174,27 @@ def window(trace: nx.DiGraph) -> nx.DiGraph:
 def build_model(trace: nx.DiGraph, compute_scale: float = 1.0) -> PaceModel:
     """PACE's model of a traced training iteration (Sec. IV-A; module docstring).
 
-    ``compute_scale`` multiplies every compute time (to put a CPU trace on a GPU's scale).
+    Parameters
+    ----------
+    trace : networkx.DiGraph
+        A traced training iteration.
+    compute_scale : float
+        Multiplies every compute time (to put a CPU trace on a GPU's scale).
 
-    Raises :class:`CommschedError` for a trace without gradients, a non-positive scale, or
-    a DAG where an all-reduce precedes a producer (Lemma 1's precondition).
+    Returns
+    -------
+    PaceModel
+        The all-reduce operators with ready times and tails, and ``C0``.
+
+    Raises
+    ------
+    CommschedError
+        For a trace without gradients, a non-positive scale, or a DAG where an all-reduce
+        precedes a producer (Lemma 1's precondition).
+
+    References
+    ----------
+    PACE, Sec. IV-A, Lemma 1 (ready times) and Theorem 1 (tails).
     """
     if not (math.isfinite(compute_scale) and compute_scale > 0):
         raise CommschedError(f"compute_scale must be a finite number > 0, got {compute_scale!r}")
@@ -191,9 +204,34 @@ def build_model(trace: nx.DiGraph, compute_scale: float = 1.0) -> PaceModel:
 
 def model_of_window(w: nx.DiGraph, compute_scale: float = 1.0,
                     meta: Mapping[str, Any] | None = None) -> PaceModel:
-    """:func:`build_model` on an already built window (or a fused one,
-    :func:`commsched.pace.fusion.fuse_window`). All-reduce ops carry ``params`` and
-    ``bytes``; member sizes come from the graph's ``variables`` table."""
+    """:func:`build_model` on an already built window.
+
+    Parameters
+    ----------
+    w : networkx.DiGraph
+        A window (:func:`window`) or a fused one
+        (:func:`commsched.pace.fusion.fuse_window`); all-reduce ops carry ``params`` and
+        ``bytes``, member sizes come from the graph's ``variables`` table.
+    compute_scale : float
+        Multiplies every compute time.
+    meta : mapping, optional
+        Provenance for :attr:`PaceModel.meta`.
+
+    Returns
+    -------
+    PaceModel
+        The model.
+
+    Raises
+    ------
+    CommschedError
+        If the window has no all-reduce, or one has several producers or a producer that
+        depends on an all-reduce (Lemma 1).
+
+    References
+    ----------
+    PACE, Sec. IV-A, Lemma 1 and Theorem 1.
+    """
     kind = nx.get_node_attributes(w, "kind")
     ars = [op for op in w.nodes if kind[op] == "allreduce"]
     if not ars:
@@ -235,72 +273,3 @@ def model_of_window(w: nx.DiGraph, compute_scale: float = 1.0,
     n_compute = len(f)
     return PaceModel(tuple(o for _, _, o in ops), max(z.values(), default=0.0), n_compute,
                      dict(meta or {}, compute_scale=compute_scale))
-
-
-@dataclass(frozen=True)
-class SlotProblem:
-    """Single-channel preemptive scheduling in slots: ``1 | r_j, pmtn | max(C_j + q_j)``.
-
-    Operator ``i`` may run in slots ``s >= release[i]`` (0-based), needs ``proc[i] >= 1``
-    slots and, once its last slot ``s`` is done (``y_i = s + 1``), delays the end of the
-    DAG to ``y_i + tail[i]``; ``base`` is ``C0`` in slots. ``slot_s`` converts to seconds.
-    """
-
-    release: tuple[int, ...]
-    proc: tuple[int, ...]
-    tail: tuple[float, ...]
-    base: float = 0.0
-    slot_s: float = DEFAULT_SLOT_S
-
-    def __post_init__(self) -> None:
-        n = len(self.release)
-        if len(self.proc) != n or len(self.tail) != n:
-            raise CommschedError("a slot problem needs release, proc and tail of equal length")
-        if any(r < 0 for r in self.release) or any(p < 1 for p in self.proc):
-            raise CommschedError("a slot problem needs releases >= 0 and processing >= 1 slot")
-        if any(not math.isfinite(q) or q < 0 for q in self.tail):
-            raise CommschedError("a slot problem needs finite tails >= 0")
-        if not (math.isfinite(self.slot_s) and self.slot_s > 0):
-            raise CommschedError(f"slot length must be > 0 s, got {self.slot_s!r}")
-
-    @property
-    def n(self) -> int:
-        return len(self.release)
-
-    @property
-    def horizon(self) -> int:
-        """Slots enough for any schedule without needless idling: ``max r + sum p``."""
-        return max(self.release, default=0) + sum(self.proc)
-
-    def integral(self) -> SlotProblem:
-        """The same problem with tails and base rounded up to whole slots (for LP (14))."""
-        return replace(self, tail=tuple(float(math.ceil(q - _EPS)) for q in self.tail),
-                       base=float(math.ceil(self.base - _EPS)))
-
-
-def to_problem(model: PaceModel, cost: AllReduceModel, slot_s: float = DEFAULT_SLOT_S
-               ) -> SlotProblem:
-    """Slot the model (module docstring): ``r = ceil(z/slot)``, ``p = max(1, ceil(g/slot))``,
-    ``q = L/slot``, ``base = C0/slot``."""
-    if not (math.isfinite(slot_s) and slot_s > 0):
-        raise CommschedError(f"slot length must be a finite number > 0 s, got {slot_s!r}")
-    return SlotProblem(
-        release=tuple(slots(op.ready_s, slot_s) for op in model.ops),
-        proc=tuple(max(1, slots(cost.time(op.bytes), slot_s)) for op in model.ops),
-        tail=tuple(op.tail_s / slot_s for op in model.ops),
-        base=model.compute_only_s / slot_s,
-        slot_s=slot_s,
-    )
-
-
-def check_slot(model: PaceModel, cost: AllReduceModel, slot_s: float) -> None:
-    """Sec. IV-A's guidance: a slot no longer than the smallest all-reduce; else a
-    one-line :class:`CommschedError` naming it."""
-    smallest = min(model.ops, key=lambda op: cost.time(op.bytes))
-    g = cost.time(smallest.bytes)
-    if slot_s > g * (1 + _EPS):
-        raise CommschedError(
-            f"slot of {slot_s * 1e3:g} ms is longer than the smallest all-reduce "
-            f"({smallest.name!r}, {smallest.bytes} B, {g * 1e3:.3g} ms); PACE Sec. IV-A needs "
-            "slots no longer than any all-reduce: use a shorter slot or fuse tensors"
-        )

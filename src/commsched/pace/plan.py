@@ -78,12 +78,29 @@ PLAN_FORMAT = "commsched-allreduce-plan"
 
 
 class PlanError(CommschedError):
-    """A plan that is malformed or does not fit the model it is used with."""
+    """A plan that is malformed or does not fit the model it is used with.
+
+    A :class:`~commsched.errors.CommschedError`: one line naming the file or field.
+    """
 
 
 @dataclass(frozen=True)
 class Partition:
-    """A byte range ``[offset, offset + bytes)`` of a group's buffer, run at ``priority``."""
+    """A byte range of a group's buffer, all-reduced as one operation.
+
+    Parameters
+    ----------
+    offset : int
+        First byte in the group's buffer.
+    bytes : int
+        Its size (> 0).
+    priority : int
+        Smaller runs first (>= 0).
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C: preemption at partition boundaries.
+    """
 
     offset: int
     bytes: int
@@ -92,7 +109,19 @@ class Partition:
 
 @dataclass(frozen=True)
 class Group:
-    """Fused tensors ``((name, bytes), ...)`` in buffer order and the buffer's partitions."""
+    """Fused tensors and the partitions of their buffer.
+
+    Parameters
+    ----------
+    tensors : tuple of (str, int)
+        ``(name, bytes)`` in buffer order.
+    partitions : tuple of Partition
+        Covering the buffer without gaps or overlaps (checked by :class:`Plan`).
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. V (tensor fusion).
+    """
 
     tensors: tuple[tuple[str, int], ...]
     partitions: tuple[Partition, ...]
@@ -104,6 +133,7 @@ class Group:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The tensors' names in buffer order."""
         return tuple(n for n, _ in self.tensors)
 
 
@@ -111,7 +141,20 @@ class Group:
 class Plan:
     """An all-reduce plan; see the module docstring for the format and its semantics.
 
-    Construction validates the plan (:class:`PlanError` on the first problem).
+    Parameters
+    ----------
+    policy : str
+        The policy that made it (non-empty).
+    groups : tuple of Group
+        Every tensor in exactly one group.
+    meta : mapping
+        Free-form provenance (slot length, PACE's prediction).
+
+    Raises
+    ------
+    PlanError
+        On the first problem: an empty policy, a tensor in two groups or of size <= 0,
+        partitions that do not cover their buffer.
     """
 
     policy: str
@@ -155,12 +198,31 @@ class Plan:
         return {n: b for g in self.groups for n, b in g.tensors}
 
     def priority_order(self) -> list[tuple[int, Partition]]:
-        """``(group index, partition)`` sorted by ``(priority, group index, offset)``."""
+        """Every partition in the order the channel prefers them.
+
+        Returns
+        -------
+        list of (int, Partition)
+            ``(group index, partition)`` sorted by ``(priority, group index, offset)``.
+        """
         parts = [(gi, p) for gi, g in enumerate(self.groups) for p in g.partitions]
         return sorted(parts, key=lambda gp: (gp[1].priority, gp[0], gp[1].offset))
 
     def check_tensors(self, sizes: Mapping[str, int], source: str = "plan") -> None:
-        """Check that the plan covers exactly the tensors ``{name: bytes}`` of a model."""
+        """Check that the plan covers exactly the tensors of a model.
+
+        Parameters
+        ----------
+        sizes : mapping
+            ``{name: bytes}`` of the model's gradients.
+        source : str
+            Names the plan in messages.
+
+        Raises
+        ------
+        PlanError
+            For a tensor in no group, of another size, or not of the model.
+        """
         have = self.tensors
         for name, size in sizes.items():
             if name not in have:
@@ -174,6 +236,13 @@ class Plan:
             raise PlanError(f"{source}: tensor {extra[0]!r} is not a tensor of the model")
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan's JSON form (module docstring).
+
+        Returns
+        -------
+        dict
+            ``schema_version``, ``format``, ``policy``, ``meta`` and ``groups``.
+        """
         return {
             "schema_version": SCHEMA_VERSION,
             "format": PLAN_FORMAT,
@@ -193,7 +262,26 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "plan") -> Plan:
-        """Build a plan from its JSON form; one-line :class:`PlanError` naming the field."""
+        """Build a plan from its JSON form.
+
+        Parameters
+        ----------
+        data : object
+            The parsed JSON.
+        source : str
+            Names the plan in messages (its file).
+
+        Returns
+        -------
+        Plan
+            The validated plan.
+
+        Raises
+        ------
+        PlanError
+            One line naming the field: not a plan, another schema version, a missing
+            field or a wrong type, or an invalid plan.
+        """
 
         def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
             if not isinstance(obj, dict) or key not in obj:
@@ -238,12 +326,36 @@ class Plan:
 
 
 def save_plan(plan: Plan, path: str | os.PathLike[str]) -> None:
-    """Write ``plan`` as JSON, atomically (a failed write leaves no half-written file)."""
+    """Write ``plan`` as JSON, atomically (a failed write leaves no half-written file).
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan.
+    path : path
+        The file.
+    """
     atomic_write_text(path, json.dumps(plan.to_dict(), indent=1, sort_keys=True) + "\n")
 
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:
-    """Read and validate a plan file; errors are one line naming the file and the field."""
+    """Read and validate a plan file.
+
+    Parameters
+    ----------
+    path : path
+        The file.
+
+    Returns
+    -------
+    Plan
+        The plan.
+
+    Raises
+    ------
+    PlanError
+        One line naming the file and the field (unreadable, invalid JSON, invalid plan).
+    """
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)

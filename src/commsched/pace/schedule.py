@@ -20,7 +20,7 @@ Examples
 --------
 Sec. II-C's pattern: a long all-reduce preempted by a later, more urgent one.
 
->>> from commsched.pace.model import SlotProblem
+>>> from commsched.pace.slots import SlotProblem
 >>> p = SlotProblem(release=(0, 1), proc=(3, 1), tail=(1.0, 4.0))
 >>> s = jackson(p)
 >>> s
@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 
 from commsched.errors import CommschedError
-from commsched.pace.model import SlotProblem
+from commsched.pace.slots import SlotProblem
 
 __all__ = ["Schedule", "brute_force", "check", "jackson", "objective", "runs"]
 
@@ -47,8 +47,25 @@ Schedule = dict[int, tuple[int, ...]]
 
 
 def check(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> None:
-    """Raise :class:`CommschedError` unless ``schedule`` gives every op exactly its
-    processing slots, none before its release, and no slot to two ops."""
+    """Check that ``schedule`` is a schedule of ``problem``.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem.
+    schedule : mapping
+        ``{op index: slots}``.
+
+    Raises
+    ------
+    CommschedError
+        Unless every op gets exactly its processing slots, none before its release, and
+        no slot goes to two ops.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, the constraints of LP (14).
+    """
     if set(schedule) != set(range(problem.n)):
         raise CommschedError(f"schedule covers ops {sorted(schedule)}, expected 0..{problem.n - 1}")
     used: dict[int, int] = {}
@@ -68,16 +85,49 @@ def check(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> None:
 
 
 def objective(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> float:
-    """The DAG's end in slots, ``max(base, max_i (y_i + q_i))`` with ``y_i`` = last slot
-    + 1, of a schedule that passes :func:`check`."""
+    """The DAG's end in slots under ``schedule``.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem.
+    schedule : mapping
+        ``{op index: slots}`` (checked with :func:`check`).
+
+    Returns
+    -------
+    float
+        ``max(base, max_i (y_i + q_i))`` with ``y_i`` = last slot + 1.
+
+    Raises
+    ------
+    CommschedError
+        If the schedule fails :func:`check`.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-A, Theorem 1 (the iteration time).
+    """
     check(problem, schedule)
     return max([problem.base]
                + [max(schedule[i]) + 1 + problem.tail[i] for i in range(problem.n)])
 
 
 def runs(slots: Sequence[int]) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive slots as ``(start, length)``, in time order.
+    """Maximal runs of consecutive slots, in time order.
 
+    Parameters
+    ----------
+    slots : sequence of int
+        One op's slots.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(start, length)`` of every run (a run is one partition of the plan).
+
+    Examples
+    --------
     >>> runs([7, 3, 4, 5, 9])
     [(3, 3), (7, 1), (9, 1)]
     """
@@ -96,6 +146,22 @@ def jackson(problem: SlotProblem) -> Schedule:
     Ties between equal tails go to the earlier release, then the lower index (the
     running op wins a tie against a newly released one, so no needless preemption).
     O(N log N) heap operations plus one entry per slot of the output.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem.
+
+    Returns
+    -------
+    Schedule
+        An optimal schedule of ``max(C0, max_i(y_i + q_i))``.
+
+    References
+    ----------
+    J. R. Jackson, "Scheduling a production line to minimize maximum tardiness", 1955
+    (largest tail first is optimal with preemption, ``1 | r_j, pmtn | max(C_j + q_j)``);
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B.
     """
     n = problem.n
     by_release = sorted(range(n), key=lambda i: (problem.release[i], i))
@@ -129,7 +195,25 @@ def brute_force(problem: SlotProblem, max_states: int = 2_000_000) -> tuple[floa
     the structure of optimal schedules. Slots run up to :attr:`SlotProblem.horizon`,
     enough for a schedule that never idles while work is released, hence for an optimal
     one; a schedule that idles needlessly is explored too within that horizon.
-    Raises :class:`CommschedError` beyond ``max_states`` states.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        A tiny problem.
+    max_states : int
+        Bound on the states explored.
+
+    Returns
+    -------
+    float
+        The optimum.
+    Schedule
+        One optimal schedule.
+
+    Raises
+    ------
+    CommschedError
+        Beyond ``max_states`` states.
     """
     horizon = problem.horizon
     n = problem.n

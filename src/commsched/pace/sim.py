@@ -79,127 +79,55 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import networkx as nx
-import numpy as np
-import pandas as pd
 
 from commsched.cost import AllReduceModel, LinearModel
 from commsched.errors import CommschedError
-from commsched.model.graph import CompiledGraph, compile_graph, register_kind
-from commsched.pace.plan import Group, Partition, Plan, PlanError
-from commsched.sim.priority import Schedule, simulate_compiled
+from commsched.model.graph import CompiledGraph, compile_graph
+from commsched.pace.plan import Group, Partition, Plan
+from commsched.pace.plangraph import COMPUTE, NET, PlanGraph, Release
+from commsched.pace.planrun import PartitionRun, PlanRun
+from commsched.sim.priority import simulate_compiled
 from commsched.sim.validate import check_schedule
 from commsched.views.allreduce import NEXT_PREFIX, allreduce_view
 from commsched.views.common import readers
 
-__all__ = [
-    "COMPUTE",
-    "NET",
-    "UNBOUNDED",
-    "PartitionRun",
-    "PlanRun",
-    "Release",
-    "Workload",
-    "compute_slots",
-    "partition_id",
-    "simulate_plan",
-]
-
-#: Resource names of the simulated graph: compute ops, the all-reduce channel, release timers.
-COMPUTE, NET, CLOCK = "cpu", "net", "clock"
-#: ``{(group index, partition offset): earliest start (s)}`` of a realised dynamic policy.
-Release = Mapping[tuple[int, int], float]
-
-register_kind("timer")
-
-
-def partition_id(group: int, offset: int) -> str:
-    """Op id of partition ``(group, offset)`` in the simulated graph."""
-    return f"ar:{group}:{offset}"
-
-
-@dataclass(frozen=True)
-class PartitionRun:
-    """One executed partition: plan position, size, priority rank and its start and end (s)."""
-
-    group: int
-    offset: int
-    bytes: int
-    priority: int
-    rank: int
-    start: float
-    end: float
-    tensors: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PlanRun:
-    """Result of :func:`simulate_plan`: times (s) and every partition's execution."""
-
-    policy: str
-    makespan: float
-    forward_time: float
-    partitions: tuple[PartitionRun, ...]
-    schedule: Schedule
-
-    @property
-    def iteration_time(self) -> float:
-        """Steady-state time of one iteration: ``makespan - forward_time`` (module docstring)."""
-        return self.makespan - self.forward_time
-
-    @property
-    def comm_time(self) -> float:
-        """Total channel busy time (s)."""
-        return math.fsum(p.end - p.start for p in self.partitions)
-
-    def table(self) -> pd.DataFrame:
-        """One row per partition, in execution order."""
-        rows = [dataclasses.asdict(p) | {"tensors": " ".join(p.tensors)}
-                for p in self.partitions]
-        return pd.DataFrame(rows).sort_values(["start", "rank"], ignore_index=True)
-
-    def channel_usage(self, bin_s: float = 0.005, wire_factor: float = 1.0) -> pd.DataFrame:
-        """Channel use over one steady-state iteration, in bins of ``bin_s`` seconds.
-
-        The iteration is the window ``[forward_time, makespan)`` (module docstring). Per bin:
-        ``busy`` = the fraction of the bin the channel is busy, ``wire_bytes`` = bytes one
-        worker sends in the bin, with a partition of ``b`` bytes sending ``wire_factor * b``
-        bytes at a constant rate over its duration (ring all-reduce: ``wire_factor =
-        2(W-1)/W``; PACE Sec. VI-E measures a worker's outbound NIC traffic every 5 ms).
-        """
-        if not (bin_s > 0 and math.isfinite(bin_s)):
-            raise CommschedError(f"bin length must be a number > 0 s, got {bin_s!r}")
-        t0, t1 = self.forward_time, self.makespan
-        n = max(1, math.ceil((t1 - t0) / bin_s - 1e-9))
-        edges = t0 + bin_s * np.arange(n + 1)
-        busy = np.zeros(n)
-        wire = np.zeros(n)
-        for p in self.partitions:
-            d = p.end - p.start
-            if d <= 0:
-                continue
-            lo = np.clip(edges[:-1], p.start, p.end)
-            hi = np.clip(edges[1:], p.start, p.end)
-            busy += (hi - lo) / bin_s
-            wire += (hi - lo) / d * wire_factor * p.bytes
-        return pd.DataFrame({"t_s": edges[:-1] - t0, "busy": busy, "wire_bytes": wire})
-
+__all__ = ["UNBOUNDED", "Workload", "compute_slots", "simulate_plan"]
 
 #: ``compute_capacity`` value of PACE's ideal compute: no compute op ever waits for another.
 UNBOUNDED = "unbounded"
 
 
 def compute_slots(trace: nx.DiGraph, capacity: int | str | None) -> int:
-    """Ops the compute resource runs at once: ``None`` = the trace's own (1 for our
-    traces), :data:`UNBOUNDED` = one slot per op, else the integer ``capacity`` (>= 1).
+    """Ops the compute resource runs at once.
 
+    Parameters
+    ----------
+    trace : networkx.DiGraph
+        The traced iteration.
+    capacity : int, str or None
+        None: the trace's own (1 for our traces); :data:`UNBOUNDED`: one slot per op
+        (PACE's ideal compute); else an integer >= 1.
+
+    Returns
+    -------
+    int
+        The capacity of the compute resource.
+
+    Raises
+    ------
+    CommschedError
+        If ``capacity`` is neither None, :data:`UNBOUNDED` nor an integer >= 1.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-A, constraint (5) (unbounded compute).
+
+    Examples
+    --------
     >>> from commsched.model.graph import new_graph
     >>> compute_slots(new_graph({"cpu": 1}), None), compute_slots(new_graph({"cpu": 1}), 3)
     (1, 3)
@@ -272,10 +200,8 @@ class Workload:
         for n, a in view.nodes(data=True):
             a["duration"] = float(a["duration"]) * self.compute_scale
             a["priority"] = 1 if str(n).startswith(NEXT_PREFIX) else 0
-        self._base = view
-        self._compiled = compile_graph(view)
-        self._index = {n: i for i, n in enumerate(self._compiled.ids)}
-        base = simulate_compiled(self._compiled)
+        self._plans = PlanGraph(view, self.producer, self.readers, self.sizes)
+        base = simulate_compiled(self._plans.compiled)
         end = dict(zip(base.ids, base.end, strict=True))
         self.ready: dict[str, float] = {v: end[self.producer[v]] for v in self.sizes}
         fs = simulate_compiled(compile_graph(self.forward_graph()))
@@ -286,9 +212,15 @@ class Workload:
             for v in self.sizes}
 
     def forward_graph(self) -> nx.DiGraph:
-        """A copy of the next iteration's forward pass alone (compute ops, scaled)."""
-        fwd: nx.DiGraph = self._base.subgraph(
-            [n for n in self._base if str(n).startswith(NEXT_PREFIX)]).copy()
+        """The next iteration's forward pass alone.
+
+        Returns
+        -------
+        networkx.DiGraph
+            A copy of its compute ops (scaled), without all-reduces.
+        """
+        fwd: nx.DiGraph = self._plans.base.subgraph(
+            [n for n in self._plans.base if str(n).startswith(NEXT_PREFIX)]).copy()
         return fwd
 
     @cached_property
@@ -296,127 +228,71 @@ class Workload:
         """Iteration time with free communication: every gradient's all-reduce takes no
         time but still links its producer to the next forward pass's readers, so this is
         one backward and one forward pass (they overlap only where the data allow: the
-        next forward op that reads a parameter waits for its gradient)."""
+        next forward op that reads a parameter waits for its gradient).
+
+        Returns
+        -------
+        float
+            The time (s).
+        """
         free = Plan("free", tuple(Group(((v, b),), (Partition(0, b, 0),))
                                   for v, b in self.sizes.items()))
         return self.simulate(free, LinearModel(0.0, 0.0), validate=False).iteration_time
 
-    def _partitions(self, plan: Plan, model: AllReduceModel, release: Release | None
-                    ) -> list[tuple[str, dict[str, Any], list[str], list[str], float | None]]:
-        """``(op id, attributes, predecessors, successors, release)`` of every partition."""
-        plan.check_tensors(self.sizes, f"plan {plan.policy!r}")
-        rank = {(gi, p.offset): k for k, (gi, p) in enumerate(plan.priority_order())}
-        release = release or {}
-        for key, at in release.items():
-            if key not in rank:
-                raise PlanError(f"plan {plan.policy!r}: release time for partition {key} "
-                                "which the plan does not have")
-            if not (math.isfinite(at) and at >= 0):
-                raise PlanError(f"plan {plan.policy!r}: release time {at!r} of partition "
-                                f"{key} is not >= 0")
-        out = []
-        for gi, grp in enumerate(plan.groups):
-            bounds = []
-            pos = 0
-            for name, b in grp.tensors:
-                bounds.append((name, pos, pos + b))
-                pos += b
-            producers = sorted({self.producer[n] for n, _ in grp.tensors})
-            for part in grp.partitions:
-                lo, hi = part.offset, part.offset + part.bytes
-                names = [n for n, a, b in bounds if a < hi and b > lo]
-                attrs = {"kind": "allreduce", "resource": NET,
-                         "duration": float(model.time(part.bytes)), "bytes": part.bytes,
-                         "params": names, "group": gi, "offset": part.offset,
-                         "plan_priority": part.priority, "priority": rank[(gi, part.offset)]}
-                succ = [r for n in names for r in self.readers.get(n, [])]
-                out.append((partition_id(gi, part.offset), attrs, producers,
-                            list(dict.fromkeys(succ)), release.get((gi, part.offset))))
-        return out
-
     def graph(self, plan: Plan, model: AllReduceModel,
               release: Release | None = None) -> nx.DiGraph:
-        """The simulated op graph of ``plan`` (module docstring); partitions carry
-        ``priority`` = their rank in :meth:`Plan.priority_order`."""
-        g = self._base.copy()
-        g.graph["policy"] = plan.policy
-        timers = 0
-        for pid, attrs, preds, succ, at in self._partitions(plan, model, release):
-            g.add_node(pid, **attrs)
-            g.add_edges_from(((u, pid) for u in preds), control=False, bytes=attrs["bytes"])
-            g.add_edges_from(((pid, r) for r in succ), control=False, bytes=attrs["bytes"])
-            if at is not None:
-                tid = "release:" + pid[len("ar:"):]
-                g.add_node(tid, kind="timer", resource=CLOCK, duration=float(at))
-                g.add_edge(tid, pid, control=True, bytes=0)
-                timers += 1
-        if timers:
-            g.graph["resources"][CLOCK] = timers
-        return g
+        """The simulated op graph of ``plan`` (:meth:`PlanGraph.graph`).
+
+        Parameters
+        ----------
+        plan, model, release
+            As for :meth:`PlanGraph.graph`.
+
+        Returns
+        -------
+        networkx.DiGraph
+            The iteration with the plan's partitions and release timers.
+        """
+        return self._plans.graph(plan, model, release)
 
     def compile(self, plan: Plan, model: AllReduceModel,
                 release: Release | None = None) -> CompiledGraph:
-        """``compile_graph(self.graph(plan, model, release))``, built without networkx
-        (the base graph is compiled once; tested equal)."""
-        return self._compile(plan, model, release)[0]
+        """:meth:`graph` compiled, without networkx (:meth:`PlanGraph.compile`).
 
-    def _compile(self, plan: Plan, model: AllReduceModel, release: Release | None
-                 ) -> tuple[CompiledGraph, list[tuple[int, dict[str, Any]]]]:
-        base = self._compiled
-        parts = self._partitions(plan, model, release)
-        ids = list(base.ids)
-        duration = list(base.duration)
-        resource = list(base.resource)
-        priority = list(base.priority)
-        index = self._index
-        extra: dict[int, list[int]] = {}
-        timers = sum(at is not None for *_, at in parts)
-        rnames = list(base.resource_names)
-        capacity = list(base.capacity)
-        if timers:
-            rnames.append(CLOCK)
-            capacity.append(timers)
-        net, clock = rnames.index(NET), len(rnames) - 1
-        n = base.n
-        where: list[tuple[int, dict[str, Any]]] = []
-        for pid, attrs, preds, succ, at in parts:
-            i = n
-            n += 1
-            where.append((i, attrs))
-            ids.append(pid)
-            duration.append(attrs["duration"])
-            resource.append(net)
-            priority.append(attrs["priority"])
-            for u in preds:
-                extra.setdefault(index[u], []).append(i)
-            extra[i] = [index[r] for r in succ]
-            if at is not None:
-                ids.append("release:" + pid[len("ar:"):])
-                duration.append(float(at))
-                resource.append(clock)
-                priority.append(None)
-                extra[n] = [i]
-                n += 1
-        succ_ptr = [0]
-        succ_idx: list[int] = []
-        bp, bi = base.succ_ptr, base.succ_idx
-        for k in range(n):
-            if k < base.n:
-                succ_idx.extend(bi[bp[k]:bp[k + 1]])
-            succ_idx.extend(extra.get(k, ()))
-            succ_ptr.append(len(succ_idx))
-        indeg = [0] * n
-        for j in succ_idx:
-            indeg[j] += 1
-        cg = CompiledGraph(ids=ids, duration=duration, resource=resource, priority=priority,
-                           indegree=indeg, succ_ptr=succ_ptr, succ_idx=succ_idx,
-                           resource_names=rnames, capacity=capacity)
-        return cg, where
+        Parameters
+        ----------
+        plan, model, release
+            The plan, its all-reduce times and release times.
+
+        Returns
+        -------
+        CompiledGraph
+            Equal to ``compile_graph(self.graph(plan, model, release))``.
+        """
+        return self._plans.compile(plan, model, release)[0]
 
     def simulate(self, plan: Plan, model: AllReduceModel, release: Release | None = None,
                  validate: bool = True) -> PlanRun:
-        """Run ``plan`` with all-reduce times from ``model`` (see :func:`simulate_plan`)."""
-        cg, where = self._compile(plan, model, release)
+        """Run ``plan`` with all-reduce times from ``model``.
+
+        Parameters
+        ----------
+        plan, model, release
+            As for :meth:`graph`.
+        validate : bool
+            Check the schedule (:func:`commsched.sim.validate.check_schedule`).
+
+        Returns
+        -------
+        PlanRun
+            The simulated iteration (:func:`simulate_plan`).
+
+        Raises
+        ------
+        PlanError
+            As :meth:`graph` does.
+        """
+        cg, where = self._plans.compile(plan, model, release)
         s = simulate_compiled(cg)
         if validate:
             check_schedule(cg, s)

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.results import write_table
 
@@ -60,6 +61,25 @@ NETNS_BASE_PORT = 24000
 def log_sizes(min_bytes: int, max_bytes: int, points: int) -> list[int]:
     """``points`` log-spaced sizes from ``min_bytes`` to ``max_bytes``, multiples of 4.
 
+    Parameters
+    ----------
+    min_bytes, max_bytes : int
+        The smallest and largest size (``4 <= min_bytes <= max_bytes``).
+    points : int
+        How many sizes (>= 1; sizes that round to the same multiple of 4 count once).
+
+    Returns
+    -------
+    list of int
+        The sizes, ascending.
+
+    Raises
+    ------
+    CommschedError
+        If the bounds or ``points`` are out of range.
+
+    Examples
+    --------
     >>> log_sizes(4096, 65536, 5)
     [4096, 8192, 16384, 32768, 65536]
     """
@@ -159,7 +179,40 @@ def measure(
     op_timeout_s: float = 60.0,
     netns: str = "auto",
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Run the measurement for every worker count; the tidy table and how it was run."""
+    """Run the measurement for every worker count (module docstring).
+
+    Parameters
+    ----------
+    workers : sequence of int
+        Worker counts (each >= 2).
+    sizes : sequence of int
+        Tensor sizes in bytes (:func:`log_sizes`).
+    reps : int
+        Timed repetitions per size (>= 1).
+    timeout_s : float
+        Bound on the whole measurement; the workers still running then are killed.
+    op_timeout_s : float
+        Bound on one collective.
+    netns : {"auto", "on", "off"}
+        Whether to run in a private network namespace.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per worker count, rank, size and repetition (``seconds``).
+    dict
+        How it was run (network, strategy, host, load before and after).
+
+    Raises
+    ------
+    CommschedError
+        On bad arguments, a namespace that cannot be created, or a worker that failed or
+        did not finish in time.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3 (all-reduce time vs size).
+    """
     if reps < 1 or not sizes or not workers or min(workers) < 2:
         raise CommschedError("need reps >= 1, at least one size and worker counts >= 2")
     if netns not in ("auto", "on", "off"):
@@ -258,8 +311,20 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.pace.experiments.allreduce_bench",
-                                description=__doc__.split("\n")[0])
+    """Run the driver: ``measure`` (module docstring) or one ``worker`` (internal).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``measure ...`` or ``worker ...`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (bad sizes or worker counts, a worker that failed
+        or did not finish in time).
+    """
+    p = driver.parser(__name__, __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="run the measurement, write a CSV")
     m.add_argument("--workers", type=int, nargs="+", default=[2])
@@ -281,18 +346,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "worker":
         return _worker(args)
-    try:
+
+    def body() -> None:
         sizes = log_sizes(args.min_bytes, args.max_bytes, args.points)
         t0 = time.monotonic()
         df, setup = measure(args.workers, sizes, args.reps, args.timeout, args.op_timeout,
                             args.netns)
         setup["wall_seconds"] = round(time.monotonic() - t0, 1)
         write_table(df, args.output, setup)
-    except CommschedError as e:
-        print(f"allreduce_bench: error: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {len(df)} rows to {args.output} in {setup['wall_seconds']} s")
-    return 0
+        print(f"wrote {len(df)} rows to {args.output} in {setup['wall_seconds']} s")
+
+    return driver.run("allreduce_bench", body)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Run: ``python -m commsched.pace.experiments.allreduce_fit --measurement M.csv
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 from collections.abc import Sequence
@@ -32,15 +31,32 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from commsched import driver
 from commsched.cost.allreduce import fit_table, summarize
-from commsched.errors import CommschedError
-from commsched.plotting import check_figure_inputs
 from commsched.results import read_provenance, read_table, write_metrics, write_table
 
 __all__ = ["FigureConfig", "main", "metrics"]
 
+
 def metrics(fits: pd.DataFrame) -> dict[str, float]:
-    """Headline numbers of the fits (see the module docstring for the names)."""
+    """Headline numbers of the fits (module docstring for the names).
+
+    Parameters
+    ----------
+    fits : pandas.DataFrame
+        The fit table of :func:`commsched.cost.allreduce.fit_table` (one row per worker
+        count).
+
+    Returns
+    -------
+    dict
+        ``comm.allreduce.w<n>.{a_s,b_s_per_byte,r2,busbw_Bps}`` and, for consecutive
+        worker counts ``n < m``, the measured and the ring model's slope ratios.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C, Eq. (1) and Fig. 3: ``T(s) = a + b * s``.
+    """
     out: dict[str, float] = {}
     for r in fits.itertuples():
         key = f"comm.allreduce.w{r.workers}"
@@ -57,28 +73,50 @@ def metrics(fits: pd.DataFrame) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of ``notebooks/allreduce_fit.ipynb``, checked before anything is plotted."""
+class FigureConfig(driver.FigureConfig):
+    """Parameters of ``notebooks/allreduce_fit.ipynb``, checked before anything is plotted.
 
-    summary: str
-    fit: str
-    figure: str  # the PDF; the PNG is written beside it
+    Parameters
+    ----------
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    summary, fit : str
+        The summary and fit tables of :func:`main`.
 
-    def __post_init__(self) -> None:
-        check_figure_inputs("all-reduce", {"summary": self.summary, "fit": self.fit},
-                            self.figure, "run `snakemake comm_allreduce_fit`")
+    Raises
+    ------
+    CommschedError
+        If a table does not exist or ``figure`` is not a PDF path.
+    """
+
+    summary: str = ""
+    fit: str = ""
+    WHAT = "all-reduce"
+    HINT = "run `snakemake comm_allreduce_fit`"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.pace.experiments.allreduce_fit",
-                                description=__doc__.split("\n")[0])
+    """Run the driver (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--measurement M.csv --summary ... --fit ... --metrics ...``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (an unreadable or malformed measurement).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--measurement", required=True)
     p.add_argument("--summary", required=True)
     p.add_argument("--fit", required=True)
     p.add_argument("--metrics", required=True)
     p.add_argument("--ols", action="store_true", help="ordinary least squares (not relative)")
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         df = read_table(args.measurement)
         summary = summarize(df)
         fits = fit_table(summary, relative=not args.ols)
@@ -87,11 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_table(summary, args.summary, config)
         write_table(fits, args.fit, config)
         write_metrics(metrics(fits), args.metrics, config)
-    except CommschedError as e:
-        print(f"allreduce_fit: error: {e}", file=sys.stderr)
-        return 2
-    print(fits.to_string(index=False))
-    return 0
+        print(fits.to_string(index=False))
+
+    return driver.run("allreduce_fit", body)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Run: ``python -m commsched.pace.experiments.grad_sizes --traces T1.json T2.json
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.views.common import grad_producers, variable_bytes
 
@@ -41,7 +40,29 @@ MIB = 1 << 20
 
 
 def grad_rows(trace_path: str) -> list[dict[str, object]]:
-    """Rows of one trace (see the module docstring); empty for a trace without gradients."""
+    """The gradient tensors and all-reduces of one trace (module docstring).
+
+    Parameters
+    ----------
+    trace_path : str
+        A traced graph (:func:`commsched.model.traced.load_trace`).
+
+    Returns
+    -------
+    list of dict
+        One row per gradient tensor (``kind=tensor``) and one per all-reduce of the
+        all-reduce view (``kind=allreduce``); empty for a trace without gradients.
+
+    Raises
+    ------
+    CommschedError
+        If the trace cannot be read.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Fig. 4 (gradient tensor sizes) and Sec. IV-A (one
+    all-reduce per gradient-producing op).
+    """
     g = load_trace(trace_path)
     meta = g.graph.get("meta", {})
     model = str(meta.get("model") or Path(trace_path).stem)
@@ -58,7 +79,24 @@ def grad_rows(trace_path: str) -> list[dict[str, object]]:
 
 
 def size_metrics(df: pd.DataFrame) -> dict[str, float]:
-    """Per-model metrics over the ``kind=tensor`` rows."""
+    """Per-model metrics over the ``kind=tensor`` rows of :func:`grad_rows`.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Rows of :func:`grad_rows` (several models).
+
+    Returns
+    -------
+    dict
+        ``comm.grad_sizes.<model>.{n_tensors,total_MiB,median_bytes,frac_below_1MiB,
+        max_bytes}``.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 4: many gradient tensors are
+    small, so the all-reduce start-up cost matters.
+    """
     out: dict[str, float] = {}
     for model, d in df[df["kind"] == "tensor"].groupby("model"):
         b = d["bytes"].to_numpy(dtype=float)
@@ -72,25 +110,47 @@ def size_metrics(df: pd.DataFrame) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of ``notebooks/grad_sizes.ipynb``, checked before anything is plotted."""
+class FigureConfig(driver.FigureConfig):
+    """Parameters of ``notebooks/grad_sizes.ipynb``, checked before anything is plotted.
 
-    table: str
-    figure: str  # the PDF; the PNG is written beside it
+    Parameters
+    ----------
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    table : str
+        The table of :func:`main`.
 
-    def __post_init__(self) -> None:
-        check_figure_inputs("gradient-size", {"table": self.table}, self.figure,
-                            "run `snakemake comm_grad_sizes`")
+    Raises
+    ------
+    CommschedError
+        If the table does not exist or ``figure`` is not a PDF path.
+    """
+
+    table: str = ""
+    WHAT = "gradient-size"
+    HINT = "run `snakemake comm_grad_sizes`"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.pace.experiments.grad_sizes",
-                                description=__doc__.split("\n")[0])
+    """Run the driver (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--traces T ... --table G.csv --metrics M.csv``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (bad input: no training trace).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--traces", nargs="+", required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--metrics", required=True)
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         frames = [pd.DataFrame(grad_rows(t)) for t in sorted(args.traces)]
         frames = [f for f in frames if not f.empty]
         if not frames:
@@ -103,11 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = {"traces": sorted(args.traces)}
         write_table(df, args.table, config)
         write_metrics(size_metrics(df), args.metrics, config)
-    except CommschedError as e:
-        print(f"grad_sizes: error: {e}", file=sys.stderr)
-        return 2
-    print(df[df["kind"] == "tensor"].groupby("model")["bytes"].describe().to_string())
-    return 0
+        print(df[df["kind"] == "tensor"].groupby("model")["bytes"].describe().to_string())
+
+    return driver.run("grad_sizes", body)
 
 
 if __name__ == "__main__":

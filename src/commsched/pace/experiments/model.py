@@ -23,8 +23,6 @@ Run: ``python -m commsched.pace.experiments.model table|solvers --config-json '{
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import random
 import sys
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.cost.allreduce import allreduce_cost
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
@@ -45,11 +44,12 @@ from commsched.pace.lp import (
     paper_lp_max_coef,
     sound_lp,
 )
-from commsched.pace.model import PaceModel, SlotProblem, build_model, to_problem
+from commsched.pace.model import PaceModel, build_model
 from commsched.pace.schedule import jackson, objective
+from commsched.pace.slots import SlotProblem, to_problem
 from commsched.results import write_metrics, write_table
 
-__all__ = ["SETTINGS", "check_config", "main", "random_problem", "solver_rows", "table_rows"]
+__all__ = ["main", "random_problem", "solver_rows", "table_rows"]
 
 MB = 10**6
 
@@ -59,7 +59,31 @@ def _name(model: PaceModel, path: str) -> str:
 
 
 def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Table II analog and tensor sizes (module docstring)."""
+    """PACE's Table II columns and the gradient tensor sizes of traced models.
+
+    Parameters
+    ----------
+    paths : sequence of str
+        Traced training iterations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per trace: parameters (millions), all-reduce and compute operators, the
+        smallest, largest and second largest gradient tensor and the share below 1 MB.
+    dict
+        ``pace.table2.<model>.*`` and ``pace.tensors.<model>.*`` (module docstring).
+
+    Raises
+    ------
+    CommschedError
+        If a trace cannot be read or modelled.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Table II; Sec. II-C and Fig. 4 (tensor sizes);
+    Sec. IV-A (the window of computation operators).
+    """
     rows, metrics = [], {}
     for path in paths:
         trace = load_trace(path)
@@ -84,7 +108,26 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def random_problem(rng: random.Random, n: int, max_p: int) -> SlotProblem:
-    """A random problem with integer tails (LP (14) needs them)."""
+    """A random slotted problem with integer tails (LP (14) needs them).
+
+    Parameters
+    ----------
+    rng : random.Random
+        The seeded source of every choice.
+    n : int
+        Number of all-reduces.
+    max_p : int
+        Largest processing time in slots (releases are below ``2 * max_p``, tails below 4).
+
+    Returns
+    -------
+    SlotProblem
+        The problem.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14) (integral data).
+    """
     return SlotProblem(
         release=tuple(rng.randrange(0, 2 * max_p) for _ in range(n)),
         proc=tuple(rng.randint(1, max_p) for _ in range(n)),
@@ -102,43 +145,37 @@ def _lp14(problem: SlotProblem) -> tuple[float | None, str]:
         return None, f"failed: {e}"
 
 
-#: The settings :func:`solver_rows` reads from the ``pace`` config section, and their types.
-SETTINGS: dict[str, tuple[type, ...]] = {
-    "workers": (int,), "bandwidth_gbps": (int, float), "latency_us": (int, float),
-    "cost": (str,), "slot_ms": (int, float), "compute_scale": (int, float),
-}
-
-
-def check_config(cfg: Any) -> None:
-    """One-line :class:`CommschedError` unless ``cfg`` has every setting :func:`solver_rows`
-    reads, with its type (the values themselves are checked where they are used).
-
-    >>> check_config({"workers": "8"})
-    Traceback (most recent call last):
-    ...
-    commsched.errors.CommschedError: pace setting 'workers' must be int, got '8'
-    """
-    if not isinstance(cfg, Mapping):
-        raise CommschedError(f"the pace settings must be a mapping, got {type(cfg).__name__}")
-    for key, types in SETTINGS.items():
-        if key not in cfg:
-            raise CommschedError(f"the pace settings lack {key!r}")
-        value = cfg[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            kind = "a number" if float in types else types[0].__name__
-            raise CommschedError(f"pace setting {key!r} must be {kind}, got {value!r}")
-    rnd = cfg.get("lp14_random")
-    if not (isinstance(rnd, Mapping) and all(
-            isinstance(rnd.get(k), int) and not isinstance(rnd.get(k), bool)
-            for k in ("instances", "seed"))):
-        raise CommschedError("pace setting 'lp14_random' must be {instances: int, seed: int}, "
-                             f"got {rnd!r}")
-
-
 def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
                 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Solver agreement (module docstring); ``cfg`` is checked by :func:`check_config`."""
-    check_config(cfg)
+    """Solver agreement on traced and random problems (module docstring).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        Traced training iterations.
+    cfg : mapping
+        The ``pace`` config section, valid for the config schema
+        (:func:`commsched.driver.config_section`): ``workers``, ``bandwidth_gbps``,
+        ``latency_us``, ``cost``, ``slot_ms``, ``compute_scale`` and ``lp14_random``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per instance: the objective of the exact solver, the sound LP, the exact
+        solver on the integral problem and LP (14), with LP (14)'s status.
+    dict
+        ``pace.solvers.*`` counts (module docstring).
+
+    Raises
+    ------
+    CommschedError
+        If a trace cannot be read, or PACE's model of it cannot be built.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B: LP (14) and Theorem 2 (its optimum is
+    integral and optimal); Sec. V, Alg. 1 (balanced fusion).
+    """
     slot_s = cfg["slot_ms"] / 1e3
     cost = allreduce_cost(cfg["cost"], cfg["workers"], cfg["bandwidth_gbps"] * 1e9 / 8,
                           cfg["latency_us"] * 1e-6)
@@ -190,28 +227,39 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.pace.experiments.model",
-                                description=__doc__.split("\n")[0] if __doc__ else None)
+    """Run the driver: ``table`` or ``solvers`` (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``table|solvers [--config-json J] --traces T ... --table --metrics``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (a config the schema rejects, an unreadable trace).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("what", choices=["table", "solvers"])
     p.add_argument("--config-json", default="{}", help="the pace config section (solvers)")
     p.add_argument("--traces", nargs="+", required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--metrics", required=True)
     args = p.parse_args(argv)
-    try:
-        cfg = json.loads(args.config_json)
+
+    def body() -> None:
         if args.what == "table":
+            cfg: dict[str, Any] = {}
             df, metrics = table_rows(args.traces)
         else:
+            cfg = driver.config_section("pace", args.config_json)
             df, metrics = solver_rows(args.traces, cfg)
         config = {"what": args.what, "traces": args.traces, "pace": cfg}
         write_table(df, args.table, config)
         write_metrics(metrics, args.metrics, config)
-    except (CommschedError, json.JSONDecodeError) as e:
-        print(f"pace_model: error: {e}", file=sys.stderr)
-        return 2
-    print(df.to_string(index=False))
-    return 0
+        print(df.to_string(index=False))
+
+    return driver.run("pace_model", body)
 
 
 if __name__ == "__main__":
