@@ -12,8 +12,11 @@ rule runs as ``python -m``. Each one
 4. returns through :func:`run`, which turns a :class:`~commsched.errors.CommschedError`
    into one line on stderr and exit status 2.
 
-Notebooks check their parameters with a subclass of :class:`FigureConfig` before they
-plot anything.
+Drivers that also run by hand take their section from a config file or as JSON
+(:func:`add_config_options`, :func:`section_from_options`), and ``NAME=CSV`` lists with
+:func:`named_paths`. Notebooks check their parameters with a subclass of
+:class:`FigureConfig` (or :class:`KindFigureConfig`, when a ``kind`` picks the figure)
+before they plot anything.
 
 Examples
 --------
@@ -40,9 +43,22 @@ import jsonschema
 import yaml
 
 from commsched.errors import CommschedError
+from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
 
-__all__ = ["SCHEMA_PATH", "FigureConfig", "config_section", "parser", "run", "schema"]
+__all__ = [
+    "SCHEMA_PATH",
+    "FigureConfig",
+    "KindFigureConfig",
+    "add_config_options",
+    "config_section",
+    "load_section",
+    "named_paths",
+    "parser",
+    "run",
+    "schema",
+    "section_from_options",
+]
 
 #: The config schema of the pipeline, shipped with the package.
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "config.schema.yaml"
@@ -97,10 +113,133 @@ def config_section(section: str, data: Mapping[str, Any] | str) -> dict[str, Any
 
 
 def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
-    """The argument parser of driver ``module`` (its ``__name__``), described by the first
-    line of its docstring."""
+    """The argument parser of a driver, described by the first line of its docstring.
+
+    Parameters
+    ----------
+    module : str
+        The driver's ``__name__`` (under ``python -m`` that is ``__main__``: the module's
+        own name is then taken from its spec, so usage lines name the real module).
+    doc : str or None
+        The driver's module docstring.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    if module == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        module = spec.name if spec is not None else module
     return argparse.ArgumentParser(prog=f"python -m {module}",
                                    description=doc.splitlines()[0] if doc else None)
+
+
+def add_config_options(p: argparse.ArgumentParser, section: str) -> None:
+    """Add the mutually exclusive ``--config FILE`` and ``--config-json JSON`` to ``p``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A driver's parser (:func:`commsched.driver.parser`).
+    section : str
+        The config section the driver reads (for the help texts).
+    """
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--config", default="config/config.yaml",
+                     help=f"config file with a '{section}' section (default %(default)s)")
+    src.add_argument("--config-json", help=f"the '{section}' section as a JSON object")
+
+
+def load_section(path: str | Path, section: str) -> dict[str, Any]:
+    """One section of a YAML (or JSON) config file, checked against the schema.
+
+    Parameters
+    ----------
+    path : str or Path
+        The config file.
+    section : str
+        The top-level key.
+
+    Returns
+    -------
+    dict
+        The section.
+
+    Raises
+    ------
+    CommschedError
+        One line naming the file: it is missing or malformed, has no such section, or
+        the schema rejects the section.
+    """
+    data = read_yaml(path)
+    if not isinstance(data, dict) or section not in data:
+        raise CommschedError(f"{path}: no '{section}' section")
+    try:
+        return config_section(section, data[section])
+    except CommschedError as e:
+        raise CommschedError(f"{path}: {e}") from None
+
+
+def section_from_options(args: argparse.Namespace, section: str) -> dict[str, Any]:
+    """The section that :func:`add_config_options`' options name, checked.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``config`` and ``config_json``.
+    section : str
+        The top-level key.
+
+    Returns
+    -------
+    dict
+        The section: ``--config-json`` when given, else the one of ``--config``.
+
+    Raises
+    ------
+    CommschedError
+        Invalid JSON, or as :func:`load_section`.
+    """
+    if args.config_json is not None:
+        return config_section(section, args.config_json)
+    return load_section(args.config, section)
+
+
+def named_paths(items: list[str] | None, allowed: tuple[str, ...], flag: str = "--tables"
+                ) -> dict[str, str]:
+    """``NAME=PATH`` arguments (a driver's ``--tables``) as ``{name: path}``.
+
+    Parameters
+    ----------
+    items : list of str or None
+        The flag's values.
+    allowed : tuple of str
+        The names the driver knows.
+    flag : str
+        The flag, for messages.
+
+    Returns
+    -------
+    dict of str to str
+        ``{name: path}`` in the given order.
+
+    Raises
+    ------
+    CommschedError
+        If the flag is missing or an item is not ``NAME=PATH`` with a known name.
+    """
+    if not items:
+        raise CommschedError(f"{flag}: expected NAME=CSV ... (NAME in {', '.join(allowed)})")
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in allowed or not path:
+            raise CommschedError(f"{flag}: expected NAME=CSV with NAME in "
+                                 f"{', '.join(allowed)}, got {item!r}")
+        out[name] = path
+    return out
+
+
 
 
 def run(name: str, body: Callable[[], int | None]) -> int:
@@ -139,3 +278,38 @@ class FigureConfig:
 
     def __post_init__(self) -> None:
         check_figure_inputs(self.WHAT, self.tables(), self.figure, self.HINT)
+
+
+@dataclasses.dataclass(frozen=True)
+class KindFigureConfig(FigureConfig):
+    """A notebook's parameters where ``kind`` picks one of :attr:`KINDS` figures.
+
+    A subclass declares its tables and a ``str`` field ``kind``; ``kind`` is not checked
+    as a table but must be one of :attr:`KINDS`.
+
+    Raises
+    ------
+    CommschedError
+        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
+    """
+
+    KINDS: ClassVar[tuple[str, ...]] = ()
+
+    def tables(self) -> dict[str, str]:
+        """The input tables.
+
+        Returns
+        -------
+        dict of str to str
+            ``{field: path}`` of the ``str`` fields but ``figure`` and ``kind``.
+        """
+        return {k: v for k, v in super().tables().items() if k != "kind"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # each subclass declares ``kind`` where it fits among its fields (with or without
+        # a default), so this class cannot
+        kind = getattr(self, "kind")  # noqa: B009
+        if kind not in self.KINDS:
+            raise CommschedError(f"{self.WHAT} figure: kind {kind!r} is not one of "
+                                 f"{', '.join(self.KINDS)}")

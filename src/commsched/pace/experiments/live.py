@@ -69,7 +69,6 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, emulated_cluster
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.pace.experiments.figures import KindFigureConfig
 from commsched.pace.experiments.live_analysis import metrics, summarize, tables
 from commsched.pace.experiments.live_plans import LiveModel, Params, make_plans
 from commsched.pace.live.ddp import NO_COMM, WorkerConfig
@@ -188,7 +187,7 @@ FIGURE_KINDS = ("steptime", "utilisation")
 
 
 @dataclass(frozen=True)
-class FigureConfig(KindFigureConfig):
+class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/pace_live.ipynb``, checked before plotting.
 
     Parameters

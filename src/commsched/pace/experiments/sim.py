@@ -74,7 +74,6 @@ from dataclasses import dataclass
 from commsched import driver
 from commsched.errors import CommschedError
 from commsched.pace.experiments.fig2 import run_fig2
-from commsched.pace.experiments.figures import KindFigureConfig
 from commsched.pace.experiments.sim_metrics import headline_metrics
 from commsched.pace.experiments.sim_sweeps import SWEEPS, Params, load_models, run_experiment
 from commsched.results import read_table, write_metrics, write_table
@@ -91,7 +90,7 @@ FIGURE_KINDS = SWEEPS
 
 
 @dataclass(frozen=True)
-class FigureConfig(KindFigureConfig):
+class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/pace_*.ipynb`` notebooks, checked before plotting.
 
     Parameters
@@ -132,10 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     p = driver.parser(__name__, __doc__)
     p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--config", default="config/config.yaml",
-                     help="config file with a 'pace_sim' section (default %(default)s)")
-    src.add_argument("--config-json", help="the 'pace_sim' section as a JSON object")
+    driver.add_config_options(p, "pace_sim")
     p.add_argument("--trace-dir", default="data/traces",
                    help="where the config's traces live (default %(default)s)")
     p.add_argument("--traces", nargs="+", help="trace files (named <trace>.json.gz) instead "
@@ -151,14 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         if args.experiment == "metrics":
-            if not args.tables or not args.metrics:
+            if not args.metrics:
                 raise CommschedError("metrics needs --tables EXPERIMENT=CSV ... and --metrics")
-            tables = {}
-            for item in args.tables:
-                exp, sep, path = item.partition("=")
-                if not sep or exp not in EXPERIMENTS:
-                    raise CommschedError(f"--tables: expected EXPERIMENT=CSV, got {item!r}")
-                tables[exp] = read_table(path)
+            tables = {exp: read_table(path)
+                      for exp, path in driver.named_paths(args.tables, EXPERIMENTS).items()}
             write_metrics(headline_metrics(tables), args.metrics, {"tables": args.tables})
             return
         if not args.table:
@@ -166,8 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.experiment == "fig2":
             write_table(run_fig2(), args.table, {"experiment": "fig2"})
             return
-        params = (Params.from_mapping(args.config_json) if args.config_json is not None
-                  else Params.from_file(args.config))
+        params = Params.from_mapping(driver.section_from_options(args, "pace_sim"))
         models = load_models(params, args.trace_dir, args.traces)
         df = run_experiment(args.experiment, models, params, progress=say)
         write_table(df, args.table, {**params.raw, "experiment": args.experiment})

@@ -25,7 +25,6 @@ import pandas as pd
 from commsched import driver
 from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
-from commsched.io.structured import read_yaml
 from commsched.model.traced import load_trace
 from commsched.pace.baselines import PolicyContext
 from commsched.pace.planrun import PlanRun
@@ -77,8 +76,8 @@ class ModelSpec:
 class Params:
     """The ``pace_sim:`` config section (schema: ``src/commsched/schemas/config.schema.yaml``).
 
-    Build it with :meth:`from_mapping` or :meth:`from_file`, which check the section
-    against the schema (:func:`commsched.driver.config_section`).
+    Build it with :meth:`from_mapping` (from a file: :func:`commsched.driver.load_section`),
+    which checks the section against the schema (:func:`commsched.driver.config_section`).
 
     Parameters
     ----------
@@ -164,34 +163,6 @@ class Params:
             scale_policies=tuple(sc["policies"]),
             raw=m,
         )
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> Params:
-        """The parameters of the ``pace_sim`` section of a config file.
-
-        Parameters
-        ----------
-        path : path
-            A YAML config file (``config/config.yaml``).
-
-        Returns
-        -------
-        Params
-            As :meth:`from_mapping` gives them.
-
-        Raises
-        ------
-        CommschedError
-            If the file cannot be read, has no ``pace_sim`` section, or the schema
-            rejects the section (one line naming the file and the key).
-        """
-        data = read_yaml(path)
-        if not isinstance(data, dict) or "pace_sim" not in data:
-            raise CommschedError(f"{path}: no 'pace_sim' section")
-        try:
-            return cls.from_mapping(data["pace_sim"])
-        except CommschedError as e:
-            raise CommschedError(f"{path}: {e}") from None
 
 
 @dataclass

@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error on stderr.
     """
-    p = driver.parser(__spec__.name, __doc__)
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--sizes", type=int, nargs="+", required=True, help="recv counts")
     p.add_argument("--instances", type=int, required=True,
                    help="random DAG instances per size and channel count")

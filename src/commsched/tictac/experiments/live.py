@@ -82,11 +82,6 @@ import pandas as pd
 
 from commsched import driver
 from commsched.results import write_metrics, write_table
-from commsched.tictac.experiments.skeleton import (
-    KindFigureConfig,
-    add_config_options,
-    section_from_options,
-)
 from commsched.tictac.live.analysis import analyse
 from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.runner import cluster_run, reuse_results, skipped_reason
@@ -100,7 +95,7 @@ FIGURE_KINDS = ("steptime_cdf", "gain", "prediction", "transfers")
 
 
 @dataclass(frozen=True)
-class FigureConfig(KindFigureConfig):
+class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/live.ipynb``, checked before plotting.
 
     Attributes
@@ -141,8 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, also when the experiment is skipped; 2 after a one-line error on stderr.
     """
-    p = driver.parser(__spec__.name, __doc__)
-    add_config_options(p, "live")
+    p = driver.parser(__name__, __doc__)
+    driver.add_config_options(p, "live")
     p.add_argument("--traces", nargs="*", default=[],
                    help="traced graphs of the live models (rule live_trace)")
     p.add_argument("--workdir", default="results/live/run", help="plans, client logs")
@@ -159,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     def body() -> None:
-        params = LiveParams.from_config(section_from_options(args, "live"))
+        params = LiveParams.from_config(driver.section_from_options(args, "live"))
         reason = skipped_reason(params)
         if reason:
             say(f"live experiment skipped: {reason}")

@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error on stderr.
     """
-    p = driver.parser(__spec__.name, __doc__)
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--counts", required=True, help="commsched trace --count output")
     p.add_argument("--paper", required=True, help="the paper's table (YAML)")
     p.add_argument("--table", required=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from commsched import driver
+from commsched.driver import load_section
 from commsched.errors import CommschedError
 from commsched.tictac import ORDERINGS
-from commsched.tictac.experiments.skeleton import load_section
 from commsched.tictac.sim import Interleave
 
 __all__ = ["ALGOS", "CONTROL", "FIGURES", "SWEEPS", "Params"]
@@ -168,7 +168,7 @@ class Params:
         ------
         CommschedError
             If the file is missing or malformed, has no ``tictac`` section, or the
-            section is invalid (:func:`~commsched.tictac.experiments.skeleton.load_section`,
+            section is invalid (:func:`~commsched.driver.load_section`,
             :meth:`from_mapping`).
         """
         return cls.from_mapping(load_section(path, "tictac"))

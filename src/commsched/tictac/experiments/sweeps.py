@@ -117,11 +117,6 @@ from dataclasses import dataclass
 from commsched import driver
 from commsched.errors import CommschedError
 from commsched.results import read_table, write_metrics, write_table
-from commsched.tictac.experiments.skeleton import (
-    KindFigureConfig,
-    add_config_options,
-    section_from_options,
-)
 from commsched.tictac.experiments.sweep_config import FIGURES, Params
 from commsched.tictac.experiments.sweep_metrics import headline_metrics
 from commsched.tictac.experiments.sweep_runs import run_figure, run_steptime
@@ -135,7 +130,7 @@ FIGURE_KINDS = ("workers", "servers", "batch", "ratio", "efficiency", "tic_vs_ta
 
 
 @dataclass(frozen=True)
-class FigureConfig(KindFigureConfig):
+class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/tictac_*.ipynb`` notebooks, checked before plotting.
 
     Attributes
@@ -177,9 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error on stderr (bad config, trace or table).
     """
-    p = driver.parser(__spec__.name, __doc__)
+    p = driver.parser(__name__, __doc__)
     p.add_argument("figure", choices=[*FIGURES, "metrics"])
-    add_config_options(p, "tictac")
+    driver.add_config_options(p, "tictac")
     p.add_argument("--trace-dir", default="data/traces",
                    help="where the config's trace names live (default %(default)s)")
     p.add_argument("--traces", nargs="+", help="trace files overriding the config's traces")
@@ -193,14 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     def metrics() -> None:
-        if not args.tables or not args.metrics:
+        if not args.metrics:
             raise CommschedError("metrics needs --tables FIGURE=CSV ... and --metrics")
-        tables = {}
-        for item in args.tables:
-            fig, sep, path = item.partition("=")
-            if not sep or fig not in FIGURES:
-                raise CommschedError(f"--tables: expected FIGURE=CSV, got {item!r}")
-            tables[fig] = read_table(path)
+        tables = {fig: read_table(path)
+                  for fig, path in driver.named_paths(args.tables, FIGURES).items()}
         write_metrics(headline_metrics(tables), args.metrics, {"tables": args.tables})
 
     def body() -> None:
@@ -208,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return metrics()
         if not args.table:
             raise CommschedError(f"{args.figure} needs --table")
-        params = Params.from_mapping(section_from_options(args, "tictac"))
+        params = Params.from_mapping(driver.section_from_options(args, "tictac"))
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
             paths = args.traces or [trace_file(args.trace_dir, t)

@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error on stderr.
     """
-    p = driver.parser(__spec__.name, __doc__)
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--graphs", nargs="+", required=True, help="toy op graphs (JSON)")
     p.add_argument("--random-orders", type=int, required=True, help="random orders per toy")
     p.add_argument("--seed", type=int, required=True, help="seed of the random orders")
