@@ -69,18 +69,24 @@ def legend_below(fig: plt.Figure, handles: Sequence[Any] | None = None,
                  title: str | None = None) -> None:
     """One legend for the whole figure, below every panel, so that it never covers data.
 
-    Without ``handles`` it collects the labelled artists of every axes (each label once).
+    Without ``handles`` it collects, each label once, the entries of every axes' legend
+    (seaborn draws its own) or else the axes' labelled artists.
     """
     if handles is None:
         seen: dict[str, Any] = {}
         for ax in fig.axes:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            leg = ax.get_legend()
+            pairs = (zip(leg.legend_handles, [t.get_text() for t in leg.get_texts()],
+                         strict=True) if leg is not None
+                     else zip(*ax.get_legend_handles_labels(), strict=True))
+            for h, lab in pairs:
                 seen.setdefault(lab, h)
         labels, handles = list(seen), list(seen.values())
     assert labels is not None
     for ax in fig.axes:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
+        leg = ax.get_legend()
+        if leg is not None:
+            leg.remove()
     n = len(labels)
     ncol = ncol or min(n, 5)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
