@@ -106,7 +106,7 @@ def save_figure(fig: plt.Figure, stem: str | os.PathLike[str]) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(".pdf"), stem.with_suffix(".png")]
     for p in paths:
-        fig.savefig(p, bbox_extra_artists=fig.legends or None)
+        fig.savefig(p)
     plt.close(fig)
     if get_ipython() is not None:
         display(Image(filename=str(paths[1])))

@@ -38,3 +38,17 @@ REPORTING = any(a == "--report" or a.startswith("--report=") for a in sys.argv)
 def made_so_far(paths):
     """``paths``, or under ``--report`` only those that exist."""
     return [p for p in paths if not REPORTING or os.path.exists(p)]
+
+
+# The report's landing page lists the claims table (workflow/report/workflow.rst renders
+# config["_report_claims"]): results/claims.csv, or after a partial run the claims judged
+# now against the metrics tables made so far.
+if REPORTING:
+    from commsched.explore import paper_vs_ours
+
+    _claims = paper_vs_ours(["*"], "results/claims.csv")
+    config["_report_claims"] = {
+        "source": _claims.attrs["source"],
+        "rows": [{k: ("–" if v is None or v != v else str(v)) for k, v in r.items()}
+                 for r in _claims.to_dict("records")],
+    }
