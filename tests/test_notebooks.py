@@ -43,6 +43,7 @@ from commsched.plotting import check_figure_inputs
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 FIX = ROOT / "tests" / "fixtures" / "notebooks"
+HTML = HTMLExporter()  # one exporter: its templates load once
 
 
 def _f(name: str) -> str:
@@ -136,7 +137,7 @@ def test_notebook_shows_its_figure(executed: dict[str, dict[str, Any]], cid: str
     assert pngs, f"{cid}: no image/png output"
     assert base64.b64decode(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n"
     assert r["pdf"].is_file() and r["pdf"].with_suffix(".png").is_file()
-    html, _ = HTMLExporter().from_notebook_node(nb)
+    html, _ = HTML.from_notebook_node(nb)
     assert "data:image/png;base64," in html, f"{cid}: nbconvert's HTML has no image"
     # the paper-vs-ours cell printed where its rows come from
     assert any("claims" in "".join(o.get("text", "")) for c in nb.cells

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import seaborn as sns
 from IPython import get_ipython
 from IPython.display import Image, display
@@ -22,7 +23,8 @@ from IPython.display import Image, display
 from commsched.errors import CommschedError
 from commsched.paths import repo_root
 
-__all__ = ["check_figure_inputs", "legend_below", "save_figure", "setup_style", "styles"]
+__all__ = ["check_figure_inputs", "legend_below", "save_figure", "select", "setup_style",
+           "styles"]
 
 #: Markers and dash patterns that stay apart in grey and in a colourblind palette.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h", "p")
@@ -111,6 +113,25 @@ def save_figure(fig: plt.Figure, stem: str | os.PathLike[str]) -> list[Path]:
     if get_ipython() is not None:
         display(Image(filename=str(paths[1])))
     return paths
+
+
+def select(df: pd.DataFrame, column: str, values: Sequence[Any], what: str) -> pd.DataFrame:
+    """The rows of ``df`` whose ``column`` is one of ``values`` (a notebook's knob, e.g. the
+    models to draw); all rows when ``values`` is empty.
+
+    Raises
+    ------
+    CommschedError
+        A value the table does not have (one line naming them and the values it has).
+    """
+    if not values:
+        return df
+    have = list(dict.fromkeys(df[column]))
+    unknown = [v for v in values if v not in have]
+    if unknown:
+        raise CommschedError(f"{what}: {column} {', '.join(map(str, unknown))} not in the "
+                             f"table (it has {', '.join(map(str, have))})")
+    return df[df[column].isin(list(values))]
 
 
 def check_figure_inputs(what: str, tables: Mapping[str, str], figure: str, hint: str) -> None:

@@ -16,12 +16,13 @@ validate(config, "../../src/commsched/schemas/config.schema.yaml")
 # Rules run `commsched`, `python` and `papermill` of the environment that runs Snakemake
 # (`.venv/bin/snakemake --cores 2 toys` works without the venv on PATH); under --use-conda
 # the rule's conda environment provides them instead.
-VENV_BIN = Path(sys.executable).parent
-if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
-    shell.prefix(f'export PATH={shlex.quote(str(VENV_BIN))}:"$PATH"; ')
 # Headless: drivers and notebook kernels draw with Agg; the executed notebooks still hold
 # their figures as image outputs (commsched.plotting.save_figure).
-os.environ["MPLBACKEND"] = "agg"
+VENV_BIN = Path(sys.executable).parent
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    shell.prefix("export MPLBACKEND=agg; ")
+else:
+    shell.prefix(f'export MPLBACKEND=agg PATH={shlex.quote(str(VENV_BIN))}:"$PATH"; ')
 
 # Final outputs of every area; rule files extend it, rule `all` requests it.
 ALL_TARGETS = []
@@ -33,11 +34,6 @@ CONDA_ENV = "../../environment.yml"
 # `snakemake --report report.html` after any subset of targets: rule `all` then asks only
 # for the outputs made so far, so every file marked for the report exists.
 REPORTING = any(a == "--report" or a.startswith("--report=") for a in sys.argv)
-
-
-def made_so_far(paths):
-    """``paths``, or under ``--report`` only those that exist."""
-    return [p for p in paths if not REPORTING or os.path.exists(p)]
 
 
 # The report's landing page lists the claims table (workflow/report/workflow.rst renders
