@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -273,3 +274,17 @@ def test_jupyterlab_renders_a_figure_in_chromium(executed: dict[str, dict[str, A
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100, "the screenshot is blank"
+
+
+def test_readme_names_the_notebooks_that_exist() -> None:
+    """The notebook column of the README's claims table names files under notebooks/."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Claims and where they come from", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.split(" | ")]
+        if row.startswith("| `") and len(cells) >= 4:
+            named |= {n for n in re.findall(r"`([\w.]+\.ipynb)`", cells[3].split("(run as")[0])}
+    assert named, "no notebook found in the README's claims table"
+    missing = sorted(n for n in named if not (NOTEBOOKS / n).is_file())
+    assert not missing, missing
