@@ -117,7 +117,7 @@ def save_figure(fig: plt.Figure, stem: str | os.PathLike[str]) -> list[Path]:
 
 def select(df: pd.DataFrame, column: str, values: Sequence[Any], what: str) -> pd.DataFrame:
     """The rows of ``df`` whose ``column`` is one of ``values`` (a notebook's knob, e.g. the
-    models to draw); all rows when ``values`` is empty.
+    models to draw; one string is one value); all rows when ``values`` is empty.
 
     Raises
     ------
@@ -126,6 +126,8 @@ def select(df: pd.DataFrame, column: str, values: Sequence[Any], what: str) -> p
     """
     if not values:
         return df
+    if isinstance(values, str):  # one name given as a string (papermill -p models vgg16)
+        values = [values]
     have = list(dict.fromkeys(df[column]))
     unknown = [v for v in values if v not in have]
     if unknown:
