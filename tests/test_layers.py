@@ -4,8 +4,9 @@ The layers, bottom to top (README, "The library"):
 
 0. leaves: ``errors``, ``progress``, ``atomic``
 1. shared helpers: ``registry`` (one per algorithm family), ``results`` (tables with
-   provenance), ``plotting``
-2. the model: ``model`` (the op graph and the traced-graph accessors)
+   provenance), ``paths`` (the repository root, for notebooks run from any folder)
+2. the model: ``model`` (the op graph and the traced-graph accessors); ``plotting`` (the
+   notebooks' figure helpers, on ``paths`` and ``results``)
 3. file formats: ``io``
 4. generic engines and cost models: ``sim``, ``cost``, ``trace``, ``cluster``
 5. communication views of a trace: ``views``
@@ -14,7 +15,8 @@ The layers, bottom to top (README, "The library"):
    ``tictac``, then ``pace`` (which ports TicTac as a baseline policy), ``echelon``,
    ``placement``
 8. the claims table: ``claims``
-9. the front doors, each above the one before: ``commands``, ``cli``, ``__main__``
+9. the front doors, each above the one before: ``commands``, ``cli``, ``__main__``;
+   beside ``commands``, ``explore`` (the notebooks' paper-vs-ours rows, on ``claims``)
 
 A module may import its own top-level package and anything in a lower layer. Within
 layer 7 a work may import only the works listed before it in :data:`WORK_ORDER`.
@@ -33,14 +35,14 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "commsched"
 
 LAYERS: dict[str, int] = {
     "__init__": 0, "errors": 0, "progress": 0, "atomic": 0,
-    "registry": 1, "results": 1, "plotting": 1,
-    "model": 2,
+    "registry": 1, "results": 1, "paths": 1,
+    "model": 2, "plotting": 2,
     "io": 3,
     "sim": 4, "cost": 4, "trace": 4, "cluster": 4,
     "views": 5,
     "driver": 6,
     "tictac": 7, "pace": 7, "echelon": 7, "placement": 7,
-    "claims": 8, "commands": 9, "cli": 10, "__main__": 11,
+    "claims": 8, "explore": 9, "commands": 9, "cli": 10, "__main__": 11,
 }
 #: Works may import works listed before them (PACE runs TicTac's order as a baseline).
 WORK_ORDER = ("tictac", "pace", "echelon", "placement")

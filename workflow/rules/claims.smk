@@ -5,7 +5,7 @@ rule claims:
         metrics=METRICS_TABLES,
     output:
         md="results/claims.md",
-        csv="results/claims.csv",
+        csv=report("results/claims.csv", caption="../report/claims.rst", category="Claims"),
     log:
         "logs/claims.log",
     conda:

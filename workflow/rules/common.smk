@@ -1,11 +1,28 @@
-"""Helpers shared by every rule file: config validation and the list of final targets."""
+"""Helpers shared by every rule file: config validation, the tools rules run, and the list
+of final targets."""
 
 import glob
+import os
+import shlex
+import sys
+from pathlib import Path
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 
 validate(config, "../../src/commsched/schemas/config.schema.yaml")
+
+# Rules run `commsched`, `python` and `papermill` of the environment that runs Snakemake
+# (`.venv/bin/snakemake --cores 2 toys` works without the venv on PATH); under --use-conda
+# the rule's conda environment provides them instead.
+# Headless: drivers and notebook kernels draw with Agg; the executed notebooks still hold
+# their figures as image outputs (commsched.plotting.save_figure).
+VENV_BIN = Path(sys.executable).parent
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    shell.prefix("export MPLBACKEND=agg; ")
+else:
+    shell.prefix(f'export MPLBACKEND=agg PATH={shlex.quote(str(VENV_BIN))}:"$PATH"; ')
 
 # Final outputs of every area; rule files extend it, rule `all` requests it.
 ALL_TARGETS = []
@@ -13,3 +30,21 @@ ALL_TARGETS = []
 METRICS_TABLES = []
 # Software environment of every rule (`--use-conda` builds it; same pins as the .venv).
 CONDA_ENV = "../../environment.yml"
+
+# `snakemake --report report.html` after any subset of targets: rule `all` then asks only
+# for the outputs made so far, so every file marked for the report exists.
+REPORTING = any(a == "--report" or a.startswith("--report=") for a in sys.argv)
+
+
+# The report's landing page lists the claims table (workflow/report/workflow.rst renders
+# config["_report_claims"]): results/claims.csv, or after a partial run the claims judged
+# now against the metrics tables made so far.
+if REPORTING:
+    from commsched.explore import paper_vs_ours
+
+    _claims = paper_vs_ours(["*"], "results/claims.csv")
+    config["_report_claims"] = {
+        "source": _claims.attrs["source"],
+        "rows": [{k: ("–" if v is None or v != v else str(v)) for k, v in r.items()}
+                 for r in _claims.to_dict("records")],
+    }

@@ -63,7 +63,7 @@ rule echelon_core_figure:
         fig2=ECHELON_CORE_FIG2,
         gaps=ECHELON_CORE_GAPS,
     output:
-        nb="results/notebooks/echelon_core.ipynb",
+        nb=report("results/notebooks/echelon_core.ipynb", category="Notebooks"),
         pdf=ECHELON_CORE_FIGURES[0],
         png=report(
             ECHELON_CORE_FIGURES[1],
@@ -155,7 +155,7 @@ rule echelon_eval_figure:
         jobs=ECHELON_EVAL_JOBS,
         iterations=ECHELON_EVAL_ITERATIONS,
     output:
-        nb="results/notebooks/echelon_eval_{kind}.ipynb",
+        nb=report("results/notebooks/echelon_eval_{kind}.ipynb", category="Notebooks"),
         pdf="results/figures/echelon_eval_{kind}.pdf",
         png=report(
             "results/figures/echelon_eval_{kind}.png",
@@ -246,7 +246,7 @@ rule echelon_replay_figure:
         tables=ECHELON_REPLAY_TABLES,
         bins=ECHELON_REPLAY_BINS,
     output:
-        nb="results/notebooks/echelon_replay.ipynb",
+        nb=report("results/notebooks/echelon_replay.ipynb", category="Notebooks"),
         pdf="results/figures/echelon_replay.pdf",
         png=report(
             "results/figures/echelon_replay.png",

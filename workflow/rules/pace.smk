@@ -99,7 +99,7 @@ rule comm_allreduce_figure:
         summary=COMM_SUMMARY,
         fit=COMM_FIT,
     output:
-        nb="results/notebooks/allreduce_fit.ipynb",
+        nb=report("results/notebooks/allreduce_fit.ipynb", category="Notebooks"),
         pdf=COMM_FIT_FIGURES[0],
         png=report(COMM_FIT_FIGURES[1], caption="../report/allreduce_fit.rst",
                    category="Communication model"),
@@ -134,7 +134,7 @@ rule comm_grad_sizes_figure:
         nb="notebooks/grad_sizes.ipynb",
         table=COMM_GRAD_TABLE,
     output:
-        nb="results/notebooks/grad_sizes.ipynb",
+        nb=report("results/notebooks/grad_sizes.ipynb", category="Notebooks"),
         pdf=COMM_GRAD_FIGURES[0],
         png=report(COMM_GRAD_FIGURES[1], caption="../report/grad_sizes.rst",
                    category="Communication model"),
@@ -381,7 +381,7 @@ rule pace_sim_speed_figure:
         nb="notebooks/pace_speed.ipynb",
         table=PACE_SIM_TABLE,
     output:
-        nb="results/notebooks/pace_sim_{experiment}.ipynb",
+        nb=report("results/notebooks/pace_sim_{experiment}.ipynb", category="Notebooks"),
         pdf="results/figures/pace_sim_{experiment}.pdf",
         png=report(
             "results/figures/pace_sim_{experiment}.png",
@@ -405,7 +405,7 @@ rule pace_sim_usage_figure:
         nb="notebooks/pace_usage.ipynb",
         table=expand(PACE_SIM_TABLE, experiment="usage"),
     output:
-        nb="results/notebooks/pace_sim_usage.ipynb",
+        nb=report("results/notebooks/pace_sim_usage.ipynb", category="Notebooks"),
         pdf="results/figures/pace_sim_usage.pdf",
         png=report(
             "results/figures/pace_sim_usage.png",
@@ -496,7 +496,7 @@ rule pace_live_figure:
         link=PACE_LIVE_TABLES["link"],
         allreduces=PACE_LIVE_TABLES["allreduces"],
     output:
-        nb="results/notebooks/pace_live_{name}.ipynb",
+        nb=report("results/notebooks/pace_live_{name}.ipynb", category="Notebooks"),
         pdf="results/figures/pace_live_{name}.pdf",
         png=report(
             "results/figures/pace_live_{name}.png",

@@ -121,7 +121,7 @@ rule placement_figure:
         nb="notebooks/placement_bars.ipynb",
         table=PLACEMENT_TABLE,
     output:
-        nb="results/notebooks/placement_{experiment}_{kind}.ipynb",
+        nb=report("results/notebooks/placement_{experiment}_{kind}.ipynb", category="Notebooks"),
         pdf="results/figures/placement_{experiment}_{kind}.pdf",
         png=report(
             "results/figures/placement_{experiment}_{kind}.png",
@@ -147,7 +147,7 @@ rule placement_seven_figure:
         nb="notebooks/placement_seven.ipynb",
         table=PLACEMENT_GANTT,
     output:
-        nb="results/notebooks/placement_seven_{kind}.ipynb",
+        nb=report("results/notebooks/placement_seven_{kind}.ipynb", category="Notebooks"),
         pdf="results/figures/placement_seven_{kind}.pdf",
         png=report(
             "results/figures/placement_seven_{kind}.png",

@@ -71,7 +71,7 @@ rule toys_figure:
         nb="notebooks/toys.ipynb",
         table=TOYS_TABLE,
     output:
-        nb="results/notebooks/toys.ipynb",
+        nb=report("results/notebooks/toys.ipynb", category="Notebooks"),
         pdf=TOYS_FIGURES[0],
         png=report(TOYS_FIGURES[1], caption="../report/toys.rst", category="TicTac toys"),
     log:
@@ -223,7 +223,7 @@ rule tictac_scaling_figure:
         nb="notebooks/tictac_scaling.ipynb",
         table=TICTAC_TABLE,
     output:
-        nb="results/notebooks/tictac_{figure}.ipynb",
+        nb=report("results/notebooks/tictac_{figure}.ipynb", category="Notebooks"),
         pdf="results/figures/tictac_{figure}.pdf",
         png=report(
             "results/figures/tictac_{figure}.png",
@@ -249,7 +249,7 @@ rule tictac_models_figure:
         nb="notebooks/tictac_models.ipynb",
         table=lambda w: TICTAC_TABLE.format(figure="arxiv" if w.name == "arxiv" else "models"),
     output:
-        nb="results/notebooks/tictac_{name}.ipynb",
+        nb=report("results/notebooks/tictac_{name}.ipynb", category="Notebooks"),
         pdf="results/figures/tictac_{name}.pdf",
         png=report(
             "results/figures/tictac_{name}.png",
@@ -275,7 +275,7 @@ rule tictac_steptime_figure:
         table=TICTAC_STEPTIME,
         metrics=TICTAC_METRICS,
     output:
-        nb="results/notebooks/tictac_steptime.ipynb",
+        nb=report("results/notebooks/tictac_steptime.ipynb", category="Notebooks"),
         pdf="results/figures/tictac_steptime.pdf",
         png=report(
             "results/figures/tictac_steptime.png",
@@ -404,7 +404,7 @@ rule live_figure:
         steps=LIVE_TABLES["steps"],
         transfers=LIVE_TABLES["transfers"],
     output:
-        nb="results/notebooks/live_{name}.ipynb",
+        nb=report("results/notebooks/live_{name}.ipynb", category="Notebooks"),
         pdf="results/figures/live_{name}.pdf",
         png=report(
             "results/figures/live_{name}.png",
