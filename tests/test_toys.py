@@ -13,7 +13,7 @@ import pytest
 from commsched.cli import main as cli
 from commsched.errors import CommschedError
 from commsched.model.graph import load, new_graph
-from commsched.results import read_metrics, read_provenance, read_table, write_table
+from commsched.results import read_metrics, read_provenance, read_table
 from commsched.tictac.experiments.toys import (
     FigureConfig,
     main,
@@ -133,19 +133,6 @@ def test_figure_config(tmp_path):
 
 def _tool(name: str) -> str:
     return shutil.which(name) or str(Path(sys.executable).parent / name)
-
-
-@pytest.mark.slow
-def test_toys_notebook_makes_figure(tmp_path):
-    table = tmp_path / "t.csv"
-    write_table(run_toys({"p": par_n(8), "s": seq_n(8)}, random_orders=50, seed=0), table)
-    pdf = tmp_path / "fig" / "toys.pdf"
-    r = subprocess.run([_tool("papermill"), str(ROOT / "notebooks/toys.ipynb"),
-                        str(tmp_path / "out.ipynb"), "-p", "table", str(table),
-                        "-p", "figure", str(pdf)],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert pdf.stat().st_size > 0 and pdf.with_suffix(".png").stat().st_size > 0
 
 
 @pytest.mark.slow
