@@ -56,6 +56,7 @@ __all__ = [
     "Semantics",
     "UnionFind",
     "check_placement",
+    "java_hash_order",
     "random_devices",
     "topological_order",
     "traffic",
@@ -320,6 +321,30 @@ def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
     return order
 
 
+def java_hash_order(ids: Sequence[int]) -> list[int]:
+    """Positions of ``ids`` in the order a Java ``HashMap<Integer, ...>`` iterates them.
+
+    The published simulator keeps the graph's nodes in such a map and builds its node lists
+    from it. The table has the smallest power-of-two capacity >= 16 that holds
+    ``len(ids)`` at load factor 0.75; a key goes to bucket ``(h ^ (h >>> 16)) & (cap -
+    1)`` with ``h`` the id; a bucket keeps insertion order, here the order of ``ids``
+    (buckets of 8 or more keys, which Java turns into trees, do not occur for graphs whose
+    ids are ``0..n-1``: there the order is ascending).
+
+    >>> java_hash_order([40, 3, 17, 1])
+    [2, 3, 1, 0]
+    """
+    cap = 16
+    while len(ids) > 0.75 * cap:
+        cap *= 2
+
+    def bucket(k: int) -> int:
+        h = k & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (cap - 1)
+
+    return sorted(range(len(ids)), key=lambda i: bucket(ids[i]))
+
+
 def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, int] = (10, 100),
                    rate: tuple[int, int] = (10, 60), memory_scale: float = 1e9) -> Cluster:
     """Devices generated as the thesis' Sec. 6.2 describes.
@@ -354,11 +379,13 @@ def traffic(p: Problem, placement: np.ndarray) -> float:
     return total
 
 
-def check_placement(p: Problem, c: Cluster, placement: np.ndarray) -> None:
+def check_placement(p: Problem, c: Cluster, placement: np.ndarray, strict: bool = True,
+                    ) -> None:
     """Raise :class:`PlacementError` naming the first broken constraint of Sec. 4.1.
 
     1. colocated nodes share a device; 2. every node's device has the type it needs;
-    3. on every device the summed ``size_est`` stays below the memory (strictly).
+    3. on every device the summed ``size_est`` stays below the memory (strictly; with
+    ``strict=False`` it may reach it, as the published Java code allows).
     """
     if len(placement) != p.n:
         raise PlacementError(f"placement has {len(placement)} nodes, the graph {p.n}")
@@ -378,7 +405,7 @@ def check_placement(p: Problem, c: Cluster, placement: np.ndarray) -> None:
     used = np.zeros(c.n)
     np.add.at(used, placement, p.size_est)
     occupied = np.bincount(placement, minlength=c.n) > 0
-    over = np.nonzero(occupied & (used >= c.memory))[0]
+    over = np.nonzero(occupied & ((used >= c.memory) if strict else (used > c.memory)))[0]
     if len(over):
         d = int(over[0])
         raise PlacementError(f"device {d} holds {used[d]:g} of memory, its capacity is "

@@ -47,7 +47,13 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from commsched.placement.heft import heft_core
-from commsched.placement.model import Cluster, Options, PlacementError, Problem
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    PlacementError,
+    Problem,
+    java_hash_order,
+)
 
 __all__ = [
     "PARTITIONERS",
@@ -68,8 +74,10 @@ Partitioner = Callable[[Problem, Cluster, Options], np.ndarray]
 class _State:
     """Placement under construction: devices, memory and operations per device."""
 
-    def __init__(self, p: Problem, c: Cluster) -> None:
+    def __init__(self, p: Problem, c: Cluster, opts: Options) -> None:
         self.p, self.c = p, c
+        # Sec. 4.1: the sum stays below the memory; the Java code lets it reach it
+        self.strict = opts.semantics == "thesis"
         self.place = np.full(p.n, -1, dtype=np.int64)
         self.unit_dev = np.full(len(p.unit_members), -1, dtype=np.int64)
         self.used = np.zeros(c.n)
@@ -80,7 +88,8 @@ class _State:
         """Devices that take all ``units`` (type and memory)."""
         p = self.p
         mem = float(sum(p.unit_mem[u] for u in units))
-        mask = self.used + mem < self.c.memory
+        mask = (self.used + mem < self.c.memory if self.strict
+                else self.used + mem <= self.c.memory)
         for u in units:
             mask &= self.type_mask[int(p.unit_constraint[u])]
         return mask
@@ -129,7 +138,7 @@ def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
 def hashing(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
     feasible id."""
-    st = _State(p, c)
+    st = _State(p, c, opts)
     ids = list(range(c.n))
     for k, u in enumerate(_unit_order(p, opts)):
         st.assign(u, _probe(st, u, ids, k % c.n))
@@ -140,7 +149,7 @@ def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     w = p.ops[:, None] / c.speed[None, :]
     w_mean = p.ops / float(c.speed.mean())
     size = p.size
@@ -169,21 +178,34 @@ def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
 
 
 def batch_split(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
-    """Sec. 4.4: operations-rank ranges to devices by speed (published-code: by id)."""
-    st = _State(p, c)
+    """Sec. 4.4: operations-rank ranges to devices by speed.
+
+    Thesis: nodes by decreasing rank (ties: lower index) cut into ``|D|`` ranges of
+    ``ceil(n / |D|)`` nodes; range k goes to the k-th fastest device, or the next feasible
+    one in that order. Published code: nodes by decreasing rank in a stable sort of the
+    Java hash-map order (:func:`~commsched.placement.model.java_hash_order`); the node at
+    position i starts at device id ``int(i / (n / |D|))`` (single-precision floats, as the
+    Java code computes it; the list sorted by speed is built but never used), then the
+    next feasible device id.
+    """
+    st = _State(p, c, opts)
     src, sink = p.ops_ranks()
     rank = src + sink
-    tie = (np.arange(p.n) if opts.semantics == "thesis"
-           else np.random.default_rng(opts.seed).random(p.n))
-    nodes = np.lexsort((tie, -rank))
-    by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
-    order = by_speed if opts.semantics == "thesis" else list(range(c.n))
-    per = -(-p.n // c.n)  # ceil: |D| ranges of equal size
+    if opts.semantics == "thesis":
+        nodes = [int(v) for v in np.lexsort((np.arange(p.n), -rank))]
+        order = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
+        per = -(-p.n // c.n)  # ceil: |D| ranges of equal size
+        first = [k // per for k in range(p.n)]
+    else:
+        nodes = sorted(java_hash_order(p.ids), key=lambda v: -rank[v])
+        order = list(range(c.n))
+        per32 = np.float32(p.n) / np.float32(c.n)
+        first = [int(np.float32(k) / per32) for k in range(p.n)]
     for k, v in enumerate(nodes):
         u = int(p.unit[v])
         if st.unit_dev[u] >= 0:
             continue
-        st.assign(u, _probe(st, u, order, k // per))
+        st.assign(u, _probe(st, u, order, first[k]))
     return st.place
 
 
@@ -224,7 +246,7 @@ def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     operations, as ICP extracts its first path (Eq. 4.3); the sink it ends in has the
     largest source rank plus own operations.
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     src, _ = p.ops_ranks()
     path = _critical_path(p, src, p.pred, [v for v in range(p.n) if not p.succ[v]])
     by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
@@ -254,7 +276,7 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
     an error. Source ranks are updated incrementally (only downstream of removed edges).
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     n = p.n
     ops = p.ops
     rin = [set(x) for x in p.pred]
@@ -440,7 +462,7 @@ def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     (Eq. 4.9's intent: one send/receive pair per device); ``ê`` and ``t̂`` are the maxima
     over the feasible devices; the memory factor is the current used portion (Eq. 4.14).
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     for u in _unit_order(p, opts):
         h.place(u, full=True)
@@ -451,7 +473,7 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     """Sec. 4.8: depth-first search from the sources in decreasing operations rank
     (successors in id order); each unplaced unit goes to the feasible device minimising
     MITE's traffic x execution time."""
-    st = _State(p, c)
+    st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     sources = [v for v in range(p.n) if not p.pred[v]]
     tie = (np.arange(p.n) if opts.semantics == "thesis"
