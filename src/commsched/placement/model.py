@@ -37,7 +37,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -51,11 +51,13 @@ __all__ = [
     "TYPES",
     "Cluster",
     "Options",
+    "Placement",
     "PlacementError",
     "Problem",
     "Semantics",
     "UnionFind",
     "check_placement",
+    "identity_hashes",
     "java_hash_order",
     "random_devices",
     "topological_order",
@@ -92,6 +94,14 @@ class Options:
 
 class PlacementError(CommschedError):
     """A node or colocation group that cannot be placed (constraints, memory)."""
+
+
+class Placement(NamedTuple):
+    """A partitioner's result: the device of every node and the order in which the nodes
+    were assigned (the published simulator enqueues a device's sources in that order)."""
+
+    device: np.ndarray
+    order: list[int]
 
 
 class UnionFind:
@@ -319,6 +329,18 @@ def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
                 order.append(s)
         k += 1
     return order
+
+
+def identity_hashes(n: int, seed: int) -> list[float]:
+    """Seeded stand-ins for the Java identity hash codes of ``n`` objects.
+
+    The published simulator keeps nodes in ``HashSet<Node>`` without ``hashCode``, so every
+    set (successors, colocation groups) iterates in an order fixed by the objects' identity
+    hashes, which differ from run to run. Ordering by these keys gives such an order; the
+    keys of the graph's nodes are the first ``n`` of a longer list with the same seed.
+    """
+    rng = random.Random(seed)
+    return [rng.random() for _ in range(n)]
 
 
 def java_hash_order(ids: Sequence[int]) -> list[int]:

@@ -50,8 +50,10 @@ from commsched.placement.heft import heft_core
 from commsched.placement.model import (
     Cluster,
     Options,
+    Placement,
     PlacementError,
     Problem,
+    identity_hashes,
     java_hash_order,
 )
 
@@ -68,7 +70,7 @@ __all__ = [
 ]
 
 #: A partitioner: problem, devices, options -> device of every node.
-Partitioner = Callable[[Problem, Cluster, Options], np.ndarray]
+Partitioner = Callable[[Problem, Cluster, Options], Placement]
 
 
 class _State:
@@ -76,6 +78,9 @@ class _State:
 
     def __init__(self, p: Problem, c: Cluster, opts: Options) -> None:
         self.p, self.c = p, c
+        self.order: list[int] = []
+        # the published code assigns a colocation group's members in hash-set order
+        self.hash = identity_hashes(p.n, opts.seed) if opts.semantics != "thesis" else None
         # Sec. 4.1: the sum stays below the memory; the Java code lets it reach it
         self.strict = opts.semantics == "thesis"
         self.place = np.full(p.n, -1, dtype=np.int64)
@@ -97,9 +102,15 @@ class _State:
     def assign(self, u: int, d: int) -> None:
         p = self.p
         self.unit_dev[u] = d
-        self.place[p.unit_members[u]] = d
+        members = p.unit_members[u]
+        self.place[members] = d
+        self.order.extend(members if self.hash is None or len(members) == 1
+                          else sorted(members, key=self.hash.__getitem__))
         self.used[d] += p.unit_mem[u]
         self.ops[d] += p.unit_ops[u]
+
+    def result(self) -> Placement:
+        return Placement(self.place, self.order)
 
     def fail(self, u: int) -> PlacementError:
         return PlacementError(f"{describe_unit(self.p, u)} fits on no device "
@@ -135,17 +146,17 @@ def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
     raise st.fail(u)
 
 
-def hashing(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
     feasible id."""
     st = _State(p, c, opts)
     ids = list(range(c.n))
     for k, u in enumerate(_unit_order(p, opts)):
         st.assign(u, _probe(st, u, ids, k % c.n))
-    return st.place
+    return st.result()
 
 
-def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
     """
@@ -172,12 +183,12 @@ def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
 
     published = opts.semantics == "published-code"
     tie = np.random.default_rng(opts.seed).random(p.n) if published else None
-    r = heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
+    heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
                   placed=placed, min_est=published, tie=tie)
-    return r.device
+    return st.result()
 
 
-def batch_split(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def batch_split(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.4: operations-rank ranges to devices by speed.
 
     Thesis: nodes by decreasing rank (ties: lower index) cut into ``|D|`` ranges of
@@ -206,7 +217,7 @@ def batch_split(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
         if st.unit_dev[u] >= 0:
             continue
         st.assign(u, _probe(st, u, order, first[k]))
-    return st.place
+    return st.result()
 
 
 def _critical_path(p: Problem, src: np.ndarray, pred: Sequence[Iterable[int]],
@@ -238,7 +249,7 @@ def _min_exec(st: _State, units: Sequence[int]) -> int:
     return int(np.argmin(em))
 
 
-def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def cp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.6: the critical path's units on the fastest feasible device each, then the
     other units (groups first) on the feasible device with the least ``exec_min``.
 
@@ -260,10 +271,10 @@ def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
             if d < 0:
                 raise st.fail(u)
             st.assign(u, d)
-    return st.place
+    return st.result()
 
 
-def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.5: Iterated Critical Path.
 
     Repeat until every node is placed: among the sinks of the remaining edge set (nodes
@@ -361,7 +372,7 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
                     heapq.heappush(touched, (int(pos[y]), y))
             if is_candidate(x):
                 push(x)
-    return st.place
+    return st.result()
 
 
 def _place_subpath(st: _State, units: list[int]) -> None:
@@ -454,7 +465,7 @@ class _Heuristic:
         self.assign(u, int(np.argmin(self.factors(u, mask, full))))
 
 
-def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.7: colocation groups, then lone nodes, each on the feasible device that
     minimises Eq. 4.6.
 
@@ -466,10 +477,10 @@ def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     h = _Heuristic(p, c, st, opts)
     for u in _unit_order(p, opts):
         h.place(u, full=True)
-    return st.place
+    return st.result()
 
 
-def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.8: depth-first search from the sources in decreasing operations rank
     (successors in id order); each unplaced unit goes to the feasible device minimising
     MITE's traffic x execution time."""
@@ -491,7 +502,7 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
             if st.unit_dev[u] < 0:
                 h.place(u, full=False)
             stack.extend(reversed(p.succ[v]))
-    return st.place
+    return st.result()
 
 
 #: The partitioner registry (thesis Ch. 4), in the thesis' order.

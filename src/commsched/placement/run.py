@@ -19,7 +19,6 @@ Examples
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
-from commsched.placement.model import Cluster, Options, Problem, check_placement, traffic
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    Placement,
+    Problem,
+    check_placement,
+    identity_hashes,
+    traffic,
+)
 from commsched.placement.partitioners import PARTITIONERS
 from commsched.placement.schedulers import SCHEDULERS, published_chooser
 from commsched.placement.sendrecv import insert_send_recv
@@ -68,17 +75,17 @@ def _lookup(registry: dict[str, object], name: str, what: str) -> None:
         raise CommschedError(f"unknown {what} {name!r} (known: {', '.join(registry)})")
 
 
-def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[np.ndarray, float]:
+def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[Placement, float]:
     """Run partitioner ``name``; the validated placement and its wall time (s)."""
     _lookup(PARTITIONERS, name, "partitioner")  # type: ignore[arg-type]
     t0 = time.perf_counter()
     placement = PARTITIONERS[name](p, c, opts)
     dt = time.perf_counter() - t0
-    check_placement(p, c, placement, strict=opts.semantics == "thesis")
+    check_placement(p, c, placement.device, strict=opts.semantics == "thesis")
     return placement, dt
 
 
-def schedule(p: Problem, c: Cluster, placement: np.ndarray, name: str, opts: Options,
+def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Options,
              link_contention: bool = False, record_memory: bool = False,
              ) -> tuple[ExecGraph, DeviceSchedule, float]:
     """Insert send/receive nodes, simulate with scheduler ``name`` and validate.
@@ -93,12 +100,11 @@ def schedule(p: Problem, c: Cluster, placement: np.ndarray, name: str, opts: Opt
         raise CommschedError("link contention is an extension of the thesis semantics; "
                              "the published code has none")
     t0 = time.perf_counter()
-    eg = insert_send_recv(p, c, placement, opts.send_ops)
+    eg = insert_send_recv(p, c, placement.device, opts.send_ops)
     if published:
-        rng = random.Random(opts.seed)
         s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
-                                  [rng.random() for _ in range(eg.n)],
-                                  record_memory=record_memory)
+                                  identity_hashes(eg.n, opts.seed),
+                                  source_order=placement.order, record_memory=record_memory)
     else:
         s = simulate_devices(eg, SCHEDULERS[name](eg, c, opts),
                              link_contention=link_contention, record_memory=record_memory)
@@ -121,10 +127,10 @@ def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Seq
     out: list[RunResult] = []
     for pn in partitioners:
         placement, pt = partition(p, c, pn, opts)
-        tr = traffic(p, placement)
+        tr = traffic(p, placement.device)
         for sn in schedulers:
             eg, s, st = schedule(p, c, placement, sn, opts, link_contention, record_memory)
             if abs(eg.traffic - tr) > 1e-9 * max(1.0, tr):
                 raise AssertionError(f"traffic {eg.traffic} != Eq. 2.2 {tr}")  # a bug
-            out.append(RunResult(pn, sn, s.makespan, tr, pt, st, placement, eg, s))
+            out.append(RunResult(pn, sn, s.makespan, tr, pt, st, placement.device, eg, s))
     return out
