@@ -10,7 +10,14 @@ import pytest
 
 from commsched.placement.bruteforce import best_order_makespan
 from commsched.placement.heft import heft_core, topcuoglu_example
-from commsched.placement.model import Cluster, Options, PlacementError, Problem, traffic
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    PlacementError,
+    Problem,
+    check_placement,
+    traffic,
+)
 from commsched.placement.partitioners import PARTITIONERS
 from commsched.placement.schedulers import SCHEDULERS, pct_values
 from commsched.placement.sendrecv import insert_send_recv
@@ -216,8 +223,32 @@ def test_published_batch_split_assigns_ranges_by_device_id():
     c = cluster([10, 100], {(0, 1): 10})
     thesis = PARTITIONERS["batch_split"](p, c, Options())
     published = PARTITIONERS["batch_split"](p, c, Options("published-code"))
-    assert thesis.tolist() == [1, 1, 0, 0]
-    assert published.tolist() == [0, 0, 1, 1]
+    assert thesis.device.tolist() == [1, 1, 0, 0]
+    assert published.device.tolist() == [0, 0, 1, 1]
+
+
+def test_published_batch_split_ranges_in_single_precision():
+    # Seven independent nodes (ranks 70 .. 10) on three equal devices. Thesis: ranges of
+    # ceil(7 / 3) = 3 nodes. Published code: node i starts at device int(i / (7 / 3)).
+    p = Problem.build(ops=[70, 60, 50, 40, 30, 20, 10], size=[1] * 7, edges=[])
+    c = cluster([10, 10, 10], {(0, 1): 10, (0, 2): 10, (1, 2): 10})
+    thesis = PARTITIONERS["batch_split"](p, c, Options())
+    published = PARTITIONERS["batch_split"](p, c, Options("published-code"))
+    assert thesis.device.tolist() == [0, 0, 0, 1, 1, 1, 2]
+    assert published.device.tolist() == [0, 0, 0, 1, 1, 2, 2]
+
+
+def test_published_memory_may_reach_capacity():
+    # One node of size_est 10 on a device of memory 10: the thesis (Sec. 4.1: below the
+    # memory) rejects it, the Java code (free memory >= demand) places it.
+    p = Problem.build(ops=[1], size=[4], ram=[6], edges=[])
+    c = cluster([10, 10], {(0, 1): 10}, memory=10.0)
+    with pytest.raises(PlacementError, match="fits on no device"):
+        PARTITIONERS["hashing"](p, c, Options())
+    assert PARTITIONERS["hashing"](p, c, Options("published-code")).device.tolist() == [0]
+    with pytest.raises(PlacementError, match="holds 10 of memory"):
+        check_placement(p, c, np.array([0]))
+    check_placement(p, c, np.array([0]), strict=False)
 
 
 def test_published_pct_charges_receive_nodes():
