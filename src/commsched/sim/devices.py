@@ -365,6 +365,8 @@ class ClockState:
         self.available = [0] * eg.n
         self.indegree = [eg.pred_ptr[i + 1] - eg.pred_ptr[i] for i in range(eg.n)]
         self.pending: list[list[tuple[float, int]]] = [[] for _ in range(eg.n_devices)]
+        #: per device: the earliest pending arrival (``inf``: none)
+        self.next_arrival = [math.inf] * eg.n_devices
         sp, si = eg.succ_ptr, eg.succ_idx
         #: successors in the order the published simulator's hash sets give them
         self.succ = [sorted(si[sp[i]:sp[i + 1]], key=hash_key.__getitem__)
@@ -384,6 +386,8 @@ class ClockState:
         if not pend:
             return
         now = self.clock[d]
+        if self.next_arrival[d] > now:
+            return
         keep = []
         for t, r in pend:
             if t <= now:
@@ -391,14 +395,18 @@ class ClockState:
             else:
                 keep.append((t, r))
         self.pending[d] = keep
+        self.next_arrival[d] = min((t for t, _ in keep), default=math.inf)
+
+    def send(self, d: int, t: float, r: int) -> None:
+        """The tensor of receive node ``r`` reaches device ``d`` at ``t``."""
+        self.pending[d].append((t, r))
+        if t < self.next_arrival[d]:
+            self.next_arrival[d] = t
 
     def schedulable(self, d: int) -> bool:
         """Whether device ``d`` has an executable node at its clock."""
         self.receive_past(d)
         return bool(self.ready[d])
-
-    def next_arrival(self, d: int) -> float:
-        return min((t for t, _ in self.pending[d]), default=math.inf)
 
 
 #: A published-code scheduler: ``choose(device, ready, state)`` -> the position in ``ready``
@@ -428,7 +436,7 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
     """
     n, ndev = eg.n, eg.n_devices
     st = ClockState(eg, hash_key)
-    clock, ready, pending = st.clock, st.ready, st.pending
+    clock, ready, next_arrival = st.clock, st.ready, st.next_arrival
     device, duration, kind = eg.device, eg.duration, eg.kind
     sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
     start = [-1.0] * n
@@ -453,7 +461,7 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
         if kind[x] == SEND:
             k = sp[x]
             r = si[k]
-            pending[device[r]].append((clock[d] + sd[k], r))
+            st.send(device[r], clock[d] + sd[k], r)
         else:
             st._notify(st.succ[x])
         if ndev > 1 and clock[order[1]] < clock[d]:
@@ -470,24 +478,19 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
         st.receive_past(d)
         order.insert(0, d)
 
-    def arrival_up_to(position: int) -> bool:
-        t_min = clock[order[position]]
-        found = -1
-        for r in range(position + 1):
-            t = st.next_arrival(order[r])
-            if t <= t_min:
-                t_min, found = t, r
-        if found < 0:
-            return False
-        if t_min < clock[order[found]]:
-            st.receive_past(order[found])
-        else:
-            to_front(found, t_min, position)
-        return True
-
     def advance() -> bool:
+        # for j = 1, 2, ...: an arrival on a device among the first j + 1 by the clock of
+        # device j (the earliest, the last such device on ties) or else device j deciding
+        t_min, found = next_arrival[order[0]], 0
         for j in range(1, ndev):
-            if arrival_up_to(j):
+            t = next_arrival[order[j]]
+            if t <= t_min:
+                t_min, found = t, j
+            if t_min <= clock[order[j]]:
+                if t_min < clock[order[found]]:
+                    st.receive_past(order[found])
+                else:
+                    to_front(found, t_min, j)
                 return True
             if st.schedulable(order[j]):
                 d = order[j]
@@ -501,7 +504,7 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
     def next_arrival_anywhere() -> bool:
         t_min, found = math.inf, -1
         for r in range(ndev):
-            t = st.next_arrival(order[r])
+            t = next_arrival[order[r]]
             if t < t_min:
                 t_min, found = t, r
         if found < 0:
