@@ -149,43 +149,51 @@ def _rank_targets(eg: ExecGraph) -> list[list[int]]:
 
 class _MsrQueue:
     """Ready nodes with successors are ranked at each decision; nodes without any (rank 0
-    whatever the state) wait in a PCT heap, so only the former are scanned."""
+    whatever the state) wait in a PCT heap, so only the former are scanned.
 
-    def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float]) -> None:
-        self._eg, self._t, self._val = eg, targets, val
+    Eq. 5.2 split into its static part (1 per target, +1 per target on another device)
+    and the dynamic bonuses: +1 for a target that lacks only one input, +5 more when it is
+    on another device and that device is idle. A target on the deciding device never
+    earns the +5 (that device holds the node being ranked). The queues of one run share
+    ``count``, the number of executable nodes per device.
+    """
+
+    def __init__(self, d: int, same: list[list[int]], cross: list[list[int]],
+                 static: list[int], val: list[float], device: list[int],
+                 count: list[int]) -> None:
+        self._d, self._same, self._cross, self._static = d, same, cross, static
+        self._val, self._dev, self._count = val, device, count
         self._items: list[int] = []
-        self._plain: list[tuple[float, float, int]] = []
+        self._plain: list[tuple[float, int]] = []
 
     def push(self, node: int) -> None:
-        if self._t[node]:
+        self._count[self._d] += 1
+        if self._static[node]:
             self._items.append(node)
         else:
-            heapq.heappush(self._plain, (-self._val[node], node, node))
-
-    def rank(self, x: int, state: SimState) -> int:
-        """Eq. 5.2 of node ``x`` in the current simulation state."""
-        dev = self._eg.device
-        dx = dev[x]
-        r = 0
-        for j in self._t[x]:
-            dj = dev[j]
-            cross = dj != dx
-            last = state.unstarted[j] == 1
-            idle = not state.busy[dj] and not len(state.queues[dj])
-            r += 1 + cross + last + 5 * (idle and last)
-        return r
+            heapq.heappush(self._plain, (-self._val[node], node))
 
     def pop(self, state: SimState) -> int:
+        self._count[self._d] -= 1
         items = self._items
-        best_k, best = -1, None
+        unstarted, busy, count, dev = state.unstarted, state.busy, self._count, self._dev
+        same, cross, static, val = self._same, self._cross, self._static, self._val
+        best_k, br, bv, bx = -1, -1, 0.0, 0
         for k, x in enumerate(items):
-            key = (self.rank(x, state), self._val[x], -x)
-            if best is None or key > best:
-                best_k, best = k, key
+            r = static[x]
+            for j in same[x]:
+                if unstarted[j] == 1:
+                    r += 1
+            for j in cross[x]:
+                if unstarted[j] == 1:
+                    dj = dev[j]
+                    r += 1 if busy[dj] or count[dj] else 6
+            if r > br or (r == br and (val[x] > bv or (val[x] == bv and x < bx))):
+                best_k, br, bv, bx = k, r, val[x], x
         if self._plain:
-            v, tie, x = self._plain[0]
-            if best is None or (0, -v, -tie) > best:
-                return heapq.heappop(self._plain)[2]
+            v, x = self._plain[0]
+            if best_k < 0 or (0 == br and (-v > bv or (-v == bv and x < bx))):
+                return heapq.heappop(self._plain)[1]
         x = items[best_k]
         items[best_k] = items[-1]
         items.pop()
@@ -199,7 +207,12 @@ def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
     targets = _rank_targets(eg)
     val = pct_values(eg, c, opts)
-    return [_MsrQueue(eg, targets, val) for _ in range(eg.n_devices)]
+    dev = eg.device
+    same = [[j for j in t if dev[j] == dev[x]] for x, t in enumerate(targets)]
+    cross = [[j for j in t if dev[j] != dev[x]] for x, t in enumerate(targets)]
+    static = [len(t) + len(cr) for t, cr in zip(targets, cross, strict=True)]
+    count = [0] * eg.n_devices
+    return [_MsrQueue(d, same, cross, static, val, dev, count) for d in range(eg.n_devices)]
 
 
 def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:
