@@ -33,6 +33,7 @@ has nothing executable at its clock, ties by PCT, then the first in the ready li
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable
 
@@ -148,38 +149,37 @@ def _rank_targets(eg: ExecGraph) -> list[list[int]]:
 
 
 class _MsrQueue:
-    """Ready nodes with successors are ranked at each decision; nodes without any (rank 0
-    whatever the state) wait in a PCT heap, so only the former are scanned.
-
-    Eq. 5.2 split into its static part (1 per target, +1 per target on another device)
+    """Eq. 5.2 split into its static part (1 per target, +1 per target on another device)
     and the dynamic bonuses: +1 for a target that lacks only one input, +5 more when it is
     on another device and that device is idle. A target on the deciding device never
     earns the +5 (that device holds the node being ranked). The queues of one run share
     ``count``, the number of executable nodes per device.
+
+    Ready nodes are kept sorted by their bound (static part + every bonus); a decision
+    ranks them in that order and stops at the first whose bound is below the best rank so
+    far: the same choice as ranking them all, ties by PCT, then the lower index.
     """
 
     def __init__(self, d: int, same: list[list[int]], cross: list[list[int]],
-                 static: list[int], val: list[float], device: list[int],
+                 static: list[int], key: list[tuple[int, float, int]], device: list[int],
                  count: list[int]) -> None:
         self._d, self._same, self._cross, self._static = d, same, cross, static
-        self._val, self._dev, self._count = val, device, count
-        self._items: list[int] = []
-        self._plain: list[tuple[float, int]] = []
+        self._key, self._dev, self._count = key, device, count
+        self._items: list[tuple[int, float, int]] = []
 
     def push(self, node: int) -> None:
         self._count[self._d] += 1
-        if self._static[node]:
-            self._items.append(node)
-        else:
-            heapq.heappush(self._plain, (-self._val[node], node))
+        bisect.insort(self._items, self._key[node])
 
     def pop(self, state: SimState) -> int:
         self._count[self._d] -= 1
         items = self._items
         unstarted, busy, count, dev = state.unstarted, state.busy, self._count, self._dev
-        same, cross, static, val = self._same, self._cross, self._static, self._val
-        best_k, br, bv, bx = -1, -1, 0.0, 0
-        for k, x in enumerate(items):
+        same, cross, static = self._same, self._cross, self._static
+        best_k, br, bt = 0, -1, (0.0, 0)
+        for k, (nub, nval, x) in enumerate(items):
+            if -nub < br:
+                break  # sorted: no later node can reach the best rank
             r = static[x]
             for j in same[x]:
                 if unstarted[j] == 1:
@@ -188,19 +188,12 @@ class _MsrQueue:
                 if unstarted[j] == 1:
                     dj = dev[j]
                     r += 1 if busy[dj] or count[dj] else 6
-            if r > br or (r == br and (val[x] > bv or (val[x] == bv and x < bx))):
-                best_k, br, bv, bx = k, r, val[x], x
-        if self._plain:
-            v, x = self._plain[0]
-            if best_k < 0 or (0 == br and (-v > bv or (-v == bv and x < bx))):
-                return heapq.heappop(self._plain)[1]
-        x = items[best_k]
-        items[best_k] = items[-1]
-        items.pop()
-        return x
+            if r > br or (r == br and (nval, x) < bt):  # ties: larger PCT, lower index
+                best_k, br, bt = k, r, (nval, x)
+        return items.pop(best_k)[2]
 
     def __len__(self) -> int:
-        return len(self._items) + len(self._plain)
+        return len(self._items)
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
@@ -211,8 +204,9 @@ def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     same = [[j for j in t if dev[j] == dev[x]] for x, t in enumerate(targets)]
     cross = [[j for j in t if dev[j] != dev[x]] for x, t in enumerate(targets)]
     static = [len(t) + len(cr) for t, cr in zip(targets, cross, strict=True)]
+    key = [(-(static[x] + len(same[x]) + 6 * len(cross[x])), -val[x], x) for x in range(eg.n)]
     count = [0] * eg.n_devices
-    return [_MsrQueue(d, same, cross, static, val, dev, count) for d in range(eg.n_devices)]
+    return [_MsrQueue(d, same, cross, static, key, dev, count) for d in range(eg.n_devices)]
 
 
 def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:
