@@ -56,7 +56,9 @@ __all__ = [
     "Problem",
     "Semantics",
     "UnionFind",
+    "check_fits",
     "check_placement",
+    "describe_unit",
     "identity_hashes",
     "java_hash_order",
     "random_devices",
@@ -399,6 +401,45 @@ def traffic(p: Problem, placement: np.ndarray) -> float:
         dests = {int(placement[s]) for s in p.succ[v]} - {int(dv)}
         total += len(dests) * float(p.size[v])
     return total
+
+
+def describe_unit(p: Problem, u: int) -> str:
+    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
+    m = p.unit_members[u]
+    if len(m) == 1:
+        return f"node {p.ids[m[0]]}"
+    names = ", ".join(str(p.ids[v]) for v in m[:3])
+    return f"colocation group of nodes {names}{', ...' if len(m) > 3 else ''} ({len(m)} nodes)"
+
+
+def check_fits(p: Problem, c: Cluster, strict: bool = True) -> None:
+    """Raise :class:`PlacementError` for the first assignment unit (Sec. 4.1) that no
+    device could hold even if it were empty: no device of the type the unit needs, or a
+    memory demand (summed ``size_est``) of at least (``strict=False``: more than) the
+    largest memory among the devices of that type.
+
+    >>> import numpy as np
+    >>> p = Problem.build(ops=[1, 1], size=[5, 5], edges=[(0, 1)], colocation=[(0, 1)])
+    >>> c = Cluster(np.array([1.0]), np.array([12.0]), np.array([0]), np.array([[np.inf]]))
+    >>> try:
+    ...     check_fits(p, c)
+    ... except PlacementError as e:
+    ...     print(e)  # doctest: +NORMALIZE_WHITESPACE
+    colocation group of nodes 0, 1 (2 nodes) needs 15 of memory, the largest device of its
+    type (any) holds 12
+    """
+    for u in range(len(p.unit_members)):
+        t = int(p.unit_constraint[u])
+        mask = c.feasible_type(t)
+        if not mask.any():
+            raise PlacementError(f"{describe_unit(p, u)} needs a {TYPES[t]} device; there is "
+                                 f"none")
+        cap = float(c.memory[mask].max())
+        need = float(p.unit_mem[u])
+        if need > cap or (strict and need == cap):
+            kind = "any" if t == NO else TYPES[t]
+            raise PlacementError(f"{describe_unit(p, u)} needs {need:g} of memory, the "
+                                 f"largest device of its type ({kind}) holds {cap:g}")
 
 
 def check_placement(p: Problem, c: Cluster, placement: np.ndarray, strict: bool = True,

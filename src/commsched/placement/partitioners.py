@@ -53,6 +53,7 @@ from commsched.placement.model import (
     Placement,
     PlacementError,
     Problem,
+    describe_unit,
     identity_hashes,
     java_hash_order,
 )
@@ -115,15 +116,6 @@ class _State:
     def fail(self, u: int) -> PlacementError:
         return PlacementError(f"{describe_unit(self.p, u)} fits on no device "
                               f"(device type or memory)")
-
-
-def describe_unit(p: Problem, u: int) -> str:
-    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
-    m = p.unit_members[u]
-    if len(m) == 1:
-        return f"node {p.ids[m[0]]}"
-    names = ", ".join(str(p.ids[v]) for v in m[:3])
-    return f"colocation group of nodes {names}{', ...' if len(m) > 3 else ''} ({len(m)} nodes)"
 
 
 def _unit_order(p: Problem, opts: Options, groups_first: bool = True) -> list[int]:

@@ -31,6 +31,7 @@ from commsched.placement.model import (
     Options,
     Placement,
     Problem,
+    check_fits,
     check_placement,
     identity_hashes,
     traffic,
@@ -124,6 +125,7 @@ def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Seq
             record_memory: bool = False) -> list[RunResult]:
     """Every combination; each partitioner runs once, its placement is reused."""
     opts = opts or Options()
+    check_fits(p, c, strict=opts.semantics == "thesis")
     out: list[RunResult] = []
     for pn in partitioners:
         placement, pt = partition(p, c, pn, opts)
