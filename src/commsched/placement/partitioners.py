@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
@@ -409,6 +410,8 @@ class _Heuristic:
 
     def traffic_temp(self, u: int) -> np.ndarray:
         """Eqs. 4.7-4.10 for every device (a transfer counted once per device pair)."""
+        if self.published:
+            return self._traffic_java(u)
         p, place = self.p, self.st.place
         vec = np.zeros(self.c.n)
         for v in p.unit_members[u]:
@@ -417,10 +420,7 @@ class _Heuristic:
                 if dq < 0:
                     continue
                 contrib = p.size[q] * self.inv_rate[dq]
-                if self.published:
-                    ids = [s for s in p.succ[q] if place[s] >= 0 and s < self.c.n]
-                else:
-                    ids = list(self.succ_devs[q])
+                ids = list(self.succ_devs[q])
                 if ids:
                     contrib = contrib.copy()
                     contrib[ids] = 0.0
@@ -430,8 +430,42 @@ class _Heuristic:
                 vec += p.size[v] * self.inv_rate[:, e]
         return vec
 
+    def _traffic_java(self, u: int) -> np.ndarray:
+        """The published code's additional traffic of a unit on every device: per member,
+        ``floor(size / rate)`` (Java int arithmetic) for each placed predecessor on
+        another device, unless the predecessor has a successor whose node id equals the
+        device id (the code's test whether it already sends there), plus one
+        ``floor(size / rate)`` towards the device of the first placed successor (in hash
+        order) that is on another device."""
+        p, place, c = self.p, self.st.place, self.c
+        vec = np.zeros(c.n)
+        key = self.st.hash
+        assert key is not None
+        for v in p.unit_members[u]:
+            for q in p.pred[v]:
+                dq = place[q]
+                if dq < 0:
+                    continue
+                contrib = np.floor(p.size[q] * self.inv_rate[dq])
+                ids = [p.ids[s] for s in p.succ[q] if 0 <= p.ids[s] < c.n]
+                if ids:
+                    contrib[ids] = 0.0
+                vec += contrib
+            placed = sorted((s for s in p.succ[v] if place[s] >= 0), key=key.__getitem__)
+            if placed:
+                e0 = int(place[placed[0]])
+                vec += np.floor(p.size[v] * self.inv_rate[:, e0])  # 0 on e0 itself
+                e1 = next((int(place[s]) for s in placed if place[s] != e0), -1)
+                if e1 >= 0:
+                    vec[e0] += math.floor(p.size[v] / c.rate[e0, e1])
+        return vec
+
     def factors(self, u: int, mask: np.ndarray, full: bool) -> np.ndarray:
-        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices."""
+        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices.
+
+        Published code: an execution time or importance factor of 0 counts 1e-6, and the
+        memory factor of an empty device is a tenth of the smallest non-zero portion among
+        the feasible devices (the text: among all)."""
         c, st = self.c, self.st
         tt = self.traffic_temp(u)
         that = float(tt[mask].max())
@@ -439,14 +473,18 @@ class _Heuristic:
         et = (st.ops + self.p.unit_ops[u]) / c.speed
         ehat = float(et[mask].max())
         ex = et / ehat if ehat > 0 else np.ones(c.n)
+        if self.published:
+            ex = np.where(ex == 0.0, 1e-6, ex)
         heu = traf * ex
         if full:
             portion = st.used / c.memory
-            nz = portion[portion > 0]
+            nz = portion[(portion > 0) & mask] if self.published else portion[portion > 0]
             mtilde = float(nz.min()) if nz.size else 1.0
             mem = np.where(portion > 0, portion, mtilde / 10.0)
             fhat = float(c.speed[mask].max())
             boost = 1.0 - self.importance[u] * c.speed / fhat
+            if self.published:
+                boost = np.where(boost == 0.0, 1e-6, boost)
             heu = heu * mem * boost
         return np.where(mask, heu, np.inf)
 
@@ -493,7 +531,10 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
             u = int(p.unit[v])
             if st.unit_dev[u] < 0:
                 h.place(u, full=False)
-            stack.extend(reversed(p.succ[v]))
+            if st.hash is None:
+                stack.extend(reversed(p.succ[v]))
+            else:  # the published code follows a hash set of successors
+                stack.extend(sorted(p.succ[v], key=st.hash.__getitem__, reverse=True))
     return st.result()
 
 
