@@ -39,6 +39,7 @@ predecessor already sends to the device compares a successor's node id with the 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -152,7 +153,10 @@ def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
 def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
+    Published code: :func:`_heft_published`.
     """
+    if opts.semantics == "published-code":
+        return _heft_published(p, c, opts)
     st = _State(p, c, opts)
     w = p.ops[:, None] / c.speed[None, :]
     w_mean = p.ops / float(c.speed.mean())
@@ -174,10 +178,111 @@ def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
         if st.unit_dev[u] < 0:
             st.assign(u, d)
 
-    published = opts.semantics == "published-code"
-    tie = np.random.default_rng(opts.seed).random(p.n) if published else None
     heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
-                  placed=placed, min_est=published, tie=tie)
+              placed=placed)
+    return st.result()
+
+
+def _java_upward_ranks(p: Problem, c: Cluster, key: Sequence[float]) -> list[float]:
+    """Upward ranks as the published code propagates them from the sinks.
+
+    Mean rate: the first device's row of rates (0 to itself) summed and divided by the
+    number of devices; mean speed: the mean. A node reported by a successor ``s`` whose rank
+    exceeds the node's value so far takes ``rank(s) + size / mean rate`` (so the result
+    depends on the order of the reports: the recursion from the sinks, every set in hash
+    order); after the last report it adds ``ops / mean speed`` and reports to its
+    predecessors.
+    """
+    first = c.rate[0]
+    mean_rate = float(np.where(np.isfinite(first), first, 0.0).sum()) / c.n
+    mean_speed = float(c.speed.sum()) / c.n
+    rank = [0.0] * p.n
+    got = [0] * p.n
+    sinks = sorted((v for v in range(p.n) if not p.succ[v]), key=key.__getitem__)
+    stack: list[tuple[int, int]] = [(v, -1) for v in reversed(sinks)]
+    while stack:
+        v, s = stack.pop()
+        if s >= 0:
+            got[v] += 1
+            if rank[v] < rank[s]:  # (one device: no transfers, the term is 0)
+                rank[v] = rank[s] + (float(p.size[v]) / mean_rate if mean_rate else 0.0)
+        if got[v] == len(p.succ[v]):
+            rank[v] += float(p.ops[v]) / mean_speed
+            stack.extend((q, v) for q in sorted(p.pred[v], key=key.__getitem__, reverse=True))
+    return rank
+
+
+def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
+    """HEFT as the published Java code partitions (read from its ``HeftPartitioning``).
+
+    Ranks: :func:`_java_upward_ranks`. Order: decreasing rank, ranks within 5e-5 ordered by
+    a random number per node (seeded here), sorted from the hash-map order. Each unplaced
+    node's unit goes to the feasible device (lowest id on ties) whose slot for the node
+    ends first; a node already placed with its group gets its slot on that device. The
+    earliest start on a device is the *minimum* over predecessors of finish + size / rate,
+    where a predecessor on the same device (rate 0 in the Java tables, so an infinite
+    time) or not yet placed counts for nothing, and 0 when none counts. The slot: the
+    first gap between slots (in start order, slots starting together counted once) that
+    starts after the earliest start and holds the node, else after the last slot.
+    """
+    st = _State(p, c, opts)
+    assert st.hash is not None
+    rank = _java_upward_ranks(p, c, st.hash)
+    tie = random.Random(opts.seed + 1).random
+
+    breaker = [tie() for _ in range(p.n)]
+
+    def cmp(a: int, b: int) -> int:
+        if abs(rank[a] - rank[b]) < 0.00005:
+            return -1 if breaker[a] > breaker[b] else 1
+        return 1 if rank[b] > rank[a] else -1
+
+    nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+    finish = np.full(p.n, -1.0)
+    slots: list[dict[float, float]] = [{} for _ in range(c.n)]  # start -> end, by device
+
+    def slot(v: int, d: int) -> tuple[float, float]:
+        est, changed = math.inf, False
+        for q in p.pred[v]:
+            dq = int(st.place[q])
+            if dq < 0 or dq == d:
+                continue
+            t = finish[q] + float(p.size[q]) / float(c.rate[d, dq])
+            if t < est:
+                est, changed = t, True
+        if not changed:
+            est = 0.0
+        dur = float(p.ops[v]) / float(c.speed[d])
+        last_end = 0.0
+        for a in sorted(slots[d]):
+            if a > est:
+                t = max(last_end, est)
+                if a - t >= dur:
+                    return t, t + dur
+            last_end = slots[d][a]
+        t = max(last_end, est)
+        return t, t + dur
+
+    def take(v: int, d: int, a: float, b: float) -> None:
+        slots[d].setdefault(a, b)  # a Java TreeSet keeps the first slot of a start time
+        finish[v] = b
+
+    for v in nodes:
+        u = int(p.unit[v])
+        if st.unit_dev[u] >= 0:
+            d = int(st.unit_dev[u])
+            take(v, d, *slot(v, d))
+            continue
+        mask = st.feasible([u])
+        best: tuple[float, float, int] | None = None
+        for d in np.nonzero(mask)[0]:
+            a, b = slot(v, int(d))
+            if best is None or b < best[1]:
+                best = (a, b, int(d))
+        if best is None:
+            raise st.fail(u)
+        st.assign(u, best[2])
+        take(v, best[2], best[0], best[1])
     return st.result()
 
 
