@@ -30,11 +30,18 @@ Choices where the thesis is open (documented per function, all deterministic or 
 units are visited in the order of their smallest node id; device ties go to the lower id;
 the critical path (ICP, CP) is the longest path by operations (Eq. 4.3 ranks, each node's
 path predecessor the first predecessor reaching its rank); ICP splits a subpath that fits
-no device into halves. Under ``semantics="published-code"`` the unit orders that the Java
-code takes from hash sets are a seeded random permutation, HEFT's earliest start is the
-minimum over predecessors and its rank ties a seeded random number, Batch Split assigns
-range k to device id k (after sorting the devices by speed), and MITE's test whether a
-predecessor already sends to the device compares a successor's node id with the device id.
+no device into halves.
+
+Under ``semantics="published-code"`` the partitioners follow the published Java code where
+we have read it through: HEFT (:func:`_heft_published`), Batch Split (hash-map order, ranges
+by device id), MITE and DFS (the Java traffic term, :meth:`_Heuristic._traffic_java`; zero
+factors as 1e-6; DFS children in hash order), the memory test (the demand may reach the
+capacity) and the hash-set orders (units of Hashing, CP and MITE, colocation members,
+successors: a seeded permutation, :func:`~commsched.placement.model.identity_hashes`).
+Hashing's and MITE's Java code visits colocation groups in the order of a hash map keyed
+by an id that depends on the file's line order; we shuffle them (groups still first).
+ICP's and CP's Java code (path bookkeeping with its own recomputation) is not ported:
+their published-code runs use the thesis algorithms with the seeded orders.
 """
 
 from __future__ import annotations
@@ -275,10 +282,10 @@ def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
             continue
         mask = st.feasible([u])
         best: tuple[float, float, int] | None = None
-        for d in np.nonzero(mask)[0]:
-            a, b = slot(v, int(d))
+        for e in np.nonzero(mask)[0].tolist():
+            a, b = slot(v, e)
             if best is None or b < best[1]:
-                best = (a, b, int(d))
+                best = (a, b, e)
         if best is None:
             raise st.fail(u)
         st.assign(u, best[2])

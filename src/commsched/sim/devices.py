@@ -525,13 +525,13 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
     if any(s < 0 for s in start):
         stuck = next(i for i in range(n) if start[i] < 0)
         raise InvalidSchedule(f"simulation stalled: node {stuck} never became executable")
-    held, peak, series = _memory(eg, start, end, record_memory)
+    peak, series = _memory(eg, start, end, record_memory)
     return DeviceSchedule(start, end, clock[order[-1]], eg.traffic, busy_time, decisions,
                           peak, series)
 
 
 def _memory(eg: ExecGraph, start: Sequence[float], end: Sequence[float], record: bool,
-            ) -> tuple[list[float], list[float], list[tuple[float, int, float]]]:
+            ) -> tuple[list[float], list[tuple[float, int, float]]]:
     """Tensor memory per device from start and end times (the rule of
     :func:`simulate_devices`: an output is held from its end until its last consumer
     starts; at one instant, outputs arrive before consumers free them)."""
@@ -551,4 +551,4 @@ def _memory(eg: ExecGraph, start: Sequence[float], end: Sequence[float], record:
         peak[d] = max(peak[d], held[d])
         if record:
             series.append((t, d, held[d]))
-    return held, peak, series
+    return peak, series
