@@ -33,7 +33,6 @@ has nothing executable at its clock, ties by PCT, then the first in the ready li
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Callable
 
@@ -148,65 +147,109 @@ def _rank_targets(eg: ExecGraph) -> list[list[int]]:
     return out
 
 
-class _MsrQueue:
-    """Eq. 5.2 split into its static part (1 per target, +1 per target on another device)
-    and the dynamic bonuses: +1 for a target that lacks only one input, +5 more when it is
-    on another device and that device is idle. A target on the deciding device never
-    earns the +5 (that device holds the node being ranked). The queues of one run share
-    ``count``, the number of executable nodes per device.
+class _MsrRanks:
+    """Eq. 5.2's parts shared by the queues of one run.
 
-    Ready nodes are kept sorted by their bound (static part + every bonus); a decision
-    ranks them in that order and stops at the first whose bound is below the best rank so
-    far: the same choice as ranking them all, ties by PCT, then the lower index.
+    ``a[x]`` = 1 per target, +1 per target on another device, +1 per target that lacks
+    only one input, kept up to date from the simulator's :attr:`SimState.low`; the +5 of a
+    target on another device whose device is idle is added at the decision, so only
+    nodes with targets on other devices need ranking then; the others wait in a heap by
+    ``(a, PCT, -index)``. A target on the deciding device never earns the +5 (that device
+    holds the node being ranked). ``count`` is the number of executable nodes per device.
     """
 
-    def __init__(self, d: int, same: list[list[int]], cross: list[list[int]],
-                 static: list[int], key: list[tuple[int, float, int]], device: list[int],
-                 count: list[int]) -> None:
-        self._d, self._same, self._cross, self._static = d, same, cross, static
-        self._key, self._dev, self._count = key, device, count
-        self._items: list[tuple[int, float, int]] = []
+    def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float]) -> None:
+        dev = eg.device
+        self.dev, self.val = dev, val
+        self.cross = [[j for j in t if dev[j] != dev[x]] for x, t in enumerate(targets)]
+        self.last = [eg.pred_ptr[j + 1] - eg.pred_ptr[j] == 1 for j in range(eg.n)]
+        last = self.last
+        self.a = [len(t) + len(cr) + sum(last[j] for j in t)
+                  for t, cr in zip(targets, self.cross, strict=True)]
+        self.rev: list[list[int]] = [[] for _ in range(eg.n)]
+        for x, t in enumerate(targets):
+            for j in t:
+                self.rev[j].append(x)
+        self.queued = [False] * eg.n
+        self.heaps: list[list[tuple[int, float, int]]] = [[] for _ in range(eg.n_devices)]
+        self.count = [0] * eg.n_devices
+
+    def sync(self, state: SimState) -> None:
+        low = state.low
+        if not low:
+            return
+        unstarted, last, a, rev = state.unstarted, self.last, self.a, self.rev
+        queued, cross, heaps, dev, val = self.queued, self.cross, self.heaps, self.dev, \
+            self.val
+        for j in low:
+            now = unstarted[j] == 1
+            if now != last[j]:
+                last[j] = now
+                delta = 1 if now else -1
+                for x in rev[j]:
+                    a[x] += delta
+                    if queued[x] and not cross[x]:
+                        heapq.heappush(heaps[dev[x]], (-a[x], -val[x], x))
+        low.clear()
+
+
+class _MsrQueue:
+    """MSR's ready nodes of one device (see :class:`_MsrRanks`)."""
+
+    def __init__(self, d: int, r: _MsrRanks) -> None:
+        self._d, self._r = d, r
+        self._heap = r.heaps[d]
+        self._scan: list[int] = []
 
     def push(self, node: int) -> None:
-        self._count[self._d] += 1
-        bisect.insort(self._items, self._key[node])
+        r = self._r
+        r.count[self._d] += 1
+        r.queued[node] = True
+        if r.cross[node]:
+            self._scan.append(node)
+        else:
+            heapq.heappush(self._heap, (-r.a[node], -r.val[node], node))
 
     def pop(self, state: SimState) -> int:
-        self._count[self._d] -= 1
-        items = self._items
-        unstarted, busy, count, dev = state.unstarted, state.busy, self._count, self._dev
-        same, cross, static = self._same, self._cross, self._static
-        best_k, br, bt = 0, -1, (0.0, 0)
-        for k, (nub, nval, x) in enumerate(items):
-            if -nub < br:
-                break  # sorted: no later node can reach the best rank
-            r = static[x]
-            for j in same[x]:
-                if unstarted[j] == 1:
-                    r += 1
+        r = self._r
+        r.count[self._d] -= 1
+        r.sync(state)
+        heap, a, queued = self._heap, r.a, r.queued
+        while heap and (not queued[heap[0][2]] or -heap[0][0] != a[heap[0][2]]):
+            heapq.heappop(heap)  # stale: its rank changed or it already ran
+        busy, count, dev, last, val, cross = state.busy, r.count, r.dev, r.last, r.val, \
+            r.cross
+        best_k, br, bv, bx = -1, -1, 0.0, 0
+        for k, x in enumerate(self._scan):
+            rank = a[x]
             for j in cross[x]:
-                if unstarted[j] == 1:
+                if last[j]:
                     dj = dev[j]
-                    r += 1 if busy[dj] or count[dj] else 6
-            if r > br or (r == br and (nval, x) < bt):  # ties: larger PCT, lower index
-                best_k, br, bt = k, r, (nval, x)
-        return items.pop(best_k)[2]
+                    if not busy[dj] and not count[dj]:
+                        rank += 5
+            if rank > br or (rank == br and (val[x] > bv or (val[x] == bv and x < bx))):
+                best_k, br, bv, bx = k, rank, val[x], x
+        if heap:
+            na, nv, x = heap[0]
+            if best_k < 0 or -na > br or (-na == br and (-nv > bv or (-nv == bv and x < bx))):
+                heapq.heappop(heap)
+                queued[x] = False
+                return x
+        scan = self._scan
+        x = scan[best_k]
+        scan[best_k] = scan[-1]
+        scan.pop()
+        queued[x] = False
+        return x
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._r.count[self._d]
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
-    targets = _rank_targets(eg)
-    val = pct_values(eg, c, opts)
-    dev = eg.device
-    same = [[j for j in t if dev[j] == dev[x]] for x, t in enumerate(targets)]
-    cross = [[j for j in t if dev[j] != dev[x]] for x, t in enumerate(targets)]
-    static = [len(t) + len(cr) for t, cr in zip(targets, cross, strict=True)]
-    key = [(-(static[x] + len(same[x]) + 6 * len(cross[x])), -val[x], x) for x in range(eg.n)]
-    count = [0] * eg.n_devices
-    return [_MsrQueue(d, same, cross, static, key, dev, count) for d in range(eg.n_devices)]
+    r = _MsrRanks(eg, _rank_targets(eg), pct_values(eg, c, opts))
+    return [_MsrQueue(d, r) for d in range(eg.n_devices)]
 
 
 def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:

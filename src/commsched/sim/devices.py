@@ -144,6 +144,9 @@ class SimState:
     busy: list[bool]
     queues: Sequence[ReadyQueue]
     unstarted: list[int]  # per node: direct predecessors that have not started yet
+    #: nodes whose ``unstarted`` count has dropped to 1 or 0 since a queue last cleared
+    #: this list (a queue that tracks counts may empty it; the simulator only appends)
+    low: list[int] = field(default_factory=list)
 
 
 class ReadyQueue(Protocol):
@@ -233,6 +236,7 @@ def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool
     decisions: list[tuple[int, float, int, int]] = []
     link_free: dict[tuple[int, int], float] = {}
     state = SimState(0.0, busy, queues, unstarted)
+    low = state.low
     events: list[tuple[float, int, int]] = []  # (time, seq, code): code>=0 end, <0 arrival
     seq = 0
     touched: set[int] = set()  # devices that became free or got an executable node
@@ -266,7 +270,10 @@ def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool
                     if record_memory:
                         mem_series.append((t, dp, held[dp]))
             for k in range(sp[x], sp[x + 1]):
-                unstarted[si[k]] -= 1
+                j = si[k]
+                unstarted[j] -= 1
+                if unstarted[j] < 2:
+                    low.append(j)
             heapq.heappush(events, (f, seq, x))
             seq += 1
         touched = set()
