@@ -12,6 +12,12 @@ Parts (``--parts``, all by default):
             (its devices7/devices50 files too); the RNN graphs of the thesis are not
             available, so level-generator graphs with their Table 7.2 node, edge and
             colocated-node counts stand in (same size of work, not the same graphs).
+``javaref`` (not by default) ``--semantics published-code`` over ``--javaref-seeds`` seeds
+            beside every row of the Java simulator's ``java_reference.csv`` (issue 24):
+            ``placement_java.tsv`` has Java's mean, min and max, ours over the seeds and a
+            status per row (``exact``: every seed equal, makespan to 1e-9 relative and
+            traffic; ``inside``: some seeds inside Java's ranges; ``outside``; ``no
+            counterpart``: Java's HEFT scheduler).
 ``heft``    HEFT alone on a 10,000-task level-generator graph and 8 devices (insertion-based,
             Eqs. 4.1-4.2 ranks). With ``--saga-python`` (a Python that has ``anrg-saga``,
             installed apart from the project's environment), SAGA's HEFT runs on the same
@@ -45,7 +51,9 @@ Parts (``--parts``, all by default):
 
 Writes ``benchmarks/results/placement.json``; every part records the load average when it
 started and its UTC time. Timings on a shared machine vary with the load, so graph 1 and
-the Java work also record the process's CPU time (``total_cpu_s``, ``cpu_seconds``): the
+the Java work also record the process's CPU time (``total_cpu_s``, ``cpu_seconds``) and the
+Java work the process's peak RSS (``peak_rss_mib``) and whether issue 25's 5 s for the 42 runs
+is met (``met_wall``, ``met_cpu``): the
 Java simulator's seconds are wall times on a machine we assume idle, the fairer match
 under load is our CPU time. A part not in
 ``--parts`` keeps its record from the existing file. Run:
@@ -59,6 +67,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -66,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from benchlib import write_result
 
 from commsched.io.thesis import read_devices, read_graph
@@ -73,10 +83,11 @@ from commsched.placement import PARTITIONERS, SCHEDULERS, Cluster, Options, Prob
 from commsched.placement.experiments.thesis import TABLE71, synthetic_graph
 from commsched.placement.heft import HeftResult, heft_core
 from commsched.placement.model import random_devices
-from commsched.placement.run import partition, schedule
+from commsched.placement.run import partition, run_all, schedule
 from commsched.trace.synthetic import level_dag
 
 JAVA_S = {"cnn": 1.7, "rnn": 11.4, "dynamic_rnn": 23.9}
+TARGET_S = 5.0
 SAGA_S = {"build": 120.0, "schedule": 21.8}
 SAGA_TIMEOUT_S = 1800
 AGREEMENT = (
@@ -155,8 +166,65 @@ def part_java(thesis_data: Path | None) -> dict[str, Any]:
                      "speedup_vs_java": JAVA_S[name] / total,
                      "cpu_seconds": r7["total_cpu_s"] + r50["total_cpu_s"],
                      "speedup_vs_java_cpu": JAVA_S[name] / (r7["total_cpu_s"]
-                                                            + r50["total_cpu_s"])}
+                                                            + r50["total_cpu_s"]),
+                     # issue 25: the 21 combinations x {7, 50} devices within 5 s
+                     "target_seconds": TARGET_S, "met_wall": total <= TARGET_S,
+                     "met_cpu": r7["total_cpu_s"] + r50["total_cpu_s"] <= TARGET_S,
+                     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     return out
+
+
+JAVA_NAMES = {"Hashing": "hashing", "HEFT": "heft", "BatchSplit": "batch_split", "ICP": "icp",
+              "CP": "cp", "MITE": "mite", "DFS": "dfs"}
+JAVA_SCHEDULERS = {"FIFO": "fifo", "PCT": "pct", "MSR": "msr"}
+
+
+def part_javaref(thesis_data: Path | None, seeds: int, out: Path) -> dict[str, Any]:
+    """``--semantics published-code`` over ``seeds`` seeds beside every row of the Java
+    simulator's ``java_reference.csv`` (CNN graph, 7 and 50 devices); writes ``out``."""
+    ref = thesis_data / "java_reference.csv" if thesis_data else None
+    if ref is None or not ref.is_file():
+        return {"skipped": f"no java_reference.csv under {thesis_data}"}
+    rows = pd.read_csv(ref)
+    p = Problem.from_thesis(read_graph(thesis_data / "convolutional_network_graph.csv"))
+    got: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+    t0, c0 = time.perf_counter(), time.process_time()
+    for nd in sorted(set(rows.devices)):
+        c = Cluster.from_devices(read_devices(thesis_data / f"devices{nd}.csv"))
+        for seed in range(seeds):
+            opts = Options("published-code", seed)
+            for r in run_all(p, c, list(PARTITIONERS), list(SCHEDULERS), opts):
+                got.setdefault((nd, r.partitioner, r.scheduler), []).append(
+                    (r.makespan, r.traffic))
+    table = []
+    for row in rows.itertuples():
+        key = (row.devices, JAVA_NAMES.get(row.partitioner, ""),
+               JAVA_SCHEDULERS.get(row.scheduler, ""))
+        runs = got.get(key)
+        rec = {"devices": row.devices, "partitioner": row.partitioner,
+               "scheduler": row.scheduler, "java_deterministic": row.deterministic,
+               "java_makespan": row.makespan, "java_makespan_min": row.makespan_min,
+               "java_makespan_max": row.makespan_max, "java_traffic_min": row.traffic_min,
+               "java_traffic_max": row.traffic_max}
+        if runs is None:  # Java's HeftScheduler: no counterpart here
+            table.append({**rec, "status": "no counterpart"})
+            continue
+        ms = np.array([m for m, _ in runs])
+        tr = np.array([t for _, t in runs])
+        exact = bool(np.all(np.abs(ms - row.makespan) <= 1e-9 * row.makespan)
+                     and np.all(tr == row.traffic))
+        inside = (ms >= row.makespan_min * (1 - 1e-9)) & (ms <= row.makespan_max * (1 + 1e-9)) \
+            & (tr >= row.traffic_min) & (tr <= row.traffic_max)
+        status = ("exact" if exact else "inside" if inside.any() else "outside")
+        table.append({**rec, "ours_makespan_min": ms.min(), "ours_makespan_mean": ms.mean(),
+                      "ours_makespan_max": ms.max(), "ours_traffic_min": tr.min(),
+                      "ours_traffic_max": tr.max(), "ours_runs_inside": int(inside.sum()),
+                      "ours_runs": len(runs), "status": status})
+    df = pd.DataFrame(table)
+    df.to_csv(out, sep="\t", index=False, float_format="%.10g")
+    counts = df.status.value_counts().to_dict()
+    return {"seeds": seeds, "rows": len(df), "status_counts": counts, "table": out.name,
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
 
 
 def heft_instance(tasks: int, seed: int) -> tuple[Problem, Cluster, float]:
@@ -266,7 +334,9 @@ def part_heft(saga_python: str | None, tasks: int, check_tasks: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--parts", nargs="+", default=["graph1", "java", "heft"],
-                   choices=["graph1", "java", "heft"])
+                   choices=["graph1", "java", "heft", "javaref"])
+    p.add_argument("--javaref-seeds", type=int, default=10,
+                   help="seeds per row of java_reference.csv (javaref part, default 10)")
     p.add_argument("--thesis-data", type=Path, default=None,
                    help="directory with the published thesis-format CNN graph and devices")
     p.add_argument("--saga-python", default=None, help="a Python with anrg-saga installed")
@@ -283,12 +353,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if out.is_file():  # parts not run now keep their earlier record, with its load and time
         old = json.loads(out.read_text())
-        for part in {"graph1", "java", "heft"} - set(args.parts):
+        for part in {"graph1", "java", "heft", "javaref"} - set(args.parts):
             if part in old:
                 result[part] = {"load_average": old["machine"]["load_average"],
                                 "created_utc": old["created_utc"], **old[part]}
     runs = {"graph1": part_graph1, "java": lambda: part_java(args.thesis_data),
-            "heft": lambda: part_heft(args.saga_python, args.heft_tasks, *args.saga_check)}
+            "heft": lambda: part_heft(args.saga_python, args.heft_tasks, *args.saga_check),
+            "javaref": lambda: part_javaref(args.thesis_data, args.javaref_seeds,
+                                            out.parent / "placement_java.tsv")}
     for part in args.parts:
         load = [round(x, 2) for x in os.getloadavg()]
         begun = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -296,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
         if part == "graph1":
             print(f"graph 1: {result['graph1']['total_s']:.1f} s, "
                   f"{result['graph1']['total_cpu_s']:.1f} s CPU for 21 combinations", flush=True)
+        elif part == "javaref":
+            print(f"java_reference.csv rows: {result['javaref'].get('status_counts')}",
+                  flush=True)
         elif part == "java":
             for k, v in result["java"].items():
                 if isinstance(v, dict):

@@ -133,3 +133,30 @@ def test_the_check_catches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sour
     (fake / "sim" / "bad.py").write_text(source)
     monkeypatch.setattr(f"{__name__}.SRC", fake)
     assert any(message in v for v in _violations())
+
+
+def _library_map() -> str:
+    readme = (SRC.parents[1] / "README.md").read_text()
+    start = readme.index("## The library")
+    block = readme[readme.index("```\nsrc/commsched/", start):]
+    return block[4:block.index("\n```", 4)]
+
+
+def test_readme_library_map_matches_the_tree() -> None:
+    """Every package and top-level module is in the README's library map, every file the
+    map names exists, and the map lists the packages in layer order."""
+    entries = [line.split()[0] for line in _library_map().splitlines()[1:]
+               if line.startswith("  ") and not line.startswith("   ")]
+    tops = sorted({p.relative_to(SRC).parts[0] for p in SRC.glob("*")
+                   if (p.is_dir() and (p / "__init__.py").exists())
+                   or (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))})
+    named = sorted(e.rstrip("/") for e in entries)
+    assert named == tops, (named, tops)
+    layers = [LAYERS[e.rstrip("/").removesuffix(".py")] for e in entries]
+    assert layers == sorted(layers), list(zip(entries, layers, strict=True))
+    for line in _library_map().splitlines():
+        for word in line.replace(",", " ").replace(";", " ").replace("(", " ").split():
+            if word.endswith(".py:") or word.endswith(".py"):
+                name = word.rstrip(":")
+                hits = list(SRC.rglob(name)) if "/" not in name else [SRC / name]
+                assert any(h.exists() for h in hits), f"README map names {name}, not in src"

@@ -6,15 +6,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import networkx as nx
+import numpy as np
 import pytest
 import yaml
 
 from commsched.cli import main
 from commsched.io.thesis import write_devices, write_graph
 from commsched.model.traced import load_trace
-from commsched.placement import PARTITIONERS, SCHEDULERS, SEMANTICS, Problem, run_all
+from commsched.placement import (
+    PARTITIONERS,
+    SCHEDULERS,
+    SEMANTICS,
+    PlacementError,
+    Problem,
+    run_all,
+)
 from commsched.placement.experiments import thesis as exp
-from commsched.placement.model import random_devices
+from commsched.placement.model import check_fits, check_placement, random_devices
 from commsched.placement.traced import problem_from_trace
 from commsched.results import read_metrics
 from commsched.trace.synthetic import level_dag
@@ -65,7 +74,8 @@ def test_place_errors_are_one_line(files, tmp_path, capsys):
     assert main(["place", str(g), str(tiny), "--partitioner", "hashing",
                  "--scheduler", "fifo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and "fits on no device" in err[-1]
+    assert len(err) == 3 and "node" in err[-1] and "the largest device" in err[-1]
+    assert str(tiny) in err[-1]
     head = ("Id,(Outgoing) node,(Incoming) node,Colocation nodes,#tensorSize,#operations,"
             "RAM storage,Device constraint,name\n")
     bad = {"malformed": ("0,1,,,10,x,1,NO,a\n1,,0,,5,5,1,NO,b\n", "not an integer: 'x'"),
@@ -131,3 +141,56 @@ def test_experiments_tiny(tmp_path):
     got = read_metrics([tmp_path / "m.csv"])
     assert got["placement.synthetic.traffic_scheduler_spread"][0] == 0.0
     assert "placement.tensorflow.heft_over_mite_max" in got
+
+
+def test_device_memory_too_small_for_a_colocated_group(tmp_path, capsys):
+    # two colocated nodes of size_est 5 (output) and 3 + 5 (output, input): 13 in all, more
+    # than either device's 12
+    graph = tmp_path / "g.csv"
+    graph.write_text("Id,(Outgoing) node,(Incoming) node,Colocation nodes,#tensorSize,"
+                     "#operations,RAM storage,Device constraint,name\n"
+                     "0,1,,1,5,10,0,NO,a\n1,,0,0,3,10,0,NO,b\n")
+    devices = tmp_path / "d.csv"
+    devices.write_text("Id,RAM,#operations,commnication speed,type\n"
+                       "0,12,10,20,CPU\n1,12,10,,GPU\n")
+    out = tmp_path / "never.json"
+    assert main(["place", str(graph), str(devices), "--partitioner", "all",
+                 "--scheduler", "fifo", "--chrome-trace", str(out)]) == 2  # two runs
+    capsys.readouterr()
+    for sem in SEMANTICS:
+        assert main(["place", str(graph), str(devices), "--partitioner", "cp",
+                     "--scheduler", "fifo", "--semantics", sem]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert ("colocation group of nodes 0, 1 (2 nodes) needs 13 of memory, the largest "
+                "device of its type (any) holds 12") in err[0]
+        assert str(devices) in err[0]
+    assert not out.exists()
+
+
+def test_missing_device_type_and_placement_off_the_cluster():
+    p = Problem.build(ops=[1, 1], size=[1, 1], edges=[(0, 1)], constraint=["TPU", "NO"])
+    c = random_devices(2, seed=1)
+    with pytest.raises(PlacementError, match=r"^node 0 needs a TPU device; there is none$"):
+        check_fits(p, c)
+    q = Problem.build(ops=[1, 1], size=[1, 1], edges=[(0, 1)])
+    with pytest.raises(PlacementError, match=r"^node 1 is not placed on a device 0\.\.1$"):
+        check_placement(q, c, np.array([0, 2]))
+    with pytest.raises(PlacementError, match=r"^node 0 is not placed on a device 0\.\.1$"):
+        check_placement(q, c, np.array([-1, 0]))
+
+
+@pytest.mark.parametrize("attrs,expect", [
+    ({"duration": None}, "op 'b' has no traced time"),
+    ({"duration": float("nan")}, "op 'b' has no traced time"),
+    ({"duration": -1.0}, "op 'b' has no traced time"),
+    ({"duration": 1.0, "out_bytes": "x"}, "op 'b': output bytes 'x'"),
+])
+def test_trace_ops_that_cannot_be_mapped(attrs, expect):
+    g = nx.DiGraph()
+    g.add_node("a", duration=1.0, out_bytes=8)
+    g.add_node("b", **attrs)
+    g.add_edge("a", "b")
+    with pytest.raises(PlacementError, match=expect) as e:
+        problem_from_trace(g)
+    assert "\n" not in str(e.value)

@@ -10,7 +10,14 @@ import pytest
 
 from commsched.placement.bruteforce import best_order_makespan
 from commsched.placement.heft import heft_core, topcuoglu_example
-from commsched.placement.model import Cluster, Options, PlacementError, Problem, traffic
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    PlacementError,
+    Problem,
+    check_placement,
+    traffic,
+)
 from commsched.placement.partitioners import PARTITIONERS
 from commsched.placement.schedulers import SCHEDULERS, pct_values
 from commsched.placement.sendrecv import insert_send_recv
@@ -196,16 +203,19 @@ def test_memory_held_until_last_consumer_starts():
 
 
 # The published Java code's deviations (issue item 5), each on a hand instance.
-def test_published_heft_earliest_start_is_a_minimum():
-    # Two sources, each fast on its own device, join in node 2 (10-sized tensors, rate 1).
-    # Thesis: node 2 waits for the later input, EST max(1, 1 + 10) = 11, ends 12. The
-    # published code takes the minimum over predecessors: EST 1, ends 2.
-    w = np.array([[1.0, 100.0], [100.0, 1.0], [1.0, 1.0]])
-    rate = np.array([[math.inf, 1.0], [1.0, math.inf]])
-    succ = [[2], [2], []]
-    spans = [heft_core(w, w.mean(axis=1), succ, lambda u, v: 10.0, rate, min_est=m).makespan
-             for m in (False, True)]
-    assert spans == [12.0, 2.0]
+def test_published_heft_earliest_start_is_a_minimum_over_remote_predecessors():
+    # Three equal devices (speed 10, rates 1). A (1000 ops) goes to device 0 (0-100), B (10
+    # ops) to device 1 (0-1); C (10 ops) consumes both (tensors of size 1). Thesis: C's
+    # earliest start is the latest input, 100 on device 0 (ends 101) and 101 elsewhere, so
+    # device 0. Java: the minimum over predecessors on *other* devices (one on the same
+    # device divides by the rate 0 of a device to itself, an infinite time): 2 on device 2
+    # (B's tensor), ending 3, so device 2.
+    p = Problem.build(ops=[1000, 10, 10], size=[1, 1, 1], edges=[(0, 2), (1, 2)])
+    c = cluster([10, 10, 10], {(0, 1): 1, (0, 2): 1, (1, 2): 1})
+    assert PARTITIONERS["heft"](p, c, Options()).device.tolist() == [0, 1, 0]
+    for seed in range(3):
+        got = PARTITIONERS["heft"](p, c, Options("published-code", seed)).device.tolist()
+        assert got == [0, 1, 2]
 
 
 def test_published_batch_split_assigns_ranges_by_device_id():
@@ -216,8 +226,32 @@ def test_published_batch_split_assigns_ranges_by_device_id():
     c = cluster([10, 100], {(0, 1): 10})
     thesis = PARTITIONERS["batch_split"](p, c, Options())
     published = PARTITIONERS["batch_split"](p, c, Options("published-code"))
-    assert thesis.tolist() == [1, 1, 0, 0]
-    assert published.tolist() == [0, 0, 1, 1]
+    assert thesis.device.tolist() == [1, 1, 0, 0]
+    assert published.device.tolist() == [0, 0, 1, 1]
+
+
+def test_published_batch_split_ranges_in_single_precision():
+    # Seven independent nodes (ranks 70 .. 10) on three equal devices. Thesis: ranges of
+    # ceil(7 / 3) = 3 nodes. Published code: node i starts at device int(i / (7 / 3)).
+    p = Problem.build(ops=[70, 60, 50, 40, 30, 20, 10], size=[1] * 7, edges=[])
+    c = cluster([10, 10, 10], {(0, 1): 10, (0, 2): 10, (1, 2): 10})
+    thesis = PARTITIONERS["batch_split"](p, c, Options())
+    published = PARTITIONERS["batch_split"](p, c, Options("published-code"))
+    assert thesis.device.tolist() == [0, 0, 0, 1, 1, 1, 2]
+    assert published.device.tolist() == [0, 0, 0, 1, 1, 2, 2]
+
+
+def test_published_memory_may_reach_capacity():
+    # One node of size_est 10 on a device of memory 10: the thesis (Sec. 4.1: below the
+    # memory) rejects it, the Java code (free memory >= demand) places it.
+    p = Problem.build(ops=[1], size=[4], ram=[6], edges=[])
+    c = cluster([10, 10], {(0, 1): 10}, memory=10.0)
+    with pytest.raises(PlacementError, match="fits on no device"):
+        PARTITIONERS["hashing"](p, c, Options())
+    assert PARTITIONERS["hashing"](p, c, Options("published-code")).device.tolist() == [0]
+    with pytest.raises(PlacementError, match="holds 10 of memory"):
+        check_placement(p, c, np.array([0]))
+    check_placement(p, c, np.array([0]), strict=False)
 
 
 def test_published_pct_charges_receive_nodes():

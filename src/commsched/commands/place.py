@@ -18,7 +18,15 @@ from typing import Any
 from commsched.errors import CommschedError
 from commsched.io.chrome import write_chrome_trace
 from commsched.io.thesis import read_devices, read_graph
-from commsched.placement import PARTITIONERS, SCHEDULERS, SEMANTICS, Cluster, Options, Problem
+from commsched.placement import (
+    PARTITIONERS,
+    SCHEDULERS,
+    SEMANTICS,
+    Cluster,
+    Options,
+    PlacementError,
+    Problem,
+)
 from commsched.placement.run import run_all
 from commsched.placement.sendrecv import DEFAULT_SEND_OPS, exec_names
 
@@ -53,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     problem = Problem.from_thesis(read_graph(args.graph))
     cluster = Cluster.from_devices(read_devices(args.devices))
     opts = Options(args.semantics, args.seed, args.send_ops)
-    results = run_all(problem, cluster, parts, scheds, opts, args.link_contention)
+    try:
+        results = run_all(problem, cluster, parts, scheds, opts, args.link_contention)
+    except PlacementError as e:
+        raise CommschedError(f"{args.graph} on {args.devices}: {e}") from None
     if args.chrome_trace:
         r = results[0]
         names = exec_names(problem, r.exec_graph)

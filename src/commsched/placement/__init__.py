@@ -10,10 +10,15 @@ traffic), :mod:`~commsched.placement.sendrecv` (Sec. 2.4), :mod:`~commsched.plac
 simulator is :mod:`commsched.sim.devices`.
 
 Two semantics (:class:`Options`): ``thesis`` follows the text; ``published-code`` follows
-the Java simulator published with the DIDL paper where it deviates from the text (HEFT's
-earliest start as a minimum over predecessors, Batch Split's ranges by device id, receive
-nodes charged in PCT, MSR's bonuses only for cross-device successors, MITE's node-id /
-device-id comparison, hash-set orders and random ties, here seeded).
+the Java simulator published with the DIDL paper (repository
+``mayerrn/tensorflowPartitioningAndScheduling``, read, not copied): its simulation loop
+(:func:`commsched.sim.devices.simulate_lowest_clock`), its FIFO/PCT/MSR classes
+(:func:`~commsched.placement.schedulers.published_chooser`), its HEFT (order-dependent
+ranks, earliest start as a minimum over remote predecessors), Batch Split (hash-map order,
+ranges by device id in single precision), MITE's and DFS's integer traffic term, its memory
+test (demand may reach the capacity), and its hash-set orders, drawn from ``seed``. Batch
+Split x PCT/MSR reproduce the Java output exactly on the published CNN graph
+(``tests/test_placement_java.py``).
 """
 
 from commsched.placement.model import SEMANTICS, Cluster, Options, PlacementError, Problem

@@ -11,8 +11,9 @@ Colocation (Sec. 4.3): the first member of a colocation group in rank order pick
 their own turn comes.
 
 Choices where the texts are open: rank ties are broken by topological position (so a
-predecessor always comes first; the published code draws an unseeded random number, we
-draw a seeded one under ``published-code``); device ties go to the lower device id.
+predecessor always comes first); device ties go to the lower device id. The published Java
+code's HEFT differs in its ranks, its order and its earliest start
+(:func:`commsched.placement.partitioners.heft` under ``published-code``).
 
 Examples
 --------
@@ -74,7 +75,6 @@ def heft_core(
     rate: np.ndarray,
     choose: Callable[[int, np.ndarray], np.ndarray] | None = None,
     placed: Callable[[int, int], None] | None = None,
-    min_est: bool = False,
     tie: np.ndarray | None = None,
     comm_factor: float | None = None,
 ) -> HeftResult:
@@ -97,9 +97,6 @@ def heft_core(
         uses it for feasibility and colocation.
     placed
         ``placed(node, device)``, called after each choice.
-    min_est
-        Earliest start as the *minimum* over predecessors (the published code's deviation)
-        instead of the maximum.
     tie
         Secondary sort key of the rank order (default: topological position, so every
         predecessor comes first). With another key, a predecessor of equal rank that is
@@ -133,8 +130,7 @@ def heft_core(
     for v in order:
         v = int(v)
         arr = [finish[p] + data(p, v) * inv_rate[dev[p]] for p in pred[v] if dev[p] >= 0]
-        est = ((np.min(arr, axis=0) if min_est else np.max(arr, axis=0)) if arr
-               else np.zeros(ndev))
+        est = np.max(arr, axis=0) if arr else np.zeros(ndev)
         wv = w[v]
         lower = est + wv
         mask = choose(v, lower) if choose is not None else np.ones(ndev, dtype=bool)

@@ -37,7 +37,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -51,11 +51,16 @@ __all__ = [
     "TYPES",
     "Cluster",
     "Options",
+    "Placement",
     "PlacementError",
     "Problem",
     "Semantics",
     "UnionFind",
+    "check_fits",
     "check_placement",
+    "describe_unit",
+    "identity_hashes",
+    "java_hash_order",
     "random_devices",
     "topological_order",
     "traffic",
@@ -91,6 +96,14 @@ class Options:
 
 class PlacementError(CommschedError):
     """A node or colocation group that cannot be placed (constraints, memory)."""
+
+
+class Placement(NamedTuple):
+    """A partitioner's result: the device of every node and the order in which the nodes
+    were assigned (the published simulator enqueues a device's sources in that order)."""
+
+    device: np.ndarray
+    order: list[int]
 
 
 class UnionFind:
@@ -320,6 +333,42 @@ def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
     return order
 
 
+def identity_hashes(n: int, seed: int) -> list[float]:
+    """Seeded stand-ins for the Java identity hash codes of ``n`` objects.
+
+    The published simulator keeps nodes in ``HashSet<Node>`` without ``hashCode``, so every
+    set (successors, colocation groups) iterates in an order fixed by the objects' identity
+    hashes, which differ from run to run. Ordering by these keys gives such an order; the
+    keys of the graph's nodes are the first ``n`` of a longer list with the same seed.
+    """
+    rng = random.Random(seed)
+    return [rng.random() for _ in range(n)]
+
+
+def java_hash_order(ids: Sequence[int]) -> list[int]:
+    """Positions of ``ids`` in the order a Java ``HashMap<Integer, ...>`` iterates them.
+
+    The published simulator keeps the graph's nodes in such a map and builds its node lists
+    from it. The table has the smallest power-of-two capacity >= 16 that holds
+    ``len(ids)`` at load factor 0.75; a key goes to bucket ``(h ^ (h >>> 16)) & (cap -
+    1)`` with ``h`` the id; a bucket keeps insertion order, here the order of ``ids``
+    (buckets of 8 or more keys, which Java turns into trees, do not occur for graphs whose
+    ids are ``0..n-1``: there the order is ascending).
+
+    >>> java_hash_order([40, 3, 17, 1])
+    [2, 3, 1, 0]
+    """
+    cap = 16
+    while len(ids) > 0.75 * cap:
+        cap *= 2
+
+    def bucket(k: int) -> int:
+        h = k & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (cap - 1)
+
+    return sorted(range(len(ids)), key=lambda i: bucket(ids[i]))
+
+
 def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, int] = (10, 100),
                    rate: tuple[int, int] = (10, 60), memory_scale: float = 1e9) -> Cluster:
     """Devices generated as the thesis' Sec. 6.2 describes.
@@ -354,11 +403,52 @@ def traffic(p: Problem, placement: np.ndarray) -> float:
     return total
 
 
-def check_placement(p: Problem, c: Cluster, placement: np.ndarray) -> None:
+def describe_unit(p: Problem, u: int) -> str:
+    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
+    m = p.unit_members[u]
+    if len(m) == 1:
+        return f"node {p.ids[m[0]]}"
+    names = ", ".join(str(p.ids[v]) for v in m[:3])
+    return f"colocation group of nodes {names}{', ...' if len(m) > 3 else ''} ({len(m)} nodes)"
+
+
+def check_fits(p: Problem, c: Cluster, strict: bool = True) -> None:
+    """Raise :class:`PlacementError` for the first assignment unit (Sec. 4.1) that no
+    device could hold even if it were empty: no device of the type the unit needs, or a
+    memory demand (summed ``size_est``) of at least (``strict=False``: more than) the
+    largest memory among the devices of that type.
+
+    >>> import numpy as np
+    >>> p = Problem.build(ops=[1, 1], size=[5, 5], edges=[(0, 1)], colocation=[(0, 1)])
+    >>> c = Cluster(np.array([1.0]), np.array([12.0]), np.array([0]), np.array([[np.inf]]))
+    >>> try:
+    ...     check_fits(p, c)
+    ... except PlacementError as e:
+    ...     print(e)  # doctest: +NORMALIZE_WHITESPACE
+    colocation group of nodes 0, 1 (2 nodes) needs 15 of memory, the largest device of its
+    type (any) holds 12
+    """
+    for u in range(len(p.unit_members)):
+        t = int(p.unit_constraint[u])
+        mask = c.feasible_type(t)
+        if not mask.any():
+            raise PlacementError(f"{describe_unit(p, u)} needs a {TYPES[t]} device; there is "
+                                 f"none")
+        cap = float(c.memory[mask].max())
+        need = float(p.unit_mem[u])
+        if need > cap or (strict and need == cap):
+            kind = "any" if t == NO else TYPES[t]
+            raise PlacementError(f"{describe_unit(p, u)} needs {need:g} of memory, the "
+                                 f"largest device of its type ({kind}) holds {cap:g}")
+
+
+def check_placement(p: Problem, c: Cluster, placement: np.ndarray, strict: bool = True,
+                    ) -> None:
     """Raise :class:`PlacementError` naming the first broken constraint of Sec. 4.1.
 
     1. colocated nodes share a device; 2. every node's device has the type it needs;
-    3. on every device the summed ``size_est`` stays below the memory (strictly).
+    3. on every device the summed ``size_est`` stays below the memory (strictly; with
+    ``strict=False`` it may reach it, as the published Java code allows).
     """
     if len(placement) != p.n:
         raise PlacementError(f"placement has {len(placement)} nodes, the graph {p.n}")
@@ -378,7 +468,7 @@ def check_placement(p: Problem, c: Cluster, placement: np.ndarray) -> None:
     used = np.zeros(c.n)
     np.add.at(used, placement, p.size_est)
     occupied = np.bincount(placement, minlength=c.n) > 0
-    over = np.nonzero(occupied & (used >= c.memory))[0]
+    over = np.nonzero(occupied & ((used >= c.memory) if strict else (used > c.memory)))[0]
     if len(over):
         d = int(over[0])
         raise PlacementError(f"device {d} holds {used[d]:g} of memory, its capacity is "

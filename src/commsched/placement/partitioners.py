@@ -30,24 +30,42 @@ Choices where the thesis is open (documented per function, all deterministic or 
 units are visited in the order of their smallest node id; device ties go to the lower id;
 the critical path (ICP, CP) is the longest path by operations (Eq. 4.3 ranks, each node's
 path predecessor the first predecessor reaching its rank); ICP splits a subpath that fits
-no device into halves. Under ``semantics="published-code"`` the unit orders that the Java
-code takes from hash sets are a seeded random permutation, HEFT's earliest start is the
-minimum over predecessors and its rank ties a seeded random number, Batch Split assigns
-range k to device id k (after sorting the devices by speed), and MITE's test whether a
-predecessor already sends to the device compares a successor's node id with the device id.
+no device into halves.
+
+Under ``semantics="published-code"`` the partitioners follow the published Java code where
+we have read it through: HEFT (:func:`_heft_published`), Batch Split (hash-map order, ranges
+by device id), MITE and DFS (the Java traffic term, :meth:`_Heuristic._traffic_java`; zero
+factors as 1e-6; DFS children in hash order), the memory test (the demand may reach the
+capacity) and the hash-set orders (units of Hashing, CP and MITE, colocation members,
+successors: a seeded permutation, :func:`~commsched.placement.model.identity_hashes`).
+Hashing's and MITE's Java code visits colocation groups in the order of a hash map keyed
+by an id that depends on the file's line order; we shuffle them (groups still first).
+ICP's and CP's Java code (path bookkeeping with its own recomputation) is not ported:
+their published-code runs use the thesis algorithms with the seeded orders.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 from commsched.placement.heft import heft_core
-from commsched.placement.model import Cluster, Options, PlacementError, Problem
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    Placement,
+    PlacementError,
+    Problem,
+    describe_unit,
+    identity_hashes,
+    java_hash_order,
+)
 
 __all__ = [
     "PARTITIONERS",
@@ -62,14 +80,19 @@ __all__ = [
 ]
 
 #: A partitioner: problem, devices, options -> device of every node.
-Partitioner = Callable[[Problem, Cluster, Options], np.ndarray]
+Partitioner = Callable[[Problem, Cluster, Options], Placement]
 
 
 class _State:
     """Placement under construction: devices, memory and operations per device."""
 
-    def __init__(self, p: Problem, c: Cluster) -> None:
+    def __init__(self, p: Problem, c: Cluster, opts: Options) -> None:
         self.p, self.c = p, c
+        self.order: list[int] = []
+        # the published code assigns a colocation group's members in hash-set order
+        self.hash = identity_hashes(p.n, opts.seed) if opts.semantics != "thesis" else None
+        # Sec. 4.1: the sum stays below the memory; the Java code lets it reach it
+        self.strict = opts.semantics == "thesis"
         self.place = np.full(p.n, -1, dtype=np.int64)
         self.unit_dev = np.full(len(p.unit_members), -1, dtype=np.int64)
         self.used = np.zeros(c.n)
@@ -80,7 +103,8 @@ class _State:
         """Devices that take all ``units`` (type and memory)."""
         p = self.p
         mem = float(sum(p.unit_mem[u] for u in units))
-        mask = self.used + mem < self.c.memory
+        mask = (self.used + mem < self.c.memory if self.strict
+                else self.used + mem <= self.c.memory)
         for u in units:
             mask &= self.type_mask[int(p.unit_constraint[u])]
         return mask
@@ -88,22 +112,19 @@ class _State:
     def assign(self, u: int, d: int) -> None:
         p = self.p
         self.unit_dev[u] = d
-        self.place[p.unit_members[u]] = d
+        members = p.unit_members[u]
+        self.place[members] = d
+        self.order.extend(members if self.hash is None or len(members) == 1
+                          else sorted(members, key=self.hash.__getitem__))
         self.used[d] += p.unit_mem[u]
         self.ops[d] += p.unit_ops[u]
+
+    def result(self) -> Placement:
+        return Placement(self.place, self.order)
 
     def fail(self, u: int) -> PlacementError:
         return PlacementError(f"{describe_unit(self.p, u)} fits on no device "
                               f"(device type or memory)")
-
-
-def describe_unit(p: Problem, u: int) -> str:
-    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
-    m = p.unit_members[u]
-    if len(m) == 1:
-        return f"node {p.ids[m[0]]}"
-    names = ", ".join(str(p.ids[v]) for v in m[:3])
-    return f"colocation group of nodes {names}{', ...' if len(m) > 3 else ''} ({len(m)} nodes)"
 
 
 def _unit_order(p: Problem, opts: Options, groups_first: bool = True) -> list[int]:
@@ -126,21 +147,24 @@ def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
     raise st.fail(u)
 
 
-def hashing(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
     feasible id."""
-    st = _State(p, c)
+    st = _State(p, c, opts)
     ids = list(range(c.n))
     for k, u in enumerate(_unit_order(p, opts)):
         st.assign(u, _probe(st, u, ids, k % c.n))
-    return st.place
+    return st.result()
 
 
-def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
+    Published code: :func:`_heft_published`.
     """
-    st = _State(p, c)
+    if opts.semantics == "published-code":
+        return _heft_published(p, c, opts)
+    st = _State(p, c, opts)
     w = p.ops[:, None] / c.speed[None, :]
     w_mean = p.ops / float(c.speed.mean())
     size = p.size
@@ -161,30 +185,144 @@ def heft(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
         if st.unit_dev[u] < 0:
             st.assign(u, d)
 
-    published = opts.semantics == "published-code"
-    tie = np.random.default_rng(opts.seed).random(p.n) if published else None
-    r = heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
-                  placed=placed, min_est=published, tie=tie)
-    return r.device
+    heft_core(w, w_mean, p.succ, lambda u, _v: float(size[u]), c.rate, choose=choose,
+              placed=placed)
+    return st.result()
 
 
-def batch_split(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
-    """Sec. 4.4: operations-rank ranges to devices by speed (published-code: by id)."""
-    st = _State(p, c)
+def _java_upward_ranks(p: Problem, c: Cluster, key: Sequence[float]) -> list[float]:
+    """Upward ranks as the published code propagates them from the sinks.
+
+    Mean rate: the first device's row of rates (0 to itself) summed and divided by the
+    number of devices; mean speed: the mean. A node reported by a successor ``s`` whose rank
+    exceeds the node's value so far takes ``rank(s) + size / mean rate`` (so the result
+    depends on the order of the reports: the recursion from the sinks, every set in hash
+    order); after the last report it adds ``ops / mean speed`` and reports to its
+    predecessors.
+    """
+    first = c.rate[0]
+    mean_rate = float(np.where(np.isfinite(first), first, 0.0).sum()) / c.n
+    mean_speed = float(c.speed.sum()) / c.n
+    rank = [0.0] * p.n
+    got = [0] * p.n
+    sinks = sorted((v for v in range(p.n) if not p.succ[v]), key=key.__getitem__)
+    stack: list[tuple[int, int]] = [(v, -1) for v in reversed(sinks)]
+    while stack:
+        v, s = stack.pop()
+        if s >= 0:
+            got[v] += 1
+            if rank[v] < rank[s]:  # (one device: no transfers, the term is 0)
+                rank[v] = rank[s] + (float(p.size[v]) / mean_rate if mean_rate else 0.0)
+        if got[v] == len(p.succ[v]):
+            rank[v] += float(p.ops[v]) / mean_speed
+            stack.extend((q, v) for q in sorted(p.pred[v], key=key.__getitem__, reverse=True))
+    return rank
+
+
+def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
+    """HEFT as the published Java code partitions (read from its ``HeftPartitioning``).
+
+    Ranks: :func:`_java_upward_ranks`. Order: decreasing rank, ranks within 5e-5 ordered by
+    a random number per node (seeded here), sorted from the hash-map order. Each unplaced
+    node's unit goes to the feasible device (lowest id on ties) whose slot for the node
+    ends first; a node already placed with its group gets its slot on that device. The
+    earliest start on a device is the *minimum* over predecessors of finish + size / rate,
+    where a predecessor on the same device (rate 0 in the Java tables, so an infinite
+    time) or not yet placed counts for nothing, and 0 when none counts. The slot: the
+    first gap between slots (in start order, slots starting together counted once) that
+    starts after the earliest start and holds the node, else after the last slot.
+    """
+    st = _State(p, c, opts)
+    assert st.hash is not None
+    rank = _java_upward_ranks(p, c, st.hash)
+    tie = random.Random(opts.seed + 1).random
+
+    breaker = [tie() for _ in range(p.n)]
+
+    def cmp(a: int, b: int) -> int:
+        if abs(rank[a] - rank[b]) < 0.00005:
+            return -1 if breaker[a] > breaker[b] else 1
+        return 1 if rank[b] > rank[a] else -1
+
+    nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+    finish = np.full(p.n, -1.0)
+    slots: list[dict[float, float]] = [{} for _ in range(c.n)]  # start -> end, by device
+
+    def slot(v: int, d: int) -> tuple[float, float]:
+        est, changed = math.inf, False
+        for q in p.pred[v]:
+            dq = int(st.place[q])
+            if dq < 0 or dq == d:
+                continue
+            t = finish[q] + float(p.size[q]) / float(c.rate[d, dq])
+            if t < est:
+                est, changed = t, True
+        if not changed:
+            est = 0.0
+        dur = float(p.ops[v]) / float(c.speed[d])
+        last_end = 0.0
+        for a in sorted(slots[d]):
+            if a > est:
+                t = max(last_end, est)
+                if a - t >= dur:
+                    return t, t + dur
+            last_end = slots[d][a]
+        t = max(last_end, est)
+        return t, t + dur
+
+    def take(v: int, d: int, a: float, b: float) -> None:
+        slots[d].setdefault(a, b)  # a Java TreeSet keeps the first slot of a start time
+        finish[v] = b
+
+    for v in nodes:
+        u = int(p.unit[v])
+        if st.unit_dev[u] >= 0:
+            d = int(st.unit_dev[u])
+            take(v, d, *slot(v, d))
+            continue
+        mask = st.feasible([u])
+        best: tuple[float, float, int] | None = None
+        for e in np.nonzero(mask)[0].tolist():
+            a, b = slot(v, e)
+            if best is None or b < best[1]:
+                best = (a, b, e)
+        if best is None:
+            raise st.fail(u)
+        st.assign(u, best[2])
+        take(v, best[2], best[0], best[1])
+    return st.result()
+
+
+def batch_split(p: Problem, c: Cluster, opts: Options) -> Placement:
+    """Sec. 4.4: operations-rank ranges to devices by speed.
+
+    Thesis: nodes by decreasing rank (ties: lower index) cut into ``|D|`` ranges of
+    ``ceil(n / |D|)`` nodes; range k goes to the k-th fastest device, or the next feasible
+    one in that order. Published code: nodes by decreasing rank in a stable sort of the
+    Java hash-map order (:func:`~commsched.placement.model.java_hash_order`); the node at
+    position i starts at device id ``int(i / (n / |D|))`` (single-precision floats, as the
+    Java code computes it; the list sorted by speed is built but never used), then the
+    next feasible device id.
+    """
+    st = _State(p, c, opts)
     src, sink = p.ops_ranks()
     rank = src + sink
-    tie = (np.arange(p.n) if opts.semantics == "thesis"
-           else np.random.default_rng(opts.seed).random(p.n))
-    nodes = np.lexsort((tie, -rank))
-    by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
-    order = by_speed if opts.semantics == "thesis" else list(range(c.n))
-    per = -(-p.n // c.n)  # ceil: |D| ranges of equal size
+    if opts.semantics == "thesis":
+        nodes = [int(v) for v in np.lexsort((np.arange(p.n), -rank))]
+        order = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
+        per = -(-p.n // c.n)  # ceil: |D| ranges of equal size
+        first = [k // per for k in range(p.n)]
+    else:
+        nodes = sorted(java_hash_order(p.ids), key=lambda v: -rank[v])
+        order = list(range(c.n))
+        per32 = np.float32(p.n) / np.float32(c.n)
+        first = [int(np.float32(k) / per32) for k in range(p.n)]
     for k, v in enumerate(nodes):
         u = int(p.unit[v])
         if st.unit_dev[u] >= 0:
             continue
-        st.assign(u, _probe(st, u, order, k // per))
-    return st.place
+        st.assign(u, _probe(st, u, order, first[k]))
+    return st.result()
 
 
 def _critical_path(p: Problem, src: np.ndarray, pred: Sequence[Iterable[int]],
@@ -216,7 +354,7 @@ def _min_exec(st: _State, units: Sequence[int]) -> int:
     return int(np.argmin(em))
 
 
-def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def cp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.6: the critical path's units on the fastest feasible device each, then the
     other units (groups first) on the feasible device with the least ``exec_min``.
 
@@ -224,7 +362,7 @@ def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     operations, as ICP extracts its first path (Eq. 4.3); the sink it ends in has the
     largest source rank plus own operations.
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     src, _ = p.ops_ranks()
     path = _critical_path(p, src, p.pred, [v for v in range(p.n) if not p.succ[v]])
     by_speed = [int(d) for d in np.lexsort((np.arange(c.n), -c.speed))]
@@ -238,10 +376,10 @@ def cp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
             if d < 0:
                 raise st.fail(u)
             st.assign(u, d)
-    return st.place
+    return st.result()
 
 
-def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.5: Iterated Critical Path.
 
     Repeat until every node is placed: among the sinks of the remaining edge set (nodes
@@ -254,7 +392,7 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
     an error. Source ranks are updated incrementally (only downstream of removed edges).
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     n = p.n
     ops = p.ops
     rin = [set(x) for x in p.pred]
@@ -339,7 +477,7 @@ def icp(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
                     heapq.heappush(touched, (int(pos[y]), y))
             if is_candidate(x):
                 push(x)
-    return st.place
+    return st.result()
 
 
 def _place_subpath(st: _State, units: list[int]) -> None:
@@ -384,6 +522,8 @@ class _Heuristic:
 
     def traffic_temp(self, u: int) -> np.ndarray:
         """Eqs. 4.7-4.10 for every device (a transfer counted once per device pair)."""
+        if self.published:
+            return self._traffic_java(u)
         p, place = self.p, self.st.place
         vec = np.zeros(self.c.n)
         for v in p.unit_members[u]:
@@ -392,10 +532,7 @@ class _Heuristic:
                 if dq < 0:
                     continue
                 contrib = p.size[q] * self.inv_rate[dq]
-                if self.published:
-                    ids = [s for s in p.succ[q] if place[s] >= 0 and s < self.c.n]
-                else:
-                    ids = list(self.succ_devs[q])
+                ids = list(self.succ_devs[q])
                 if ids:
                     contrib = contrib.copy()
                     contrib[ids] = 0.0
@@ -405,8 +542,42 @@ class _Heuristic:
                 vec += p.size[v] * self.inv_rate[:, e]
         return vec
 
+    def _traffic_java(self, u: int) -> np.ndarray:
+        """The published code's additional traffic of a unit on every device: per member,
+        ``floor(size / rate)`` (Java int arithmetic) for each placed predecessor on
+        another device, unless the predecessor has a successor whose node id equals the
+        device id (the code's test whether it already sends there), plus one
+        ``floor(size / rate)`` towards the device of the first placed successor (in hash
+        order) that is on another device."""
+        p, place, c = self.p, self.st.place, self.c
+        vec = np.zeros(c.n)
+        key = self.st.hash
+        assert key is not None
+        for v in p.unit_members[u]:
+            for q in p.pred[v]:
+                dq = place[q]
+                if dq < 0:
+                    continue
+                contrib = np.floor(p.size[q] * self.inv_rate[dq])
+                ids = [p.ids[s] for s in p.succ[q] if 0 <= p.ids[s] < c.n]
+                if ids:
+                    contrib[ids] = 0.0
+                vec += contrib
+            placed = sorted((s for s in p.succ[v] if place[s] >= 0), key=key.__getitem__)
+            if placed:
+                e0 = int(place[placed[0]])
+                vec += np.floor(p.size[v] * self.inv_rate[:, e0])  # 0 on e0 itself
+                e1 = next((int(place[s]) for s in placed if place[s] != e0), -1)
+                if e1 >= 0:
+                    vec[e0] += math.floor(p.size[v] / c.rate[e0, e1])
+        return vec
+
     def factors(self, u: int, mask: np.ndarray, full: bool) -> np.ndarray:
-        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices."""
+        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices.
+
+        Published code: an execution time or importance factor of 0 counts 1e-6, and the
+        memory factor of an empty device is a tenth of the smallest non-zero portion among
+        the feasible devices (the text: among all)."""
         c, st = self.c, self.st
         tt = self.traffic_temp(u)
         that = float(tt[mask].max())
@@ -414,14 +585,18 @@ class _Heuristic:
         et = (st.ops + self.p.unit_ops[u]) / c.speed
         ehat = float(et[mask].max())
         ex = et / ehat if ehat > 0 else np.ones(c.n)
+        if self.published:
+            ex = np.where(ex == 0.0, 1e-6, ex)
         heu = traf * ex
         if full:
             portion = st.used / c.memory
-            nz = portion[portion > 0]
+            nz = portion[(portion > 0) & mask] if self.published else portion[portion > 0]
             mtilde = float(nz.min()) if nz.size else 1.0
             mem = np.where(portion > 0, portion, mtilde / 10.0)
             fhat = float(c.speed[mask].max())
             boost = 1.0 - self.importance[u] * c.speed / fhat
+            if self.published:
+                boost = np.where(boost == 0.0, 1e-6, boost)
             heu = heu * mem * boost
         return np.where(mask, heu, np.inf)
 
@@ -432,7 +607,7 @@ class _Heuristic:
         self.assign(u, int(np.argmin(self.factors(u, mask, full))))
 
 
-def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.7: colocation groups, then lone nodes, each on the feasible device that
     minimises Eq. 4.6.
 
@@ -440,18 +615,18 @@ def mite(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
     (Eq. 4.9's intent: one send/receive pair per device); ``ê`` and ``t̂`` are the maxima
     over the feasible devices; the memory factor is the current used portion (Eq. 4.14).
     """
-    st = _State(p, c)
+    st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     for u in _unit_order(p, opts):
         h.place(u, full=True)
-    return st.place
+    return st.result()
 
 
-def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
+def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.8: depth-first search from the sources in decreasing operations rank
     (successors in id order); each unplaced unit goes to the feasible device minimising
     MITE's traffic x execution time."""
-    st = _State(p, c)
+    st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     sources = [v for v in range(p.n) if not p.pred[v]]
     tie = (np.arange(p.n) if opts.semantics == "thesis"
@@ -468,8 +643,11 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> np.ndarray:
             u = int(p.unit[v])
             if st.unit_dev[u] < 0:
                 h.place(u, full=False)
-            stack.extend(reversed(p.succ[v]))
-    return st.place
+            if st.hash is None:
+                stack.extend(reversed(p.succ[v]))
+            else:  # the published code follows a hash set of successors
+                stack.extend(sorted(p.succ[v], key=st.hash.__getitem__, reverse=True))
+    return st.result()
 
 
 #: The partitioner registry (thesis Ch. 4), in the thesis' order.

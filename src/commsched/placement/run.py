@@ -26,15 +26,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
-from commsched.placement.model import Cluster, Options, Problem, check_placement, traffic
+from commsched.placement.model import (
+    Cluster,
+    Options,
+    Placement,
+    Problem,
+    check_fits,
+    check_placement,
+    identity_hashes,
+    traffic,
+)
 from commsched.placement.partitioners import PARTITIONERS
-from commsched.placement.schedulers import SCHEDULERS
+from commsched.placement.schedulers import SCHEDULERS, published_chooser
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     DeviceSchedule,
     ExecGraph,
     check_device_schedule,
     simulate_devices,
+    simulate_lowest_clock,
 )
 
 __all__ = ["RunResult", "partition", "run", "run_all", "schedule"]
@@ -66,25 +76,39 @@ def _lookup(registry: dict[str, object], name: str, what: str) -> None:
         raise CommschedError(f"unknown {what} {name!r} (known: {', '.join(registry)})")
 
 
-def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[np.ndarray, float]:
+def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[Placement, float]:
     """Run partitioner ``name``; the validated placement and its wall time (s)."""
     _lookup(PARTITIONERS, name, "partitioner")  # type: ignore[arg-type]
     t0 = time.perf_counter()
     placement = PARTITIONERS[name](p, c, opts)
     dt = time.perf_counter() - t0
-    check_placement(p, c, placement)
+    check_placement(p, c, placement.device, strict=opts.semantics == "thesis")
     return placement, dt
 
 
-def schedule(p: Problem, c: Cluster, placement: np.ndarray, name: str, opts: Options,
+def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Options,
              link_contention: bool = False, record_memory: bool = False,
              ) -> tuple[ExecGraph, DeviceSchedule, float]:
-    """Insert send/receive nodes, simulate with scheduler ``name`` and validate."""
+    """Insert send/receive nodes, simulate with scheduler ``name`` and validate.
+
+    Under ``published-code`` the published simulator's loop runs
+    (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
+    from ``opts.seed``); it has no link contention.
+    """
     _lookup(SCHEDULERS, name, "scheduler")  # type: ignore[arg-type]
+    published = opts.semantics == "published-code"
+    if published and link_contention:
+        raise CommschedError("link contention is an extension of the thesis semantics; "
+                             "the published code has none")
     t0 = time.perf_counter()
-    eg = insert_send_recv(p, c, placement, opts.send_ops)
-    s = simulate_devices(eg, SCHEDULERS[name](eg, c, opts), link_contention=link_contention,
-                         record_memory=record_memory)
+    eg = insert_send_recv(p, c, placement.device, opts.send_ops)
+    if published:
+        s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
+                                  identity_hashes(eg.n, opts.seed),
+                                  source_order=placement.order, record_memory=record_memory)
+    else:
+        s = simulate_devices(eg, SCHEDULERS[name](eg, c, opts),
+                             link_contention=link_contention, record_memory=record_memory)
     dt = time.perf_counter() - t0
     check_device_schedule(eg, s)
     return eg, s, dt
@@ -101,13 +125,14 @@ def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Seq
             record_memory: bool = False) -> list[RunResult]:
     """Every combination; each partitioner runs once, its placement is reused."""
     opts = opts or Options()
+    check_fits(p, c, strict=opts.semantics == "thesis")
     out: list[RunResult] = []
     for pn in partitioners:
         placement, pt = partition(p, c, pn, opts)
-        tr = traffic(p, placement)
+        tr = traffic(p, placement.device)
         for sn in schedulers:
             eg, s, st = schedule(p, c, placement, sn, opts, link_contention, record_memory)
             if abs(eg.traffic - tr) > 1e-9 * max(1.0, tr):
                 raise AssertionError(f"traffic {eg.traffic} != Eq. 2.2 {tr}")  # a bug
-            out.append(RunResult(pn, sn, s.makespan, tr, pt, st, placement, eg, s))
+            out.append(RunResult(pn, sn, s.makespan, tr, pt, st, placement.device, eg, s))
     return out

@@ -19,34 +19,41 @@ registry line.
   that have not started; a device is idle when it runs nothing and has no executable
   node at the decision.
 
-Ties (same key) go to the lower node index under ``semantics="thesis"``. Under
-``"published-code"`` they follow a seeded random order (the Java code iterates hash sets),
-PCT charges receive nodes ``send_ops`` operations (as the Java code does, although a
-receive takes no time in its simulation) and MSR adds its +1 (becomes executable) and +5
-(idle device) bonuses only for successors on another device.
+Ties (same key) go to the lower node index. Under ``semantics="published-code"`` the
+schedule comes from the published simulator's loop
+(:func:`~commsched.sim.devices.simulate_lowest_clock`) and each scheduler is a
+:data:`~commsched.sim.devices.Chooser` (:func:`published_chooser`) that reads the Java
+classes' rules: FIFO takes the head of the ready list; PCT the first node of largest
+Eq. 5.1 value, charging receive nodes ``send_ops`` operations on their device (the Java
+code does, although a receive takes no time in its simulation); MSR sums over the node's
+successors in the executed graph 1 each, and for a successor on another device (only a
+send node's receive) 1 + 1 (the receive lacks one input) + 5 when the receiving device
+has nothing executable at its clock, ties by PCT, then the first in the ready list.
 """
 
 from __future__ import annotations
 
 import heapq
-import random
 from collections.abc import Callable
 
 from commsched.placement.model import Cluster, Options
-from commsched.sim.devices import COMPUTE, RECV, SEND, ExecGraph, FifoQueue, ReadyQueue, SimState
+from commsched.sim.devices import (
+    COMPUTE,
+    RECV,
+    SEND,
+    Chooser,
+    ClockState,
+    ExecGraph,
+    FifoQueue,
+    ReadyQueue,
+    SimState,
+)
 
-__all__ = ["SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values"]
+__all__ = ["SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values", "published_chooser"]
 
 
 #: A scheduler: executed graph, devices, options -> one ready queue per device.
 Scheduler = Callable[[ExecGraph, Cluster, Options], list[ReadyQueue]]
-
-
-def _tie_keys(eg: ExecGraph, opts: Options) -> list[float]:
-    if opts.semantics == "thesis":
-        return [float(i) for i in range(eg.n)]
-    rng = random.Random(opts.seed)
-    return [rng.random() for _ in range(eg.n)]
 
 
 def _topo(eg: ExecGraph) -> list[int]:
@@ -117,8 +124,7 @@ def fifo(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
 def pct(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first."""
     val = pct_values(eg, c, opts)
-    ties = _tie_keys(eg, opts)
-    key = [(-val[i], ties[i]) for i in range(eg.n)]
+    key = [(-val[i], float(i)) for i in range(eg.n)]
     return [_HeapQueue(key) for _ in range(eg.n_devices)]
 
 
@@ -141,66 +147,153 @@ def _rank_targets(eg: ExecGraph) -> list[list[int]]:
     return out
 
 
-class _MsrQueue:
-    """Ready nodes with successors are ranked at each decision; nodes without any (rank 0
-    whatever the state) wait in a PCT heap, so only the former are scanned."""
+class _MsrRanks:
+    """Eq. 5.2's parts shared by the queues of one run.
 
-    def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float],
-                 ties: list[float], published: bool) -> None:
-        self._eg, self._t, self._val, self._ties = eg, targets, val, ties
-        self._published = published
-        self._items: list[int] = []
-        self._plain: list[tuple[float, float, int]] = []
+    ``a[x]`` = 1 per target, +1 per target on another device, +1 per target that lacks
+    only one input, kept up to date from the simulator's :attr:`SimState.low`; the +5 of a
+    target on another device whose device is idle is added at the decision, so only
+    nodes with targets on other devices need ranking then; the others wait in a heap by
+    ``(a, PCT, -index)``. A target on the deciding device never earns the +5 (that device
+    holds the node being ranked). ``count`` is the number of executable nodes per device.
+    """
+
+    def __init__(self, eg: ExecGraph, targets: list[list[int]], val: list[float]) -> None:
+        dev = eg.device
+        self.dev, self.val = dev, val
+        self.cross = [[j for j in t if dev[j] != dev[x]] for x, t in enumerate(targets)]
+        self.last = [eg.pred_ptr[j + 1] - eg.pred_ptr[j] == 1 for j in range(eg.n)]
+        last = self.last
+        self.a = [len(t) + len(cr) + sum(last[j] for j in t)
+                  for t, cr in zip(targets, self.cross, strict=True)]
+        self.rev: list[list[int]] = [[] for _ in range(eg.n)]
+        for x, t in enumerate(targets):
+            for j in t:
+                self.rev[j].append(x)
+        self.queued = [False] * eg.n
+        self.heaps: list[list[tuple[int, float, int]]] = [[] for _ in range(eg.n_devices)]
+        self.count = [0] * eg.n_devices
+
+    def sync(self, state: SimState) -> None:
+        low = state.low
+        if not low:
+            return
+        unstarted, last, a, rev = state.unstarted, self.last, self.a, self.rev
+        queued, cross, heaps, dev, val = self.queued, self.cross, self.heaps, self.dev, \
+            self.val
+        for j in low:
+            now = unstarted[j] == 1
+            if now != last[j]:
+                last[j] = now
+                delta = 1 if now else -1
+                for x in rev[j]:
+                    a[x] += delta
+                    if queued[x] and not cross[x]:
+                        heapq.heappush(heaps[dev[x]], (-a[x], -val[x], x))
+        low.clear()
+
+
+class _MsrQueue:
+    """MSR's ready nodes of one device (see :class:`_MsrRanks`)."""
+
+    def __init__(self, d: int, r: _MsrRanks) -> None:
+        self._d, self._r = d, r
+        self._heap = r.heaps[d]
+        self._scan: list[int] = []
 
     def push(self, node: int) -> None:
-        if self._t[node]:
-            self._items.append(node)
+        r = self._r
+        r.count[self._d] += 1
+        r.queued[node] = True
+        if r.cross[node]:
+            self._scan.append(node)
         else:
-            heapq.heappush(self._plain, (-self._val[node], self._ties[node], node))
-
-    def rank(self, x: int, state: SimState) -> int:
-        """Eq. 5.2 of node ``x`` in the current simulation state."""
-        dev = self._eg.device
-        dx = dev[x]
-        r = 0
-        for j in self._t[x]:
-            dj = dev[j]
-            cross = dj != dx
-            last = state.unstarted[j] == 1
-            idle = not state.busy[dj] and not len(state.queues[dj])
-            if self._published:
-                r += 1 + (1 + last + 5 * (idle and last) if cross else 0)
-            else:
-                r += 1 + cross + last + 5 * (idle and last)
-        return r
+            heapq.heappush(self._heap, (-r.a[node], -r.val[node], node))
 
     def pop(self, state: SimState) -> int:
-        items = self._items
-        best_k, best = -1, None
-        for k, x in enumerate(items):
-            key = (self.rank(x, state), self._val[x], -self._ties[x])
-            if best is None or key > best:
-                best_k, best = k, key
-        if self._plain:
-            v, tie, x = self._plain[0]
-            if best is None or (0, -v, -tie) > best:
-                return heapq.heappop(self._plain)[2]
-        x = items[best_k]
-        items[best_k] = items[-1]
-        items.pop()
+        r = self._r
+        r.count[self._d] -= 1
+        r.sync(state)
+        heap, a, queued = self._heap, r.a, r.queued
+        while heap and (not queued[heap[0][2]] or -heap[0][0] != a[heap[0][2]]):
+            heapq.heappop(heap)  # stale: its rank changed or it already ran
+        busy, count, dev, last, val, cross = state.busy, r.count, r.dev, r.last, r.val, \
+            r.cross
+        best_k, br, bv, bx = -1, -1, 0.0, 0
+        for k, x in enumerate(self._scan):
+            rank = a[x]
+            for j in cross[x]:
+                if last[j]:
+                    dj = dev[j]
+                    if not busy[dj] and not count[dj]:
+                        rank += 5
+            if rank > br or (rank == br and (val[x] > bv or (val[x] == bv and x < bx))):
+                best_k, br, bv, bx = k, rank, val[x], x
+        if heap:
+            na, nv, x = heap[0]
+            if best_k < 0 or -na > br or (-na == br and (-nv > bv or (-nv == bv and x < bx))):
+                heapq.heappop(heap)
+                queued[x] = False
+                return x
+        scan = self._scan
+        x = scan[best_k]
+        scan[best_k] = scan[-1]
+        scan.pop()
+        queued[x] = False
         return x
 
     def __len__(self) -> int:
-        return len(self._items) + len(self._plain)
+        return self._r.count[self._d]
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
-    targets = _rank_targets(eg)
+    r = _MsrRanks(eg, _rank_targets(eg), pct_values(eg, c, opts))
+    return [_MsrQueue(d, r) for d in range(eg.n_devices)]
+
+
+def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:
+    """The published Java code's scheduler ``name`` (``fifo``, ``pct``, ``msr``) as a
+    :data:`~commsched.sim.devices.Chooser` (see the module docstring).
+
+    Raises
+    ------
+    KeyError
+        For a name that is not in :data:`SCHEDULERS`.
+    """
+    if name not in SCHEDULERS:
+        raise KeyError(name)
+    if name == "fifo":
+        return lambda d, ready, st: 0
     val = pct_values(eg, c, opts)
-    ties = _tie_keys(eg, opts)
-    pub = opts.semantics == "published-code"
-    return [_MsrQueue(eg, targets, val, ties, pub) for _ in range(eg.n_devices)]
+    if name == "pct":
+        def choose_pct(d: int, ready: list[int], st: ClockState) -> int:
+            best = 0
+            for k in range(1, len(ready)):
+                if val[ready[k]] > val[ready[best]]:
+                    best = k
+            return best
+        return choose_pct
+    device = eg.device
+
+    def value(x: int, st: ClockState) -> int:
+        r = 0
+        for j in st.succ[x]:
+            r += 1
+            if device[j] != device[x]:
+                r += 1
+                if st.indegree[j] - st.available[j] == 1:
+                    r += 1 + 5 * (not st.schedulable(device[j]))
+        return r
+
+    def choose_msr(d: int, ready: list[int], st: ClockState) -> int:
+        best, top = 0, value(ready[0], st)
+        for k in range(1, len(ready)):
+            v = value(ready[k], st)
+            if v > top or (v == top and val[ready[k]] > val[ready[best]]):
+                best, top = k, v
+        return best
+    return choose_msr
 
 
 #: The scheduler registry (thesis Ch. 5).

@@ -24,7 +24,7 @@ import math
 
 import networkx as nx
 
-from commsched.placement.model import Problem
+from commsched.placement.model import PlacementError, Problem
 
 __all__ = ["log_range", "problem_from_trace"]
 
@@ -45,10 +45,27 @@ def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[i
 
 
 def problem_from_trace(g: nx.DiGraph) -> Problem:
-    """The thesis problem of a traced op graph; see the module docstring."""
+    """The thesis problem of a traced op graph; see the module docstring.
+
+    Raises
+    ------
+    PlacementError
+        Naming the first op that has no traced time (a missing, negative or non-finite
+        ``duration``), or whose ``out_bytes`` are not a non-negative number: such an op
+        cannot be mapped to the thesis' weights.
+    """
     nodes = list(g.nodes)
     index = {v: i for i, v in enumerate(nodes)}
     a = g.nodes
+    for v in nodes:
+        d = a[v].get("duration")
+        if not isinstance(d, (int, float)) or not math.isfinite(d) or d < 0:
+            raise PlacementError(f"op {v!r} has no traced time (duration {d!r}): it cannot "
+                                 f"be mapped to the trace")
+        b = a[v].get("out_bytes") or 0
+        if not isinstance(b, (int, float)) or not math.isfinite(b) or b < 0:
+            raise PlacementError(f"op {v!r}: output bytes {b!r} are not a non-negative "
+                                 f"number")
     raw_size = [float(a[v].get("out_bytes") or 0) for v in nodes]
     variables = g.graph.get("variables", {})
     raw_ram = [float(variables[v]["bytes"]) if v in variables else raw_size[i]
