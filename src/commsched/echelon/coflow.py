@@ -57,13 +57,12 @@ from commsched.io.coflow import MB, CoflowTrace
 from commsched.progress import bar
 from commsched.sim.flow import (
     REL_TOL,
-    FlowSim,
     Policy,
+    RouteShare,
     View,
     big_switch,
-    max_min,
-    port_share,
     priority_fill,
+    simulate,
 )
 
 __all__ = ["COFLOW_SCHEDULERS", "GBPS", "CoflowOrder", "bottleneck", "madd", "replay"]
@@ -232,11 +231,11 @@ def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: 
 
 
 def _fair() -> Policy:
-    return lambda v: max_min(v.links, v.net.capacity)
+    return RouteShare("max-min")
 
 
 def _fair_ports() -> Policy:
-    return lambda v: port_share(v.links, v.net.capacity)
+    return RouteShare("port-share")
 
 
 #: Coflow schedulers by name: a factory of a fresh policy per simulation.
@@ -266,11 +265,10 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     if not port_rate > 0:
         raise CommschedError("port rate must be positive")
     f = trace.flows(mb)
-    sim = FlowSim(big_switch(trace.ports, port_rate), COFLOW_SCHEDULERS[scheduler]())
-    sim.add(f["src"], f["dst"], f["size"], f["release"], group=f["coflow"])
     with bar(len(f["src"]), f"replay {scheduler} (flows)", log_every=10.0) as b:
-        sim.run(progress=b.update)
-    res = sim.result()
+        res = simulate(big_switch(trace.ports, port_rate), f["src"], f["dst"], f["size"],
+                       f["release"], policy=COFLOW_SCHEDULERS[scheduler](), progress=b.update,
+                       group=f["coflow"])
     finish = np.full(len(trace), -np.inf)
     np.maximum.at(finish, f["coflow"], res.finish)
     arrival = trace.arrival_ms / 1000.0

@@ -63,6 +63,7 @@ __all__ = [
     "InvalidFlowSchedule",
     "Network",
     "Policy",
+    "RouteShare",
     "Segment",
     "View",
     "big_switch",
@@ -213,17 +214,19 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     """
     nl = capacity.shape[0]
     hops = links.shape[1]
+    m = idx.shape[0]
     cap = capacity.copy()
     wsum = np.zeros(nl)
     cnt = np.zeros(nl, np.int64)
-    live = np.zeros(links.shape[0], np.bool_)
-    for i in idx:
+    live = np.zeros(m, np.bool_)  # by position in idx
+    for p in range(m):
+        i = idx[p]
         rate[i] = 0.0
         if w[i] > 0:
             for h in range(hops):
                 if links[i, h] >= 0:
-                    live[i] = True
-            if live[i]:
+                    live[p] = True
+            if live[p]:
                 for h in range(hops):
                     lk = links[i, h]
                     if lk >= 0:
@@ -237,18 +240,19 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
             nused += 1
     used = np.empty(nused, np.int64)  # links some growing flow crosses
     fill = start[:nl].copy()
-    by_link = np.empty(start[nl], np.int64)  # live flows grouped by link (CSR)
+    by_link = np.empty(start[nl], np.int64)  # positions of live flows grouped by link
     j = 0
     for lk in range(nl):
         if cnt[lk] > 0:
             used[j] = lk
             j += 1
-    for i in idx:
-        if live[i]:
+    for p in range(m):
+        if live[p]:
+            i = idx[p]
             for h in range(hops):
                 lk = links[i, h]
                 if lk >= 0:
-                    by_link[fill[lk]] = i
+                    by_link[fill[lk]] = p
                     fill[lk] += 1
     tol = REL_TOL * cap
     full = np.zeros(nl, np.bool_)
@@ -276,15 +280,16 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
             lk = used[j]
             if full[lk]:
                 for k in range(start[lk], start[lk + 1]):
-                    i = by_link[k]
-                    if live[i]:
-                        live[i] = False
+                    p = by_link[k]
+                    if live[p]:
+                        live[p] = False
+                        i = idx[p]
                         rate[i] = w[i] * total
                         for h in range(hops):
-                            m = links[i, h]
-                            if m >= 0:
-                                wsum[m] -= w[i]
-                                cnt[m] -= 1
+                            q = links[i, h]
+                            if q >= 0:
+                                wsum[q] -= w[i]
+                                cnt[q] -= 1
                 cnt[lk] = 0  # every flow through a full link is frozen now
                 wsum[lk] = 0.0
         k = 0
@@ -441,9 +446,11 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
             done[nd] = i
             nd += 1
         else:
-            act[k] = i
-            rates[k] = r
-            links[k] = links[j]
+            if k < j:
+                act[k] = i
+                rates[k] = r
+                for h in range(links.shape[1]):
+                    links[k, h] = links[j, h]
             k += 1
     return k, t_end, nd
 
@@ -474,6 +481,7 @@ class FlowSim:
         self.meta: dict[str, np.ndarray] = {}
         # not yet active: ids sorted by (release, id), from position _next on
         self._pending = np.zeros(0, dtype=np.int64)
+        self._pending_at = np.zeros(0)  # their releases
         self._next = 0
         hops = net.routes.shape[2]
         self._act = np.zeros(self._cap, dtype=np.int64)  # active ids: _act[:_na]
@@ -536,6 +544,7 @@ class FlowSim:
         ids = np.arange(i0, i0 + k)
         pend = np.concatenate([self._pending[self._next:], ids])
         self._pending = pend[np.lexsort((pend, self.release[pend]))]
+        self._pending_at = self.release[self._pending]
         self._next = 0
         return ids
 
@@ -551,15 +560,13 @@ class FlowSim:
         return self._act[: self._na]
 
     def next_release(self) -> float:
-        return (float(self.release[self._pending[self._next]])
+        return (float(self._pending_at[self._next])
                 if self._next < len(self._pending) else math.inf)
 
     def _admit(self) -> None:
-        pend = self._pending
-        stop = self._next + int(np.searchsorted(self.release[pend[self._next:]], self.now,
-                                                side="right"))
+        stop = int(np.searchsorted(self._pending_at, self.now, side="right"))
         if stop > self._next:
-            new = pend[self._next:stop]
+            new = self._pending[self._next:stop]
             na, k = self._na, len(new)
             self._act[na:na + k] = new
             self._links[na:na + k] = self.net.routes[self.src[new], self.dst[new]]
@@ -625,14 +632,209 @@ class FlowSim:
         return FlowResult(self.release[:n].copy(), self.finish[:n].copy(), list(self.segments))
 
 
+class RouteShare:
+    """A policy under which a flow's rate depends only on its route and on how many
+    active flows each route has: ``"max-min"`` (:func:`max_min`, unweighted) or
+    ``"port-share"`` (:func:`port_share`). Called on a :class:`View` it is an ordinary
+    policy; :func:`simulate` runs it on routes instead of flows (:func:`_route_run`):
+    flows on one route get the same rate, so each route keeps the bytes every one of its
+    flows has received (``served``) and a heap of its flows by ``served`` at admission
+    plus size, and an event costs O(active routes), not O(active flows)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("max-min", "port-share"):
+            raise CommschedError(f"route share must be max-min or port-share, not {kind!r}")
+        self.kind = kind
+
+    def __call__(self, view: View) -> np.ndarray:
+        if self.kind == "max-min":
+            return max_min(view.links, view.net.capacity)
+        return port_share(view.links, view.net.capacity)
+
+
+@njit(cache=True)
+def _heap_push(key: np.ndarray, ids: np.ndarray, lo: int, n: int, k: float,
+               i: int) -> None:  # pragma: no cover - compiled
+    """Push (k, i) on the binary min-heap key[lo:lo+n] (ids alongside)."""
+    j = n
+    while j > 0:
+        up = (j - 1) // 2
+        if key[lo + up] <= k:
+            break
+        key[lo + j], ids[lo + j] = key[lo + up], ids[lo + up]
+        j = up
+    key[lo + j], ids[lo + j] = k, i
+
+
+@njit(cache=True)
+def _heap_pop(key: np.ndarray, ids: np.ndarray, lo: int,
+              n: int) -> None:  # pragma: no cover - compiled
+    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
+    k, i = key[lo + n - 1], ids[lo + n - 1]
+    n -= 1
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[lo + c + 1] < key[lo + c]:
+            c += 1
+        if key[lo + c] >= k:
+            break
+        key[lo + j], ids[lo + j] = key[lo + c], ids[lo + c]
+        j = c
+    if n:
+        key[lo + j], ids[lo + j] = k, i
+
+
+@njit(cache=True)
+def _route_run(route: np.ndarray, route_links: np.ndarray, capacity: np.ndarray,
+               size: np.ndarray, release: np.ndarray, order: np.ndarray, port_share: bool,
+               state: np.ndarray, served: np.ndarray, count: np.ndarray, rate: np.ndarray,
+               hkey: np.ndarray, hid: np.ndarray, hlo: np.ndarray, act: np.ndarray,
+               finish: np.ndarray, stop_after: int) -> int:  # pragma: no cover - compiled
+    """The event loop of :class:`RouteShare` (same events, completion rule and rates as
+    :class:`FlowSim` with that policy). Resumable: ``state`` holds [now, next flow to
+    admit, active routes, events, dirty]; returns after ``stop_after`` completions or at
+    the end (the number of flows completed in this call; -1 for a stall)."""
+    now, nxt, nact, events, dirty = state[0], int(state[1]), int(state[2]), state[3], state[4]
+    n = order.shape[0]
+    nl = capacity.shape[0]
+    hops = route_links.shape[1]
+    w = np.zeros(route_links.shape[0])
+    agg = np.zeros(route_links.shape[0])
+    done = 0
+    while (nxt < n or nact > 0) and done < stop_after:
+        while nxt < n and release[order[nxt]] <= now:
+            i = order[nxt]
+            r = route[i]
+            if count[r] == 0:
+                act[nact] = r
+                nact += 1
+                served[r] = 0.0
+            _heap_push(hkey, hid, hlo[r], count[r], served[r] + size[i], i)
+            count[r] += 1
+            nxt += 1
+            dirty = 1.0
+        if dirty and nact:
+            events += 1
+            dirty = 0.0
+            routes = act[:nact]
+            if port_share:
+                links_n = np.zeros(nl, np.int64)
+                for r in routes:
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            links_n[lk] += count[r]
+                for r in routes:
+                    x = np.inf
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            x = min(x, capacity[lk] / links_n[lk])
+                    rate[r] = x
+            else:
+                for r in routes:
+                    w[r] = count[r]
+                water_fill(route_links, routes, capacity, w, agg)
+                for r in routes:
+                    rate[r] = agg[r] / count[r]
+        t_next = release[order[nxt]] if nxt < n else np.inf
+        dt_done = np.inf
+        for j in range(nact):
+            r = act[j]
+            if rate[r] > 0:
+                t = (hkey[hlo[r]] - served[r]) / rate[r]
+                if t < dt_done:
+                    dt_done = t
+        if dt_done == np.inf and t_next == np.inf:
+            state[0], state[1], state[2], state[3], state[4] = now, nxt, nact, events, dirty
+            return -1
+        t_end = min(now + dt_done, t_next)
+        dt = t_end - now
+        on_time = dt_done < np.inf
+        k = 0
+        for j in range(nact):
+            r = act[j]
+            x = rate[r]
+            before = served[r]
+            served[r] = before + x * dt
+            lo = hlo[r]
+            while count[r]:
+                i = hid[lo]
+                if (on_time and x > 0 and (hkey[lo] - before) / x <= dt * (1 + REL_TOL)) \
+                        or hkey[lo] - served[r] <= REL_TOL * size[i]:
+                    finish[i] = t_end
+                    _heap_pop(hkey, hid, lo, count[r])
+                    count[r] -= 1
+                    done += 1
+                    dirty = 1.0
+                else:
+                    break
+            if count[r]:
+                act[k] = r
+                k += 1
+        nact = k
+        now = t_end
+    state[0], state[1], state[2], state[3], state[4] = now, nxt, nact, events, dirty
+    return done
+
+
+def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
+                     release: np.ndarray, policy: RouteShare,
+                     progress: Callable[[int], object] | None) -> FlowResult:
+    h = net.hosts
+    pair = src * h + dst
+    pairs, route = np.unique(pair, return_inverse=True)
+    route = route.reshape(-1).astype(np.int64)
+    route_links = np.ascontiguousarray(net.routes[pairs // h, pairs % h], dtype=np.int64)
+    nr = len(pairs)
+    per = np.bincount(route, minlength=nr)
+    hlo = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64)
+    n = len(size)
+    order = np.lexsort((np.arange(n), release)).astype(np.int64)
+    finish = np.full(n, np.nan)
+    state = np.zeros(5)
+    state[4] = 1.0
+    arrays = (np.zeros(nr), np.zeros(nr, np.int64), np.zeros(nr), np.zeros(n),
+              np.zeros(n, np.int64), hlo, np.zeros(nr, np.int64), finish)
+    left = n
+    while left:
+        k = _route_run(route, route_links, net.capacity.astype(float), size, release, order,
+                       policy.kind == "port-share", state, *arrays,
+                       max(1, n // 100) if progress is not None else n)
+        if k < 0:
+            raise CommschedError(
+                f"flow simulation stalled at t={state[0]}: active flows get no rate and "
+                "nothing else will happen")
+        left -= k
+        if progress is not None and k:
+            progress(k)
+    return FlowResult(release.copy(), finish, [])
+
+
 def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
              size: Sequence[float] | np.ndarray, release: Sequence[float] | np.ndarray,
              policy: Policy | None = None, record: bool = False,
+             progress: Callable[[int], object] | None = None,
              **meta: Sequence[float] | np.ndarray) -> FlowResult:
-    """Simulate a static set of flows to completion (default policy: per-flow max-min)."""
-    sim = FlowSim(net, policy or (lambda v: max_min(v.links, v.net.capacity)), record=record)
+    """Simulate a static set of flows to completion (default policy: per-flow max-min).
+
+    A :class:`RouteShare` policy (the default is ``RouteShare("max-min")``) runs on routes
+    (:func:`_route_run`) unless ``record`` asks for the segments; any other policy runs in
+    :class:`FlowSim`. ``progress`` (if given) is called with numbers of completed flows.
+    """
+    policy = policy or RouteShare("max-min")
+    if isinstance(policy, RouteShare) and not record:
+        sim = FlowSim(net, policy)  # validates the flows
+        sim.add(src, dst, size, release, **meta)
+        n = sim.n
+        return _simulate_routes(net, sim.src[:n], sim.dst[:n], sim.size[:n],
+                                sim.release[:n], policy, progress)
+    sim = FlowSim(net, policy, record=record)
     sim.add(src, dst, size, release, **meta)
-    sim.run()
+    sim.run(progress)
     return sim.result()
 
 
