@@ -345,12 +345,31 @@ class TaggedTransport(Transport):
 
 
 class _GlooFlow(Flow):
+    """gloo sends need the matching receive posted (a ring whose ranks all send first
+    would deadlock): :meth:`send` posts the send and waits for the *previous* one, so a
+    ring step's receive runs while its send is in flight; :meth:`finish` waits for the
+    last."""
+
+    _work: Any = None
+
+    def _wait(self) -> None:
+        t = self.t
+        if self._work is not None and not self._work.wait(_td(t.timeout)):
+            raise CommschedError(f"rank {t.rank}: a send to rank {self.dst} was not done "
+                                 f"within {t.timeout:g} s")
+        self._work = None
+
     def send(self, key: str, tensor: torch.Tensor) -> None:
-        w = dist.isend(tensor.detach().contiguous(), self.dst, tag=_tag_of(key))
-        if w is None or not w.wait(_td(self.t.timeout)):
-            raise CommschedError(f"rank {self.t.rank}: send {key!r} to rank {self.dst} not "
-                                 f"done within {self.t.timeout:g} s")
+        t = self.t
+        assert isinstance(t, GlooTransport)
+        self._wait()
+        self._work = dist.isend(tensor.detach().contiguous(), self.dst,
+                                group=t.group_of(key), tag=_tag_of(key))
         self.sent += tensor.numel() * tensor.element_size()
+
+    def finish(self) -> dict[str, Any]:
+        self._wait()
+        return super().finish()
 
 
 def _td(seconds: float) -> _dt.timedelta:
@@ -361,18 +380,29 @@ def _tag_of(key: str) -> int:
     return zlib.crc32(key.encode()) & 0x7FFFFFFF
 
 
+#: Communication streams that run at the same time in one job (FSDP's all-gathers and
+#: reduce-scatters): each gets its own gloo group, whose work gloo runs in order.
+_STREAMS = ("allgather", "reduce-scatter")
+
+
 class GlooTransport(Transport):
-    """The same interface over torch.distributed point-to-point (gloo; untagged)."""
+    """The same interface over torch.distributed point-to-point (gloo; untagged). A
+    message goes over one of ``1 + len(_STREAMS)`` gloo groups chosen by its key, so
+    that concurrent streams (FSDP) do not wait for each other inside gloo."""
 
     def __init__(self, timeout: float) -> None:
         self.rank, self.world, self.timeout = dist.get_rank(), dist.get_world_size(), timeout
         self.records = []
+        self.groups = [dist.new_group(list(range(self.world))) for _ in range(len(_STREAMS) + 1)]
+
+    def group_of(self, key: str) -> Any:
+        return self.groups[next((i + 1 for i, s in enumerate(_STREAMS) if f"/{s}/" in key), 0)]
 
     def open_flow(self, dst: int, info: FlowInfo, nbytes: int) -> Flow:
         return _GlooFlow(self, dst, info, nbytes, 0)
 
     def recv(self, src: int, key: str, out: torch.Tensor) -> None:
-        w = dist.irecv(out, src, tag=_tag_of(key))
+        w = dist.irecv(out, src, group=self.group_of(key), tag=_tag_of(key))
         if w is None or not w.wait(_td(self.timeout)):
             raise CommschedError(f"rank {self.rank}: no data {key!r} from rank {src} within "
                                  f"{self.timeout:g} s")
