@@ -104,8 +104,8 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
         deadline = time.monotonic() + timeout
         while True:
             for role, p in extra:
-                if p.poll() is not None:
-                    raise CommschedError(f"{role} exited (code {p.returncode}) while the jobs "
+                if p.poll() not in (None, 0):
+                    raise CommschedError(f"{role} failed (exit {p.returncode}) while the jobs "
                                          "ran")
             codes = {r: p.poll() for r, (p, _, _) in started.items()}
             for r, code in sorted(codes.items()):
