@@ -1,0 +1,1 @@
+"""EchelonFlow experiment drivers."""
