@@ -95,6 +95,8 @@ class Params:
             raise CommschedError(f"echelon_live: backend must be one of {', '.join(BACKENDS)}")
         if not self.policies or self.repeats < 1 or not self.jobs:
             raise CommschedError("echelon_live: need jobs, policies and repeats >= 1")
+        parse_rate(self.host_rate)  # one-line errors for a bad or zero bandwidth
+        parse_rate(self.core_rate)
         names = [jp.job.name for jp in self.jobs]
         if len(set(names)) != len(names):
             raise CommschedError("echelon_live: job names must be unique")
@@ -291,6 +293,9 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
         if "fair" in mean_live.index:
             out[f"echelon_live.{policy}.jct_mean_vs_fair"] = float(
                 mean_live[policy] / mean_live["fair"])
+            fair_t = summary[summary["policy"] == "fair"]["tardiness_s"].sum()
+            out[f"echelon_live.{policy}.tardiness_vs_fair"] = float(
+                df["tardiness_s"].sum() / fair_t) if fair_t > 0 else float("nan")
     out["echelon_live.error_median_abs_pct"] = 100 * float(summary["error_abs_median"].median())
     out["echelon_live.ranking_kendall_tau"] = _kendall(list(mean_live), list(mean_sim))
     out["echelon_live.best_policy_same"] = float(mean_live.idxmin() == mean_sim.idxmin())
