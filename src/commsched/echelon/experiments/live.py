@@ -60,8 +60,8 @@ from commsched.errors import CommschedError
 from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 
-__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "metrics", "predict",
-           "skipped_reason", "traced_profiles"]
+__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
+           "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
 #: The figures of ``notebooks/echelon_live.ipynb``.
@@ -214,15 +214,65 @@ def traced_profiles(tasks: pd.DataFrame, jobs: Sequence[LiveJob]) -> dict[str, A
     return out
 
 
+def messages(label: str, world: int) -> int:
+    """Messages (acknowledged sends) of one flow of group ``label``: a ring all-reduce
+    sends ``2 (W - 1)`` chunks, a reduce-scatter or all-gather ``W - 1``, a pipeline
+    activation or gradient one.
+
+    >>> messages("allreduce3", 3), messages("allgather", 3), messages("act0", 3)
+    (4, 2, 1)
+    """
+    if label.startswith("allreduce"):
+        return 2 * (world - 1)
+    if label.startswith(("allgather", "reduce-scatter")):
+        return world - 1
+    return 1
+
+
+def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: float,
+                  host_Bps: float, quantile: float = 0.1) -> dict[str, float]:
+    """Per job, the fixed cost of one message (s): the ``quantile`` over all its flows of
+    every policy and repeat of ``(duration - bytes / path rate) / messages`` (the path
+    rate: the core's for a flow between racks, else the host link's). The low quantile
+    is the flow that met no contention: what is left is the transport's own cost
+    (acknowledgement round trips, thread wake-ups on a loaded machine), which the fluid
+    simulator does not have."""
+    out = {}
+    for jp in jobs:
+        f = flows[flows["job"] == jp.job.name]
+        if f.empty:
+            out[jp.job.name] = 0.0
+            continue
+        racks = np.asarray(jp.racks)
+        cross = racks[f["src"].to_numpy()] != racks[f["dst"].to_numpy()]
+        rate = np.where(cross, core_Bps, host_Bps)
+        n = np.array([messages(g, jp.job.world) for g in f["group"]])
+        extra = ((f["finish"] - f["start"]).to_numpy() - f["bytes"].to_numpy() / rate) / n
+        out[jp.job.name] = max(float(np.quantile(extra, quantile)), 0.0)
+    return out
+
+
 def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
-            host_Bps: float, policy: str) -> ClusterRun:
-    """The simulator's run of ``jobs`` under ``policy`` (module docstring)."""
+            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None
+            ) -> ClusterRun:
+    """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
+    ``overheads`` (s per message, :func:`fit_overheads`) a computation that waits for
+    flows starts that much later per message of its longest such flow (added to its
+    duration: the fluid simulator has no latency)."""
     racks = [r for jp in jobs for r in jp.racks]
     graphs, h = [], 0
     for jp in jobs:
         hosts = tuple(range(h, h + jp.job.world))
         h += jp.job.world
-        graphs.append(build_job(jp.job.spec(hosts), profiles[jp.job.name]))
+        g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
+        a = (overheads or {}).get(jp.job.name, 0.0)
+        if a > 0:
+            for (kind, i), preds in g.preds.items():
+                n = [messages(g.groups[g.flow_group[j]].label, jp.job.world)
+                     for k, j in preds if k == "f"]
+                if kind == "t" and n:
+                    g.task_dur[i] += a * max(n)
+        graphs.append(g)
     return run_jobs(graphs, network(racks, host_Bps, core_Bps),
                     "fair" if policy == "none" else policy)
 
@@ -233,10 +283,12 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
     repeats), the simulator's prediction and its error."""
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
+    over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
     rows = []
     jobs = t["jobs"]
     for policy in params.policies:
-        sim = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
+        sim = predict(params.jobs, profiles, core_Bps, host, policy, over).jobs_table()
+        nominal = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
         for k, jp in enumerate(params.jobs):
             m = jobs[(jobs["policy"] == policy) & (jobs["job"] == jp.job.name)]
             if m.empty:
@@ -252,6 +304,10 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
                          "tardiness_s": float(m["tardiness_s"].median()),
                          "predicted_jct_s": pred,
                          "predicted_tardiness_s": float(sim.loc[k, "tardiness_s"]),
+                         "message_overhead_s": over[jp.job.name],
+                         "predicted_fluid_jct_s": float(nominal.loc[k, "jct_s"]),
+                         "error_fluid_median": float((float(nominal.loc[k, "jct_s"])
+                                                      / m["jct_s"] - 1).median()),
                          "error_median": float(errs.median()),
                          "error_abs_median": float(errs.abs().median()),
                          "core_Bps": core_Bps})
@@ -297,6 +353,8 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
             out[f"echelon_live.{policy}.tardiness_vs_fair"] = float(
                 df["tardiness_s"].sum() / fair_t) if fair_t > 0 else float("nan")
     out["echelon_live.error_median_abs_pct"] = 100 * float(summary["error_abs_median"].median())
+    out["echelon_live.error_fluid_median_abs_pct"] = 100 * float(
+        summary["error_fluid_median"].abs().median())
     out["echelon_live.ranking_kendall_tau"] = _kendall(list(mean_live), list(mean_sim))
     out["echelon_live.best_policy_same"] = float(mean_live.idxmin() == mean_sim.idxmin())
     lat = updates[updates["policy"] != "none"]["latency_s"] if len(updates) else pd.Series()
