@@ -15,9 +15,10 @@ phase barrier (a :class:`torch.distributed.TCPStore`: every job process adds its
   batch of flow events (the senders' UDP datagrams,
   :mod:`commsched.echelon.live.transport`) it estimates each active flow's remaining
   bytes (core flows: its tag's htb byte counter since it started, read every 50 ms by
-  a thread of its own; others: the rates it was given), calls the policy on a :class:`~commsched.sim.flow.View` of the active
-  flows on :func:`~commsched.echelon.live.topology.network`, and turns the rates of the
-  flows that cross the core into htb classes (:func:`commsched.echelon.live.tc.enforce`).
+  a thread of its own; others: the rates it was given), calls the policy on a
+  :class:`~commsched.sim.flow.View` of the active flows on
+  :func:`~commsched.echelon.live.topology.network`, and turns the rates of the flows that
+  cross the core into htb classes (:func:`commsched.echelon.live.tc.enforce`).
 
 An EchelonFlow's reference time is the start of its first flow the controller sees (as
 in the simulator: the release of its first flow); a flow's ideal finish is that plus

@@ -85,7 +85,7 @@ def run_live(jobs: Sequence[JobPlacement], policies: Sequence[str], repeats: int
         for rep in range(repeats):
             k = rep % len(policies)
             # a warm-up phase first (connections, caches), left out of the analysis
-            phases = ["none"] + list(policies[k:]) + list(policies[:k])
+            phases = ["none", *policies[k:], *policies[:k]]
             rdir = work / f"repeat{rep}"
             rdir.mkdir(parents=True, exist_ok=True)
             ccfg = ControllerConfig(
@@ -113,7 +113,8 @@ def run_live(jobs: Sequence[JobPlacement], policies: Sequence[str], repeats: int
                 for r, h in enumerate(hs):
                     where[f"{jp.job.name}-r{r}"] = h
 
-            def spawn(role: str, argv: list[str], log: Path, env: Mapping[str, str]) -> Any:
+            def spawn(role: str, argv: list[str], log: Path, env: Mapping[str, str],
+                      where: dict[str, int] = where) -> Any:
                 return cl.spawn(where[role], role, argv, log, {**env,
                                                                "GLOO_SOCKET_IFNAME": "eth0"})
 

@@ -11,8 +11,9 @@ priorities are htb class priorities and flows are told apart by the TOS byte.
 
 :class:`HtbLink` builds that tree (mode ``none``: only the default class, so every flow
 shares one FIFO at the link rate, the kernel's own sharing under TCP; mode ``classes``:
-the per-tag classes and filters), applies rate/ceil/prio changes in one ``tc -batch``
-(a running ``tc -batch``, :class:`TcSession`) per update, and reads each class's byte counter. :func:`enforce` maps a flow policy's
+the per-tag classes and filters), applies rate/ceil/prio changes in one exchange with a
+running ``tc -batch`` (:class:`TcSession`) per update, and reads each class's byte
+counter. :func:`enforce` maps a flow policy's
 rates to classes: a flow with rate ``r > 0`` gets ``rate r`` (guaranteed), ``ceil`` the
 link rate and ``prio 0``; a flow the policy gives nothing gets a floor rate (htb cannot
 guarantee 0) and ``prio 7``: it only borrows what the prio-0 classes leave, htb's
@@ -233,7 +234,7 @@ class HtbLink:
 
     def counters(self) -> dict[int, int]:
         """Bytes sent so far by each tag's class."""
-        out = "".join(self.tc.run([f"class show dev {self.dev}"]))
+        out = "\n".join(self.tc.run([f"class show dev {self.dev}"]))
         res: dict[int, int] = {}
         for m in re.finditer(r"class htb 1:(\d+) .*?\n\s*Sent (\d+) bytes", out):
             cid = int(m.group(1))

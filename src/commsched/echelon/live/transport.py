@@ -30,6 +30,7 @@ Every wait is bounded by ``timeout`` and ends with a one-line
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import socket
@@ -117,7 +118,8 @@ class Flow:
 
 
 def _payload(tensor: torch.Tensor) -> memoryview:
-    return memoryview(tensor.detach().contiguous().view(torch.uint8).numpy()).cast("B")
+    arr = tensor.detach().contiguous().view(torch.uint8).numpy()
+    return memoryview(arr.tobytes() if not arr.flags.c_contiguous else arr.data).cast("B")
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytearray:
@@ -185,7 +187,7 @@ class TaggedTransport(Transport):
         self.rank, self.world, self.timeout = rank, len(peers), timeout
         self.peers = [(str(a), int(p)) for a, p in peers]
         self.hosts = list(hosts) if hosts is not None else list(range(self.world))
-        if not 0 < tag_base and tag_base + tags - 1 < 64:
+        if not (tag_base > 0 and tag_base + tags - 1 < 64):
             raise CommschedError(f"tags {tag_base}..{tag_base + tags - 1} outside DSCP 1..63")
         self.free_tags = list(range(tag_base, tag_base + tags))
         self.sndbuf = sndbuf
@@ -215,10 +217,9 @@ class TaggedTransport(Transport):
     # -- controller -------------------------------------------------------------------
     def notify(self, msg: Mapping[str, Any]) -> None:
         if self._udp is not None and self.controller is not None:
-            try:
+            # the controller is advisory: a lost event is a late update
+            with contextlib.suppress(OSError):
                 self._udp.sendto(json.dumps(msg).encode(), self.controller)
-            except OSError:
-                pass  # the controller is advisory: a lost event is a late update
 
     # -- sending ----------------------------------------------------------------------
     def _connect(self, dst: int, tag: int) -> _Lane:
@@ -245,6 +246,7 @@ class TaggedTransport(Transport):
     def open_flow(self, dst: int, info: FlowInfo, nbytes: int) -> Flow:
         """A flow to ``dst`` on an idle lane (a new one while tags are left; else wait)."""
         deadline = time.monotonic() + self.timeout
+        lane: _Lane | None = None
         with self._lock:
             while True:
                 if self._idle.get(dst):
@@ -252,7 +254,6 @@ class TaggedTransport(Transport):
                     break
                 if self.free_tags:
                     tag = self.free_tags.pop(0)
-                    lane = None
                     break
                 if not self._lock.wait(max(0.0, deadline - time.monotonic())):
                     raise CommschedError(f"rank {self.rank}: no free lane to rank {dst} "
@@ -335,10 +336,8 @@ class TaggedTransport(Transport):
         with self._lock:
             lanes = [ln for v in self._idle.values() for ln in v]
         for s in [ln.sock for ln in lanes] + self._conns + [self._srv]:
-            try:
+            with contextlib.suppress(OSError):
                 s.close()
-            except OSError:
-                pass
         if self._udp is not None:
             self._udp.close()
         self._acceptor.join(1.0)
