@@ -6,7 +6,7 @@ over the tagged transport on loopback, the controller's view of flows, and the c
 from __future__ import annotations
 
 import json
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,10 @@ from commsched.echelon.experiments.live import (
     traced_profiles,
 )
 from commsched.echelon.live.controller import ControllerConfig, PhaseState
-from commsched.echelon.live.jobs import LiveJob, profile_compute, run_rank
+from commsched.echelon.live.jobs import LiveJob, run_on_loopback
 from commsched.echelon.live.runner import JobPlacement
 from commsched.echelon.live.tc import enforce
 from commsched.echelon.live.topology import network
-from commsched.echelon.live.transport import TaggedTransport
 from commsched.echelon.schedulers import SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
@@ -82,35 +81,11 @@ def test_disabled_run_writes_skipped_tables(tmp_path: Path) -> None:
 
 def _records(jp: JobPlacement, policy: str, go: float) -> list[dict[str, Any]]:
     """Rank results of ``jp`` run on loopback threads, as a worker writes them."""
-    job = jp.job
-    import socket
-
-    socks = [socket.socket() for _ in range(job.world)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    prof = profile_compute(job, 1)
-    trs = [TaggedTransport(r, [("127.0.0.1", p) for p in ports], tag_base=1 + 7 * r, tags=7,
-                           timeout=20) for r in range(job.world)]
-    out: list[Any] = [None] * job.world
-
-    def go_(r: int) -> None:
-        out[r] = run_rank(job, r, trs[r], prof, 20)
-
-    ts = [threading.Thread(target=go_, args=(r,)) for r in range(job.world)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    for t in trs:
-        t.close()
     phase = {"go": go, "policy": policy}
-    return [{"paradigm": job.paradigm, "phases": [
+    return [{"paradigm": jp.job.paradigm, "phases": [
         {**phase, "policy": "none", "tasks": [], "iteration_end": [], "flows": []},
         {**phase, "tasks": r.tasks, "iteration_end": r.iteration_end, "flows": r.flows}]}
-        for r in out]
+        for r in run_on_loopback(jp.job, timeout=20)]
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +95,6 @@ def run() -> tuple[Params, dict[str, Any]]:
             JobPlacement(LiveJob("dp", "dp-allreduce", world=2, width=32, blocks=2, batch=8,
                                  iterations=2), (1, 0)))
     params = Params(True, jobs, ("fair",), repeats=1)
-    import time
-
     go = time.time()
     workers = {jp.job.name: _records(jp, "fair", go) for jp in jobs}
     ctl = {"phases": [{"policy": "none", "events": []},

@@ -5,7 +5,6 @@ flows they record match the simulator's job graph; bad job configs are one-line 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,26 +17,14 @@ from commsched.echelon.live.jobs import (
     LiveJob,
     RankResult,
     flow_meta,
+    free_ports,
     profile_compute,
     reference,
-    run_rank,
+    run_on_loopback,
 )
 from commsched.echelon.live.launch import launch
-from commsched.echelon.live.transport import TaggedTransport
 from commsched.echelon.live.worker import WorkerConfig
 from commsched.errors import CommschedError
-
-
-def free_ports(n: int) -> list[int]:
-    import socket
-
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def small(paradigm: str, **kw: Any) -> LiveJob:
@@ -57,28 +44,7 @@ def assembled(job: LiveJob, params: list[dict[int, torch.Tensor]]) -> list[torch
 
 
 def run_threads(job: LiveJob) -> list[RankResult]:
-    ports = free_ports(job.world)
-    prof = profile_compute(job, 1)
-    trs = [TaggedTransport(r, [("127.0.0.1", p) for p in ports], tag_base=1 + 7 * r, tags=7,
-                           timeout=20) for r in range(job.world)]
-    res: list[Any] = [None] * job.world
-    errors: list[BaseException] = []
-
-    def go(r: int) -> None:
-        try:
-            res[r] = run_rank(job, r, trs[r], prof, timeout=20)
-        except BaseException as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=go, args=(r,)) for r in range(job.world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    for t in trs:
-        t.close()
-    assert not errors, errors
-    return res
+    return run_on_loopback(job, timeout=20)
 
 
 @pytest.mark.parametrize("paradigm", LIVE_PARADIGMS)

@@ -47,6 +47,8 @@ final parameters must equal it (``tests/test_echelon_live_jobs.py``).
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,7 +61,7 @@ import torch
 
 from commsched.echelon.arrangement import _stage_order
 from commsched.echelon.jobs import JobSpec, LayerProfile, build_job
-from commsched.echelon.live.transport import FlowInfo, Transport
+from commsched.echelon.live.transport import FlowInfo, TaggedTransport, Transport
 from commsched.errors import CommschedError
 
 __all__ = [
@@ -67,8 +69,10 @@ __all__ = [
     "LiveJob",
     "RankResult",
     "flow_meta",
+    "free_ports",
     "profile_compute",
     "reference",
+    "run_on_loopback",
     "run_rank",
     "simulator_profile",
     "stage_blocks",
@@ -467,6 +471,49 @@ def _pipeline(c: _Ctx) -> None:
 
 _RUNNERS: dict[str, Callable[[_Ctx], None]] = {
     "gpipe": _pipeline, "1f1b": _pipeline, "fsdp": _fsdp, "dp-allreduce": _dp}
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` TCP ports of loopback that were free a moment ago."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [int(s.getsockname()[1]) for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def run_on_loopback(job: LiveJob, profile: LayerProfile | None = None,
+                    timeout: float = 60.0) -> list[RankResult]:
+    """Run every rank of ``job`` as a thread of this process over the tagged transport on
+    loopback (free ports; no controller): a job checked without a cluster. Raises the
+    first rank's error."""
+    ports = free_ports(job.world)
+    prof = profile or profile_compute(job, 1)
+    trs = [TaggedTransport(r, [("127.0.0.1", p) for p in ports], tag_base=1 + 7 * r, tags=7,
+                           timeout=timeout) for r in range(job.world)]
+    out: list[RankResult | None] = [None] * job.world
+    errors: list[BaseException] = []
+
+    def rank(r: int) -> None:
+        try:
+            out[r] = run_rank(job, r, trs[r], prof, timeout)
+        except BaseException as e:  # re-raised below, in the caller's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(job.world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(4 * timeout)
+    for tr in trs:
+        tr.close()
+    if errors:
+        raise errors[0]
+    if any(r is None for r in out):
+        raise CommschedError(f"job {job.name}: a rank did not finish within {4 * timeout:g} s")
+    return [r for r in out if r is not None]
 
 
 def run_rank(job: LiveJob, rank: int, transport: Transport, profile: LayerProfile,
