@@ -23,6 +23,7 @@ include: "workflow/rules/placement.smk"
 include: "workflow/rules/echelon_core.smk"
 include: "workflow/rules/echelon_eval.smk"
 include: "workflow/rules/echelon_replay.smk"
+include: "workflow/rules/echelon_live.smk"
 include: "workflow/rules/claims.smk"
 
 
