@@ -91,7 +91,8 @@ def test_bad_job_configs_are_one_line_errors() -> None:
         WorkerConfig(job={}, rank=0, peers=[], out="x", backend="nccl")
 
 
-@pytest.mark.parametrize("launcher", ["direct", pytest.param("torchrun", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 3 + 3 processes importing torch: 30-50 s on 2 loaded cores
+@pytest.mark.parametrize("launcher", ["direct", "torchrun"])
 def test_processes_with_gloo_point_to_point(tmp_path: Path, launcher: str) -> None:
     jobs = {}
     ports = free_ports(2)

@@ -136,7 +136,7 @@ def stage_blocks(job: LiveJob) -> list[range]:
     """The blocks of each pipeline stage (contiguous, sizes differing by at most one).
 
     >>> [list(r) for r in stage_blocks(LiveJob("p", "gpipe", world=3, blocks=5))]
-    [[0], [1, 2], [3, 4]]
+    [[0, 1], [2, 3], [4]]
     """
     cuts = np.array_split(np.arange(job.blocks), job.world)
     return [range(int(c[0]), int(c[-1]) + 1) for c in cuts]

@@ -260,7 +260,7 @@ def enforce(rates: Mapping[int, float], capacity: float) -> dict[int, tuple[floa
     leaves, ``prio 0``; zero rates at the floor, ``prio 7``.
 
     >>> enforce({1: 60.0, 2: 40.0, 3: 0.0}, 100.0)
-    {1: (58.2, 0), 2: (38.8, 0), 3: (0.5, 7)}
+    {1: (57.9, 0), 2: (38.6, 0), 3: (0.5, 7)}
     """
     floor = capacity * FLOOR_SHARE
     pos = {t: r for t, r in rates.items() if r > floor}
