@@ -21,17 +21,14 @@ ones match one to one):
     thread all-gathers the blocks in the order of use (forward ``0..B-1``, then backward
     ``B-1..0``; ring all-gather, group ``allgather``), as far ahead as the network lets
     it; the forward runs without keeping the gathered parameters; the backward of block
-    ``b`` recomputes its forward from the re-gathered parameters, then its gradient is
-    reduce-scattered (ring, group ``reduce-scatter<b>``) beside the all-gathers and the
-    other reduce-scatters. Each rank updates its shards when every reduce-scatter is
-    done.
+    ``b`` recomputes its forward from the re-gathered parameters, then a second thread
+    reduce-scatters its gradient (ring, group ``reduce-scatter<b>``). Each rank updates
+    its shards when every reduce-scatter is done.
 ``dp-allreduce``
     Each rank runs the forward on its part of the batch, then the backward block by
-    block, last block first; each block's gradient is ring-all-reduced (group
-    ``allreduce<b>``) as soon as it is computed, beside the others still running (as the
-    simulator releases them); the update waits for all of them. Over gloo
-    (:class:`~commsched.echelon.live.transport.GlooTransport`) the all-reduces, and
-    FSDP's reduce-scatters, run one at a time.
+    block, last block first; a communication thread ring-all-reduces each block's
+    gradient (group ``allreduce<b>``) as soon as it is computed; the update waits for
+    all of them.
 
 Collectives are rings of point-to-point flows (:mod:`commsched.echelon.live.transport`):
 rank ``r``'s part of a ring collective is *one* flow to rank ``r + 1`` (its ``W - 1``
@@ -296,12 +293,6 @@ class _Ctx:
         index, offset = self.meta[(it, label, self.rank, seq)]
         return FlowInfo(self.job.name, it, label, seq, index, offset)
 
-    def parallel(self, n: int) -> int:
-        """Threads for ``n`` collectives that may run at once (the simulator releases
-        each when its producers end): ``n`` over tagged lanes; one over gloo, whose
-        point-to-point work of one group runs in order."""
-        return n if isinstance(self.tr, TaggedTransport) else 1
-
     def wait(self, fut: Future[Any]) -> Any:
         try:
             return fut.result(timeout=self.timeout)
@@ -361,7 +352,7 @@ def _dp(c: _Ctx) -> None:
     job, W, d = c.job, c.W, c.job.width
     params = init_params(job)
     rows = slice(c.rank * job.batch // W, (c.rank + 1) * job.batch // W)
-    with ThreadPoolExecutor(c.parallel(job.blocks), thread_name_prefix="allreduce") as comm:
+    with ThreadPoolExecutor(1, thread_name_prefix="allreduce") as comm:
         for it in range(job.iterations):
             x, y = (t[rows] for t in _data(job, it))
             ps = [p.clone().requires_grad_() for p in params]
@@ -396,7 +387,7 @@ def _fsdp(c: _Ctx) -> None:
     rows = slice(c.rank * job.batch // W, (c.rank + 1) * job.batch // W)
     order = [b for b in range(B)] + [b for b in reversed(range(B))]
     with ThreadPoolExecutor(1, thread_name_prefix="gather") as gather, \
-            ThreadPoolExecutor(c.parallel(B), thread_name_prefix="rscatter") as rscatter:
+            ThreadPoolExecutor(1, thread_name_prefix="rscatter") as rscatter:
         for it in range(job.iterations):
             x, y = (t[rows] for t in _data(job, it))
             got = [gather.submit(c.allgather, shards[b], it, "allgather") for b in order]
