@@ -22,9 +22,9 @@ The machine is shared (several engineers on 2 cores while these numbers were tak
 record carries the load average; compare timings only between runs of similar load.
 
 Run: ``python benchmarks/bench_echelon.py`` (a few minutes; ``--skip-fb2010`` runs the
-synthetic cases only). The pipeline measures the same FB2010 replays too: rule ``echelon_replay_run``
-writes each one's wall time, CPU time and peak RSS to
-``logs/echelon/replay_<scheduler>.benchmark.tsv``.
+synthetic cases only). The pipeline measures the same FB2010 replays too: rule
+``echelon_replay_run`` writes each one's wall time, CPU time and peak RSS to
+``results/benchmarks/echelon_replay_<scheduler>.tsv``.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def bar(total: int | None, desc: str, log_every: float | None = None) -> tqdm[An
     if show_progress() or log_every is None:
         return tqdm(total=total, desc=desc, disable=not show_progress(), leave=False,
                     file=sys.stderr, dynamic_ncols=True)
-    return tqdm(total=total, desc=desc, file=_Lines(), mininterval=log_every,  # type: ignore[arg-type]
+    return tqdm(total=total, desc=desc, file=_Lines(), mininterval=log_every,
                 maxinterval=log_every, delay=log_every, ncols=100, ascii=True, leave=True)
 
 

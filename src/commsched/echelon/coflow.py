@@ -195,20 +195,20 @@ def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: 
     for k in order:
         need = False
         full = False
-        g = 0.0
+        gk = 0.0
         for lk in range(nl):
             if b[k, lk] > 0:
                 need = True
                 if left[lk] <= tol:
                     full = True
                     break
-                g = max(g, b[k, lk] / left[lk])
+                gk = max(gk, b[k, lk] / left[lk])
         if not need or full:
             continue  # a link it needs is saturated: it waits (back-fill aside)
-        gamma[k] = g
+        gamma[k] = gk
         for lk in range(nl):
             if b[k, lk] > 0:
-                left[lk] = max(left[lk] - b[k, lk] / g, 0.0)
+                left[lk] = max(left[lk] - b[k, lk] / gk, 0.0)
     # back-fill: the Coflows in rank order as strict priority classes, each weighted
     # max-min (weights: remaining bytes) on what MADD and the classes before left
     pos = np.empty(ng, np.int64)

@@ -503,7 +503,7 @@ class FlowSim:
                      "_act", "_rates", "_done", "_links"):
             a = getattr(self, name)
             b = (np.full(self._cap, np.nan) if name == "finish"
-                 else np.zeros((self._cap,) + a.shape[1:], a.dtype))
+                 else np.zeros((self._cap, *a.shape[1:]), a.dtype))
             b[: len(a)] = a
             setattr(self, name, b)
         for k, a in self.meta.items():

@@ -1,1 +1,1 @@
-"""commsched.echelon.experiments."""
+"""EchelonFlow experiment drivers (core facts, cluster evaluation, FB2010 replay, live)."""

@@ -1,0 +1,443 @@
+"""EchelonFlow live: real training jobs whose flows are scheduled on an emulated core.
+
+Three jobs (config ``echelon_live.jobs``: a pipeline, an FSDP job and a data-parallel
+all-reduce job, :mod:`commsched.echelon.live.jobs`), one process per host launched with
+``torchrun``, share the oversubscribed core of a two-rack emulated cluster
+(:mod:`commsched.echelon.live.topology`). Every policy of ``policies`` (``none``: the
+kernel's own sharing; ``fair``, ``sebf`` = Varys, ``echelon-*``, ``eiff``: the
+simulator's flow schedulers, enforced with htb by :mod:`commsched.echelon.live.controller`)
+runs as one phase of the same processes, ``repeats`` times in rotated order
+(:func:`commsched.echelon.live.runner.run_live`).
+
+Measured, per policy and repeat: every iteration's end (the last rank's), each job's
+completion time (JCT: its last iteration's end after the phase's start), every flow's
+start, size and finish (from its sender) and from them each EchelonFlow's tardiness
+(Eq. 2: the largest ``finish - ideal`` over its flows, ``ideal`` = the start of the
+group's first flow + the flow's offset from the job's arrangement; Eq. 4: their sum per
+job), and the controller's update latency per flow event (sender's event to the htb
+classes in force).
+
+Prediction (:func:`predict`): the coupled compute + flow simulator
+(:func:`commsched.echelon.jobs.run_jobs`) runs the same three jobs (the job graphs the
+live flows were matched to) on :func:`~commsched.echelon.live.topology.network` with the
+*measured* core rate (one TCP stream across the core before the runs; the host links
+scaled by the same ratio) and compute times *traced* from the live runs (per job and
+computation kind, the median over every policy and repeat: one profile per job, not one
+per run), under the same policy (``none``: per-flow max-min fairness, what TCP
+approximates). ``error = predicted / measured - 1`` of each job's JCT; nothing is fitted
+to a JCT.
+
+Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
+``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
+``python -m commsched.echelon.experiments.live --config-json '{...}' --workdir DIR
+--jobs J.csv --iterations I.csv --flows F.csv --updates U.csv --summary S.csv --metrics
+M.csv`` (``--reuse``: re-analyse the ``run.json`` a run left in ``DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from commsched.cluster.net import parse_rate
+from commsched.echelon.jobs import ClusterRun, build_job, run_jobs
+from commsched.echelon.live.controller import POLICIES
+from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
+from commsched.echelon.live.launch import LAUNCHERS
+from commsched.echelon.live.runner import JobPlacement, run_live
+from commsched.echelon.live.tc import check_htb
+from commsched.echelon.live.topology import network
+from commsched.echelon.live.worker import BACKENDS
+from commsched.errors import CommschedError
+from commsched.plotting import check_figure_inputs
+from commsched.results import write_metrics, write_table
+
+__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
+           "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
+
+TABLES = ("jobs", "iterations", "flows", "updates", "summary")
+#: The figures of ``notebooks/echelon_live.ipynb``.
+FIGURE_KINDS = ("jct", "prediction")
+
+
+@dataclass(frozen=True)
+class Params:
+    """The ``echelon_live`` config section (see ``config/config.yaml``)."""
+
+    enabled: bool
+    jobs: tuple[JobPlacement, ...]
+    policies: tuple[str, ...]
+    repeats: int = 2
+    host_rate: str = "400mbit"
+    core_rate: str = "50mbit"
+    launcher: str = "torchrun"
+    backend: str = "tagged"
+    profile_reps: int = 5
+    timeout_s: float = 840.0
+    phase_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        bad = [p for p in self.policies if p not in POLICIES]
+        if bad:
+            raise CommschedError(f"echelon_live: unknown policy {bad[0]!r}; known: "
+                                 f"{', '.join(POLICIES)}")
+        if self.launcher not in LAUNCHERS:
+            raise CommschedError(f"echelon_live: launcher must be one of {', '.join(LAUNCHERS)}")
+        if self.backend not in BACKENDS:
+            raise CommschedError(f"echelon_live: backend must be one of {', '.join(BACKENDS)}")
+        if not self.policies or self.repeats < 1 or not self.jobs:
+            raise CommschedError("echelon_live: need jobs, policies and repeats >= 1")
+        parse_rate(self.host_rate)  # one-line errors for a bad or zero bandwidth
+        parse_rate(self.core_rate)
+        names = [jp.job.name for jp in self.jobs]
+        if len(set(names)) != len(names):
+            raise CommschedError("echelon_live: job names must be unique")
+
+    @staticmethod
+    def from_config(cfg: Mapping[str, Any]) -> Params:
+        known = {f.name for f in fields(Params)}
+        extra = sorted(set(cfg) - known)
+        if extra:
+            raise CommschedError(f"echelon_live: unknown key {extra[0]!r}")
+        args = dict(cfg)
+        jobs = []
+        for i, j in enumerate(cfg.get("jobs", [])):
+            j = dict(j)
+            racks = j.pop("racks", None)
+            if racks is None:
+                raise CommschedError(f"echelon_live.jobs[{i}]: racks is required")
+            try:
+                job = LiveJob(**{"world": len(racks), **j})
+            except TypeError as e:
+                raise CommschedError(f"echelon_live.jobs[{i}]: {e}") from None
+            jobs.append(JobPlacement(job, tuple(int(r) for r in racks)))
+        args["jobs"] = tuple(jobs)
+        args["policies"] = tuple(cfg.get("policies", ()))
+        return Params(**args)
+
+
+def skipped_reason(params: Params) -> str | None:
+    """Why the live run cannot run here (None: it can)."""
+    if not params.enabled:
+        return "echelon_live.enabled is false"
+    return check_htb()
+
+
+# --------------------------------------------------------------------------------------
+# Analysis.
+
+
+def analyse(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """Tables ``iterations``, ``jobs``, ``flows``, ``updates`` and ``tasks`` of a run
+    (:func:`commsched.echelon.live.runner.run_live`'s result); the warm-up phase (the
+    first of every repeat) is left out. Times are relative to the phase's start."""
+    its, jobs, flows, ups, tasks = [], [], [], [], []
+    for r in run["runs"]:
+        rep = r["repeat"]
+        for name, ranks in r["workers"].items():
+            paradigm = ranks[0]["paradigm"]
+            for p in range(1, len(r["phases"])):
+                ph = [rk["phases"][p] for rk in ranks]
+                go, policy = ph[0]["go"], ph[0]["policy"]
+                ends = np.max([x["iteration_end"] for x in ph], axis=0) - go
+                key = {"repeat": rep, "policy": policy, "job": name, "paradigm": paradigm}
+                prev = 0.0
+                for i, e in enumerate(ends):
+                    its.append({**key, "iteration": i, "end_s": float(e),
+                                "iteration_s": float(e - prev)})
+                    prev = float(e)
+                fl = pd.DataFrame([f for x in ph for f in x["flows"]])
+                fl["start"] -= go
+                fl["finish"] -= go
+                ref = fl.groupby(["iteration", "group"])["start"].transform("min")
+                fl["ideal"] = ref + fl["offset"]
+                fl["tardiness_s"] = fl["finish"] - fl["ideal"]
+                for k, v in key.items():
+                    fl[k] = v
+                flows.append(fl)
+                tard = fl.groupby(["iteration", "group"])["tardiness_s"].max().sum()
+                jobs.append({**key, "jct_s": float(ends[-1]),
+                             "iteration_mean_s": float(np.mean(np.diff(ends, prepend=0.0))),
+                             "tardiness_s": float(tard), "flows": len(fl)})
+                for x in ph:
+                    for t in x["tasks"]:
+                        tasks.append({**key, "label": t["label"], "duration_s":
+                                      t["end"] - t["start"]})
+        for ph in r["controller"]["phases"][1:]:
+            for e, fid, t_send, t_recv, t_applied in ph["events"]:
+                ups.append({"repeat": rep, "policy": ph["policy"], "event": e, "flow": fid,
+                            "latency_s": t_applied - t_send, "recv_s": t_recv - t_send})
+    return {"iterations": pd.DataFrame(its), "jobs": pd.DataFrame(jobs),
+            "flows": pd.concat(flows, ignore_index=True) if flows else pd.DataFrame(),
+            "updates": pd.DataFrame(ups), "tasks": pd.DataFrame(tasks)}
+
+
+def _kind(label: str) -> tuple[str, int]:
+    """``("fwd" | "bwd", block or stage)`` of a computation label of the job graphs.
+
+    >>> _kind("B2.3"), _kind("fwd1"), _kind("fwd")
+    (('bwd', 2), ('fwd', 1), ('fwd', -1))
+    """
+    if label[0] in "FB" and "." in label:
+        return ("fwd" if label[0] == "F" else "bwd"), int(label[1:label.index(".")])
+    kind = label[:3]
+    rest = label[3:]
+    return kind, int(rest) if rest else -1
+
+
+def traced_profiles(tasks: pd.DataFrame, jobs: Sequence[LiveJob]) -> dict[str, Any]:
+    """Per job, forward and backward times per block (pipelines: per stage and
+    micro-batch): the median over every recorded computation of that kind (all policies
+    and repeats); a DP job's single forward is spread evenly over its blocks."""
+    out = {}
+    for job in jobs:
+        t = tasks[tasks["job"] == job.name]
+        n = job.world if job.pipeline else job.blocks
+        k = pd.DataFrame([_kind(str(x)) for x in t["label"]], columns=["kind", "block"],
+                         index=t.index)
+        med = {(str(a), int(b)): float(v) for (a, b), v in
+               t["duration_s"].groupby([k["kind"], k["block"]]).median().items()}
+        if ("fwd", -1) in med:  # DP: one forward task
+            fwd = [med[("fwd", -1)] / n] * n
+        else:
+            fwd = [med.get(("fwd", b), 0.0) for b in range(n)]
+        bwd = [med.get(("bwd", b), 0.0) for b in range(n)]
+        out[job.name] = simulator_profile(job, fwd, bwd)
+    return out
+
+
+def messages(label: str, world: int) -> int:
+    """Messages (acknowledged sends) of one flow of group ``label``: a ring all-reduce
+    sends ``2 (W - 1)`` chunks, a reduce-scatter or all-gather ``W - 1``, a pipeline
+    activation or gradient one.
+
+    >>> messages("allreduce3", 3), messages("allgather", 3), messages("act0", 3)
+    (4, 2, 1)
+    """
+    if label.startswith("allreduce"):
+        return 2 * (world - 1)
+    if label.startswith(("allgather", "reduce-scatter")):
+        return world - 1
+    return 1
+
+
+def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: float,
+                  host_Bps: float, quantile: float = 0.1) -> dict[str, float]:
+    """Per job, the fixed cost of one message (s): the ``quantile`` over all its flows of
+    every policy and repeat of ``(duration - bytes / path rate) / messages`` (the path
+    rate: the core's for a flow between racks, else the host link's). The low quantile
+    is the flow that met no contention: what is left is the transport's own cost
+    (acknowledgement round trips, thread wake-ups on a loaded machine), which the fluid
+    simulator does not have."""
+    out = {}
+    for jp in jobs:
+        f = flows[flows["job"] == jp.job.name]
+        if f.empty:
+            out[jp.job.name] = 0.0
+            continue
+        racks = np.asarray(jp.racks)
+        cross = racks[f["src"].to_numpy()] != racks[f["dst"].to_numpy()]
+        rate = np.where(cross, core_Bps, host_Bps)
+        n = np.array([messages(g, jp.job.world) for g in f["group"]])
+        extra = ((f["finish"] - f["start"]).to_numpy() - f["bytes"].to_numpy() / rate) / n
+        out[jp.job.name] = max(float(np.quantile(extra, quantile)), 0.0)
+    return out
+
+
+def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
+            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None
+            ) -> ClusterRun:
+    """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
+    ``overheads`` (s per message, :func:`fit_overheads`) a computation that waits for
+    flows starts that much later per message of its longest such flow (added to its
+    duration: the fluid simulator has no latency)."""
+    racks = [r for jp in jobs for r in jp.racks]
+    graphs, h = [], 0
+    for jp in jobs:
+        hosts = tuple(range(h, h + jp.job.world))
+        h += jp.job.world
+        g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
+        a = (overheads or {}).get(jp.job.name, 0.0)
+        if a > 0:
+            for (kind, i), preds in g.preds.items():
+                n = [messages(g.groups[g.flow_group[j]].label, jp.job.world)
+                     for k, j in preds if k == "f"]
+                if kind == "t" and n:
+                    g.task_dur[i] += a * max(n)
+        graphs.append(g)
+    return run_jobs(graphs, network(racks, host_Bps, core_Bps),
+                    "fair" if policy == "none" else policy)
+
+
+def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
+              core_nominal: float, host_nominal: float) -> pd.DataFrame:
+    """Per policy and job: measured JCT, iteration time and tardiness (median over
+    repeats), the simulator's prediction and its error."""
+    profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
+    host = host_nominal * core_Bps / core_nominal
+    over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
+    rows = []
+    jobs = t["jobs"]
+    for policy in params.policies:
+        sim = predict(params.jobs, profiles, core_Bps, host, policy, over).jobs_table()
+        nominal = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
+        for k, jp in enumerate(params.jobs):
+            m = jobs[(jobs["policy"] == policy) & (jobs["job"] == jp.job.name)]
+            if m.empty:
+                continue
+            pred = float(sim.loc[k, "jct_s"])
+            errs = pred / m["jct_s"] - 1
+            rows.append({"policy": policy, "job": jp.job.name,
+                         "paradigm": jp.job.paradigm, "repeats": len(m),
+                         "jct_s": float(m["jct_s"].median()),
+                         "jct_min_s": float(m["jct_s"].min()),
+                         "jct_max_s": float(m["jct_s"].max()),
+                         "iteration_mean_s": float(m["iteration_mean_s"].median()),
+                         "tardiness_s": float(m["tardiness_s"].median()),
+                         "predicted_jct_s": pred,
+                         "predicted_tardiness_s": float(sim.loc[k, "tardiness_s"]),
+                         "message_overhead_s": over[jp.job.name],
+                         "predicted_fluid_jct_s": float(nominal.loc[k, "jct_s"]),
+                         "error_fluid_median": float((float(nominal.loc[k, "jct_s"])
+                                                      / m["jct_s"] - 1).median()),
+                         "error_median": float(errs.median()),
+                         "error_abs_median": float(errs.abs().median()),
+                         "core_Bps": core_Bps})
+    return pd.DataFrame(rows)
+
+
+def _kendall(a: Sequence[float], b: Sequence[float]) -> float:
+    n, s = len(a), 0.0
+    pairs = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            s += float(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j]))
+            pairs += 1
+    return s / pairs if pairs else float("nan")
+
+
+def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
+    """Claimed numbers (``echelon_live.*``): per policy the mean JCT over jobs, per job
+    its JCT relative to fair sharing, total tardiness, the simulator's median absolute
+    error; overall the median error, whether the simulator's ranking of policies (by
+    mean JCT) holds live (Kendall's tau, best policy the same), and the controller's
+    update latency."""
+    out: dict[str, float] = {}
+    if summary.empty:
+        return out
+    mean_live = summary.groupby("policy", sort=False)["jct_s"].mean()
+    mean_sim = summary.groupby("policy", sort=False)["predicted_jct_s"].mean()
+    for policy, df in summary.groupby("policy", sort=False):
+        out[f"echelon_live.{policy}.jct_mean_s"] = float(mean_live[policy])
+        out[f"echelon_live.{policy}.tardiness_total_s"] = float(df["tardiness_s"].sum())
+        out[f"echelon_live.{policy}.error_median_abs_pct"] = 100 * float(
+            df["error_abs_median"].median())
+        for _, row in df.iterrows():
+            out[f"echelon_live.{policy}.{row['job']}.jct_s"] = float(row["jct_s"])
+            fair = summary[(summary["policy"] == "fair") & (summary["job"] == row["job"])]
+            if len(fair):
+                out[f"echelon_live.{policy}.{row['job']}.jct_vs_fair"] = float(
+                    row["jct_s"] / fair["jct_s"].iloc[0])
+        if "fair" in mean_live.index:
+            out[f"echelon_live.{policy}.jct_mean_vs_fair"] = float(
+                mean_live[policy] / mean_live["fair"])
+            fair_t = summary[summary["policy"] == "fair"]["tardiness_s"].sum()
+            out[f"echelon_live.{policy}.tardiness_vs_fair"] = float(
+                df["tardiness_s"].sum() / fair_t) if fair_t > 0 else float("nan")
+    out["echelon_live.error_median_abs_pct"] = 100 * float(summary["error_abs_median"].median())
+    out["echelon_live.error_fluid_median_abs_pct"] = 100 * float(
+        summary["error_fluid_median"].abs().median())
+    out["echelon_live.ranking_kendall_tau"] = _kendall(list(mean_live), list(mean_sim))
+    out["echelon_live.best_policy_same"] = float(mean_live.idxmin() == mean_sim.idxmin())
+    lat = updates[updates["policy"] != "none"]["latency_s"] if len(updates) else pd.Series()
+    if len(lat):
+        out["echelon_live.update_latency_median_ms"] = 1e3 * float(lat.median())
+        out["echelon_live.update_latency_p95_ms"] = 1e3 * float(lat.quantile(0.95))
+    return out
+
+
+@dataclass(frozen=True)
+class FigureConfig:
+    """Parameters of ``notebooks/echelon_live.ipynb``, checked before plotting."""
+
+    summary: str
+    jobs: str
+    figure: str
+    kind: str = "jct"
+
+    def __post_init__(self) -> None:
+        check_figure_inputs("echelon_live", {"summary": self.summary, "jobs": self.jobs},
+                            self.figure, "run rule echelon_live_run first")
+        if self.kind not in FIGURE_KINDS:
+            raise CommschedError(f"echelon_live figure: kind {self.kind!r} is not one of "
+                                 f"{', '.join(FIGURE_KINDS)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the live experiment (module docstring); one-line errors, exit 2."""
+    ap = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.live",
+                                 description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config-json", required=True, help="the echelon_live config section")
+    ap.add_argument("--workdir", required=True, help="worker configs, logs, records")
+    ap.add_argument("--reuse", action="store_true",
+                    help="re-analyse the run.json an earlier run left in --workdir")
+    for name in (*TABLES, "metrics"):
+        ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
+    args = ap.parse_args(argv)
+    try:
+        raw = json.loads(args.config_json)
+        params = Params.from_config(raw)
+        reason = None if args.reuse else skipped_reason(params)
+        if reason:
+            print(f"echelon_live skipped: {reason}", file=sys.stderr)
+            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
+            for name in TABLES:
+                write_table(skip, getattr(args, name), {**raw, "skipped": reason})
+            write_metrics({}, args.metrics, {**raw, "skipped": reason})
+            return 0
+        work = Path(args.workdir)
+        if args.reuse:
+            path = work / "run.json"
+            if not path.is_file():
+                raise CommschedError(f"--reuse: no finished run in {work}")
+            run = json.loads(path.read_text())
+        else:
+            profiles = {}
+            for jp in params.jobs:
+                p = profile_compute(jp.job, params.profile_reps)
+                profiles[jp.job.name] = {"fwd": list(p.fwd), "bwd": list(p.bwd)}
+            run = run_live(params.jobs, params.policies, params.repeats,
+                           (params.host_rate, params.core_rate), work, profiles,
+                           launcher=params.launcher, backend=params.backend,
+                           timeout=params.timeout_s, phase_timeout=params.phase_timeout_s)
+        t = analyse(run)
+        topo = run["topology"]
+        s = summarize(params, t, float(run["core_Bps_measured"]),
+                      parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]))
+        t["summary"] = s
+        for name in TABLES:
+            write_table(t[name], getattr(args, name), raw)
+        write_metrics(metrics(s, t["updates"]), args.metrics, raw)
+        print(s[["policy", "job", "jct_s", "predicted_jct_s", "error_median"]].to_string(
+            index=False), file=sys.stderr)
+    except CommschedError as e:
+        print(f"echelon_live: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # the cluster was torn down on the way out
+        print("echelon_live: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

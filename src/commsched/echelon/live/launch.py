@@ -1,0 +1,126 @@
+"""Start the processes of live jobs (``torchrun`` or directly), bound them, end them.
+
+:func:`worker_argv` is the command of one job process: ``torchrun --nnodes W
+--nproc-per-node 1 --node-rank R --master-addr A --master-port P -m
+commsched.echelon.live.worker CONFIG`` (one torchrun agent and one worker per host, as on
+real hosts), or the worker module alone with torchrun's environment set by the launcher
+(``direct``: half the processes, for tests). :func:`launch` starts every process through
+``spawn`` (default: on this machine), waits for all of them with a deadline and, on every
+exit path (success, a process's error, the deadline, an exception or Ctrl-C), ends every
+process it started that still runs (SIGTERM, then SIGKILL, by PID). A failed process is
+a one-line :class:`~commsched.errors.CommschedError` quoting its last error line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from commsched.atomic import atomic_write_text
+from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
+from commsched.echelon.live.worker import WorkerConfig
+from commsched.errors import CommschedError
+
+__all__ = ["LAUNCHERS", "SpawnProcess", "last_error", "launch", "worker_argv"]
+
+#: How job processes are started.
+LAUNCHERS = ("torchrun", "direct")
+
+#: ``spawn(role, argv, log, env)``: start one process (see :func:`launch`).
+SpawnProcess = Callable[[str, list[str], Path, Mapping[str, str]], "subprocess.Popen[bytes]"]
+
+
+def worker_argv(launcher: str, config: str, rank: int, world: int, master: str,
+                port: int) -> tuple[list[str], dict[str, str]]:
+    """Command and extra environment of one job process (module docstring).
+
+    >>> worker_argv("direct", "c.json", 1, 3, "10.0.0.2", 29500)[1]["RANK"]
+    '1'
+    """
+    if launcher == "torchrun":
+        return ([sys.executable, "-m", "torch.distributed.run", "--nnodes", str(world),
+                 "--nproc-per-node", "1", "--node-rank", str(rank), "--master-addr", master,
+                 "--master-port", str(port), "--max-restarts", "0", "-m",
+                 "commsched.echelon.live.worker", config], {})
+    if launcher == "direct":
+        return ([sys.executable, "-m", "commsched.echelon.live.worker", config],
+                {"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(world),
+                 "MASTER_ADDR": master, "MASTER_PORT": str(port)})
+    raise CommschedError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS)}")
+
+
+def last_error(log: Path) -> str:
+    """The last line of ``log`` that says ``error``, else its last line."""
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    errs = [x for x in lines if "error" in x.lower() and "Traceback" not in x]
+    return (errs or lines or ["(empty log)"])[-1].strip()[:300]
+
+
+def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, timeout: float,
+           launcher: str = "direct", spawn_process: SpawnProcess | None = None,
+           ports: Mapping[str, int] | None = None, extra: Sequence[tuple[str, Any]] = (),
+           poll: float = 0.1) -> dict[str, list[dict[str, Any]]]:
+    """Run every job's processes (``jobs``: name -> one config per rank, whose
+    ``master`` is rank 0's address); return each job's results (the JSON each rank
+    wrote) in rank order. ``ports[name]``: the job's rendezvous port (default 29500 + its
+    position); ``extra``: ``(role, Popen)`` of other processes to watch (the controller:
+    its failure ends the run). Bounded by ``timeout`` s (module docstring)."""
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    env0 = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": ""}
+
+    def local(role: str, argv: list[str], log: Path, env: Mapping[str, str]
+              ) -> subprocess.Popen[bytes]:
+        return spawn(argv, role, log, env=env)[0]
+
+    start = spawn_process or local
+    started: dict[str, tuple[subprocess.Popen[bytes], ProcRecord, Path]] = {}
+    try:
+        for k, (name, cfgs) in enumerate(jobs.items()):
+            port = (ports or {}).get(name, 29500 + k)
+            for cfg in cfgs:
+                role = f"{name}-r{cfg.rank}"
+                path = work / f"{role}.json"
+                atomic_write_text(path, json.dumps(asdict(cfg)) + "\n")
+                log = work / f"{role}.log"
+                log.unlink(missing_ok=True)
+                argv, env = worker_argv(launcher, str(path), cfg.rank, len(cfgs), cfg.master,
+                                        port)
+                env = {**env0, **env}
+                if not env["GLOO_SOCKET_IFNAME"]:
+                    del env["GLOO_SOCKET_IFNAME"]
+                p = start(role, argv, log, env)
+                started[role] = (p, ProcRecord(p.pid, start_time(p.pid) or 0, role, None,
+                                               str(log)), log)
+        deadline = time.monotonic() + timeout
+        while True:
+            for role, p in extra:
+                if p.poll() not in (None, 0):
+                    raise CommschedError(f"{role} failed (exit {p.returncode}) while the jobs "
+                                         "ran")
+            codes = {r: p.poll() for r, (p, _, _) in started.items()}
+            for r, code in sorted(codes.items()):
+                if code not in (None, 0):
+                    raise CommschedError(f"{r} failed (exit {code}): "
+                                         f"{last_error(started[r][2])}")
+            if all(c == 0 for c in codes.values()):
+                break
+            if time.monotonic() > deadline:
+                late = sorted(r for r, c in codes.items() if c is None)
+                raise CommschedError(f"{', '.join(late)} still running after {timeout:g} s; "
+                                     "ended")
+            time.sleep(poll)
+    finally:
+        end_processes([rec for _, rec, _ in started.values()],
+                      popens={p.pid: p for p, _, _ in started.values()})
+    return {name: [json.loads(Path(c.out).read_text()) for c in cfgs]
+            for name, cfgs in jobs.items()}
