@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error (a config the schema rejects, a missing trace or
         option, an unreadable table).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.sim", __doc__)
     p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
     src = p.add_mutually_exclusive_group()
     src.add_argument("--config", default="config/config.yaml",
