@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error (bad sizes or worker counts, a worker that failed
         or did not finish in time).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.allreduce_bench", __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="run the measurement, write a CSV")
     m.add_argument("--workers", type=int, nargs="+", default=[2])

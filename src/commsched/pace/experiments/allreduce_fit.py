@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error (an unreadable or malformed measurement).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.allreduce_fit", __doc__)
     p.add_argument("--measurement", required=True)
     p.add_argument("--summary", required=True)
     p.add_argument("--fit", required=True)

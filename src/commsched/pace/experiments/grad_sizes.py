@@ -144,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error (bad input: no training trace).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.grad_sizes", __doc__)
     p.add_argument("--traces", nargs="+", required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--metrics", required=True)

@@ -228,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 (also when the run is skipped: the tables say why), 2 after a one-line error,
         130 when interrupted (the cluster is torn down on the way out).
     """
-    ap = driver.parser(__name__, __doc__)
+    ap = driver.parser("commsched.pace.experiments.live", __doc__)
     ap.add_argument("--config-json", required=True, help="the pace_live config section")
     ap.add_argument("--workdir", required=True, help="plans, worker configs, logs, results")
     ap.add_argument("--reuse", action="store_true",

@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         0, or 2 after a one-line error (a config the schema rejects, an unreadable trace).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.model", __doc__)
     p.add_argument("what", choices=["table", "solvers"])
     p.add_argument("--config-json", default="{}", help="the pace config section (solvers)")
     p.add_argument("--traces", nargs="+", required=True)

@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error (a config the schema rejects, a missing trace or
         option, an unreadable table).
     """
-    p = driver.parser(__name__, __doc__)
+    p = driver.parser("commsched.pace.experiments.sim", __doc__)
     p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
     driver.add_config_options(p, "pace_sim")
     p.add_argument("--trace-dir", default="data/traces",
