@@ -32,7 +32,7 @@ from benchlib import write_result
 
 from commsched.echelon.exact import POLICIES, random_instance, solve_exact
 from commsched.echelon.model import FlowTable, flow_table, simulate_echelonflows
-from commsched.echelon.schedulers import SCHEDULERS
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.sim.flow import View, big_switch
 
 
@@ -50,7 +50,8 @@ def bench_exact(sizes: list[tuple[int, int]], repeats: int, seed: int,
         rng = np.random.default_rng(seed)
         for rep in range(repeats):
             tab = flow_table(random_instance(rng, 3, groups, k))
-            ub = simulate_echelonflows(net, tab, SCHEDULERS["echelon-edf-bottleneck"]()).objective
+            edf = FLOW_SCHEDULERS["echelon-edf-bottleneck"]()
+            ub = simulate_echelonflows(net, tab, edf).objective
             wall, cpu, res = _clock(lambda tab=tab, ub=ub: solve_exact(
                 net, tab, upper=ub, time_limit=time_limit))
             rows.append({"case": "exact", "flows": tab.n, "groups": groups, "repeat": rep,

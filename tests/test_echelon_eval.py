@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from commsched.echelon.experiments import eval as ee
-from commsched.echelon.jobs import FLOW_SCHEDULERS
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, read_provenance, read_table
@@ -40,7 +40,8 @@ def test_config_section_is_valid_for_the_driver() -> None:
 def test_sweep_is_deterministic_and_metrics_compare_schedulers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a second name for fair sharing: ratios against it must be exactly 1
-    monkeypatch.setitem(FLOW_SCHEDULERS, "fair-again", FLOW_SCHEDULERS["fair"])
+    monkeypatch.setattr(ee, "FLOW_SCHEDULERS",
+                        {**FLOW_SCHEDULERS, "fair-again": FLOW_SCHEDULERS["fair"]})
     cfg = {**SMALL, "schedulers": ["fair", "fair-again"]}
     traces = [str(TRACES / "alexnet_v2-train-b4.json.gz")]
     jobs, its = ee.run_sweep(cfg, traces)

@@ -28,7 +28,7 @@ from commsched.echelon.live.jobs import LiveJob, run_on_loopback
 from commsched.echelon.live.runner import JobPlacement
 from commsched.echelon.live.tc import enforce
 from commsched.echelon.live.topology import network
-from commsched.echelon.schedulers import SCHEDULERS
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, read_table
@@ -126,7 +126,7 @@ def test_analysis_tardiness_profiles_prediction_metrics(run: tuple[Params, Any])
 
 def test_controller_view_and_enforcement() -> None:
     net = network([0, 1, 0], 100.0, 10.0)
-    st = PhaseState(net, SCHEDULERS["echelon-edf-bottleneck"](), [0, 1, 0], go=100.0)
+    st = PhaseState(net, FLOW_SCHEDULERS["echelon-edf-bottleneck"](), [0, 1, 0], go=100.0)
     for i, (src, dst, off) in enumerate([(0, 1, 0.0), (0, 1, 1.0), (0, 2, 0.0)]):
         st.event({"e": "s", "id": f"f{i}", "src": src, "dst": dst, "size": 10.0,
                   "tag": i + 1, "group": "j/0/act0", "index": i, "offset": off, "job": "j",

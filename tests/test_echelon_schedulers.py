@@ -14,7 +14,7 @@ from commsched.echelon import arrangement as arr
 from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.echelon.exact import POLICIES, random_instance, solve_exact
 from commsched.echelon.model import EchelonFlow, flow_table, simulate_echelonflows
-from commsched.echelon.schedulers import SCHEDULERS, EchelonScheduler
+from commsched.echelon.schedulers import FLOW_SCHEDULERS, EchelonScheduler
 from commsched.errors import CommschedError
 from commsched.sim.flow import big_switch, check_flow_schedule, two_tier
 
@@ -56,12 +56,12 @@ def successor_end(finish: np.ndarray, t: float = 1.0) -> float:
 def test_fig2_echelonflow_optimal_coflow_worse_than_fair() -> None:
     net = big_switch(2, rate=1.0)
     h = fig2(arr.gpipe(3, 1.0))
-    ech = simulate_echelonflows(net, [h], SCHEDULERS["echelon-edf-total"](), record=True)
+    ech = simulate_echelonflows(net, [h], FLOW_SCHEDULERS["echelon-edf-total"](), record=True)
     fr = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["fair"]())
     # Coflow: the same flows as one Coflow under Varys (SEBF + MADD), and as a Coflow
     # arrangement (Eq. 5) under EchelonFlow scheduling (Property 2: the same schedule)
     co = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["sebf"]())
-    co5 = simulate_echelonflows(net, [fig2(arr.coflow(3))], SCHEDULERS["echelon-madd-total"]())
+    co5 = simulate_echelonflows(net, [fig2(arr.coflow(3))], FLOW_SCHEDULERS["echelon-madd-total"]())
     assert ech.finish.tolist() == [3.0, 5.0, 7.0] and ech.tardiness[0] == 4.0
     assert fr.finish.tolist() == [4.5, 6.5, 7.0] and fr.tardiness[0] == 4.5
     assert co.finish.tolist() == pytest.approx([7.0, 7.0, 7.0], rel=1e-12)
@@ -93,7 +93,7 @@ def test_fig2_constant_rates_reading_is_not_optimal() -> None:
         - t_ * (t_ - 1) * (t_ - 2)
     pace = max(r.real for r in poly.roots() if abs(r.imag) < 1e-12 and r.real > 2)
     run = simulate_echelonflows(big_switch(2, 1.0), [fig2(arr.gpipe(3, 1.0))],
-                                SCHEDULERS["echelon-madd-total"]())
+                                FLOW_SCHEDULERS["echelon-madd-total"]())
     assert run.finish[0] == pytest.approx(1.0 + pace, rel=1e-9)
     assert run.tardiness[0] == pytest.approx(pace, rel=1e-9) and pace > 4.5
 
@@ -120,7 +120,7 @@ def test_property2_coflow_tardiness_is_cct(hosts: int, flows: list, r: float) ->
     np.add.at(load, np.array(src), size)
     np.add.at(load, hosts + np.array(dst), size)
     gamma = float(load.max())
-    madd = simulate_echelonflows(net, [h], SCHEDULERS["echelon-madd-total"]())
+    madd = simulate_echelonflows(net, [h], FLOW_SCHEDULERS["echelon-madd-total"]())
     assert madd.tardiness[0] == pytest.approx(gamma, rel=1e-9)
     assert float(madd.finish.max()) - r == pytest.approx(gamma, rel=1e-9)
     varys = simulate_echelonflows(net, [h], COFLOW_SCHEDULERS["sebf"]())
@@ -169,7 +169,7 @@ def test_time_shift_leaves_tardiness_unchanged(seed: int, shift: float) -> None:
 def test_policies_need_the_meta_columns_and_valid_variants() -> None:
     from commsched.sim.flow import simulate
     with pytest.raises(CommschedError, match="meta column 'group'"):
-        simulate(big_switch(2, 1.0), [0], [1], [1.0], [0.0], SCHEDULERS["echelon-edf-total"]())
+        simulate(big_switch(2, 1.0), [0], [1], [1.0], [0.0], FLOW_SCHEDULERS["echelon-edf-total"]())
     with pytest.raises(CommschedError, match="intra in"):
         EchelonScheduler("sjf", "total")
 
@@ -184,8 +184,8 @@ def test_ranking_total_vs_remaining() -> None:
     net = big_switch(2, 1.0)
     a = EchelonFlow([0, 0], [1, 1], [3.0, 1.0], [0.0, 4.0], [0.0, 4.0])
     b = EchelonFlow([0], [1], [2.0], [4.0], [0.0])
-    tot = simulate_echelonflows(net, [a, b], SCHEDULERS["echelon-edf-total"]())
-    rem = simulate_echelonflows(net, [a, b], SCHEDULERS["echelon-edf-remaining"]())
+    tot = simulate_echelonflows(net, [a, b], FLOW_SCHEDULERS["echelon-edf-total"]())
+    rem = simulate_echelonflows(net, [a, b], FLOW_SCHEDULERS["echelon-edf-remaining"]())
     assert tot.tardiness.tolist() == [3.0, 2.0] and tot.objective == 5.0
     assert rem.tardiness.tolist() == [3.0, 3.0] and rem.objective == 6.0
 
@@ -202,6 +202,6 @@ def test_bottleneck_ranking_serves_the_older_shorter_one_first() -> None:
     a = EchelonFlow([0], [1], [2.5], [1.0], [0.0])
     for rank, want in (("remaining", 8.0), ("total", 8.0), ("bottleneck", 7.5)):
         for intra in ("edf", "madd"):
-            run = simulate_echelonflows(net, [b, a], SCHEDULERS[f"echelon-{intra}-{rank}"]())
+            run = simulate_echelonflows(net, [b, a], FLOW_SCHEDULERS[f"echelon-{intra}-{rank}"]())
             assert run.objective == pytest.approx(want), (intra, rank)
     assert solve_exact(net, [b, a]).objective == pytest.approx(7.5)

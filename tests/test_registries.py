@@ -54,3 +54,18 @@ def test_registry_rejects_duplicates_and_unknown_names():
     with pytest.raises(CommschedError, match=r"unknown thing 'b' \(known: a, alpha\)"):
         r["b"]
     assert dict(r) == {"a": 1} and "alpha" in r and r.aliases() == {"alpha": "a"}
+
+
+def test_flow_schedulers_are_one_registry_with_the_papers_names():
+    from commsched.echelon import exact
+    from commsched.echelon.coflow import COFLOW_SCHEDULERS
+    from commsched.echelon.schedulers import ECHELON_SCHEDULERS, FLOW_SCHEDULERS
+
+    assert FLOW_SCHEDULERS["varys"] is FLOW_SCHEDULERS["sebf"]
+    assert list(FLOW_SCHEDULERS) == [*COFLOW_SCHEDULERS, *ECHELON_SCHEDULERS]
+    assert set(exact.POLICIES) == {"fair", "sebf", *ECHELON_SCHEDULERS}
+    assert _choices("echelon")  # the replay subcommand's choices live one level down
+    replay = SCHEMA["properties"]["echelon_replay"]["properties"]["schedulers"]["items"]["enum"]
+    assert replay == list(COFLOW_SCHEDULERS)
+    for name in CONFIG["echelon_eval"]["schedulers"]:
+        assert name in FLOW_SCHEDULERS

@@ -14,13 +14,18 @@ from typing import Any
 
 def register(sub: Any) -> None:
     from commsched.echelon.coflow import COFLOW_SCHEDULERS, GBPS
+    from commsched.echelon.schedulers import FLOW_SCHEDULERS
+
+    # the Coflow members of the flow-scheduler registry, with their paper names (varys)
+    coflow = [n for n in FLOW_SCHEDULERS.choices()
+              if FLOW_SCHEDULERS.canonical(n) in COFLOW_SCHEDULERS]
 
     p = sub.add_parser("echelon", help="EchelonFlow / Coflow scheduling (trace replay)")
     s = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     r = s.add_parser("replay", help="replay a Coflow-Benchmark trace, write Coflow CCTs")
     r.add_argument("trace", help="Coflow-Benchmark trace file")
-    r.add_argument("--scheduler", choices=sorted(COFLOW_SCHEDULERS), default="sebf",
-                   help="Coflow scheduler (default: sebf = Varys)")
+    r.add_argument("--scheduler", choices=coflow, default="sebf",
+                   help="Coflow scheduler (default: sebf = varys, SEBF + MADD + back-fill)")
     r.add_argument("--port-rate", type=float, default=GBPS,
                    help=f"port rate in bytes/s (default {GBPS:.0f} = 1 Gbit/s)")
     r.add_argument("-o", "--output", required=True, help="CSV of Coflow completion times")
@@ -29,11 +34,13 @@ def register(sub: Any) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from commsched.echelon.coflow import replay
+    from commsched.echelon.schedulers import FLOW_SCHEDULERS
     from commsched.io.coflow import read_coflow_trace
     from commsched.results import write_table
 
-    df = replay(read_coflow_trace(args.trace), args.scheduler, args.port_rate)
-    write_table(df, args.output, {"trace": args.trace, "scheduler": args.scheduler,
+    scheduler = FLOW_SCHEDULERS.canonical(args.scheduler)
+    df = replay(read_coflow_trace(args.trace), scheduler, args.port_rate)
+    write_table(df, args.output, {"trace": args.trace, "scheduler": scheduler,
                                   "port_rate": args.port_rate})
     print(f"{len(df)} Coflows, average CCT {df['cct'].mean():.4g} s -> {args.output}")
     return 0

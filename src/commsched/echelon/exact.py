@@ -53,9 +53,8 @@ import pandas as pd
 import pulp
 
 from commsched.echelon.arrangement import coflow, gpipe
-from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.echelon.model import EchelonFlow, FlowTable, flow_table, simulate_echelonflows
-from commsched.echelon.schedulers import SCHEDULERS
+from commsched.echelon.schedulers import ECHELON_SCHEDULERS, FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.sim.flow import (
     FlowResult,
@@ -94,9 +93,10 @@ class ExactResult:
 
 
 #: The policies measured against the optimum by default: fair sharing, Varys (each
-#: EchelonFlow as one Coflow) and the EchelonFlow schedulers of :data:`SCHEDULERS`.
+#: EchelonFlow as one Coflow) and the EchelonFlow schedulers, from the one registry
+#: :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`.
 POLICIES: dict[str, Callable[[], Policy]] = {
-    "fair": COFLOW_SCHEDULERS["fair"], "sebf": COFLOW_SCHEDULERS["sebf"], **SCHEDULERS}
+    n: FLOW_SCHEDULERS[n] for n in ("fair", "sebf", *ECHELON_SCHEDULERS)}
 
 
 def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
@@ -107,7 +107,7 @@ def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
 def upper_bound(net: Network, tab: FlowTable,
                 policies: Mapping[str, Callable[[], Policy]] | None = None) -> float:
     """The best objective of ``policies`` (default: fair sharing, Varys' ``sebf`` and
-    :data:`SCHEDULERS`)."""
+    the EchelonFlow schedulers)."""
     pols = dict(policies) if policies else POLICIES
     return min(simulate_echelonflows(net, tab, f()).objective for f in pols.values())
 
@@ -265,7 +265,7 @@ def optimality_gaps(seed: int, instances: int, hosts: int = 3, groups: int = 2,
                     policies: Mapping[str, Callable[[], Policy]] | None = None
                     ) -> pd.DataFrame:
     """Per random instance (seeded) and policy (default: fair sharing, Varys' ``sebf``
-    treating each EchelonFlow as one Coflow, and :data:`SCHEDULERS`): its objective, the
+    treating each EchelonFlow as one Coflow, and the EchelonFlow schedulers): its objective, the
     optimum (:func:`solve_exact`), the absolute gap and the ratio to the optimum (the
     optimum is positive: every EchelonFlow's head flow has offset 0 and a positive
     transfer time)."""

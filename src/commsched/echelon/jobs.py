@@ -99,15 +99,13 @@ import pandas as pd
 
 from commsched.echelon.arrangement import _stage_order, pipeline_echelonflows, pipeline_timeline
 from commsched.echelon.arrangement import gpipe as gpipe_arrangement
-from commsched.echelon.coflow import COFLOW_SCHEDULERS
-from commsched.echelon.schedulers import SCHEDULERS as ECHELON_SCHEDULERS
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.model.traced import reads_of
 from commsched.sim.flow import FlowSim, Network, Policy, check_flow_schedule
 from commsched.views.common import check_trace, grad_producers, optimizer_ops
 
 __all__ = [
-    "FLOW_SCHEDULERS",
     "PARADIGMS",
     "ClusterRun",
     "Group",
@@ -526,12 +524,6 @@ _BUILDERS: dict[str, Callable[[JobGraph, LayerProfile], None]] = {
 }
 
 
-#: Every flow scheduler by name, a factory of a fresh policy per run: the Coflow schedulers
-#: (:data:`commsched.echelon.coflow.COFLOW_SCHEDULERS`: ``fair``, ``fair-ports``, ``fifo``,
-#: ``sebf`` = Varys) and the EchelonFlow ones (:data:`commsched.echelon.schedulers.SCHEDULERS`).
-FLOW_SCHEDULERS: dict[str, Callable[[], Policy]] = {**COFLOW_SCHEDULERS, **ECHELON_SCHEDULERS}
-
-
 @dataclass
 class ClusterRun:
     """Outcome of :func:`run_jobs`: one row per task and per flow (times in seconds)."""
@@ -581,16 +573,13 @@ class ClusterRun:
 def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
              check: bool = True) -> ClusterRun:
     """Run ``jobs`` together on ``net`` with flow ``policy`` (a policy, or the name of one
-    in :data:`FLOW_SCHEDULERS`).
+    in :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`).
 
     Hosts run one task at a time, in the order the job created them (after the job's
     arrival and the task's predecessors); jobs must use disjoint hosts (dedicated devices,
     the paper's Sec. 5 setting). With ``check`` the flow schedule is recorded and verified
     by :func:`commsched.sim.flow.check_flow_schedule`.
     """
-    if isinstance(policy, str) and policy not in FLOW_SCHEDULERS:
-        raise CommschedError(f"unknown flow scheduler {policy!r}; known: "
-                             f"{', '.join(FLOW_SCHEDULERS)}")
     pol = FLOW_SCHEDULERS[policy]() if isinstance(policy, str) else policy
     owner: dict[int, int] = {}
     for j, job in enumerate(jobs):

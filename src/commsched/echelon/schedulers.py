@@ -4,7 +4,7 @@ Property 4 adapts Varys (Chowdhury et al., SIGCOMM 2014): *inter*-EchelonFlow, r
 EchelonFlows by their tardiness (Eq. 2) where SEBF ranks Coflows by their bottleneck
 completion time; *intra*-EchelonFlow, the flow with the largest tardiness sets the pace,
 where MADD paces a Coflow by its slowest flow. The sentence leaves two things open, and
-each reading is a policy here (:data:`SCHEDULERS`, names ``echelon-<intra>-<rank>``):
+each reading is a policy here (:data:`FLOW_SCHEDULERS`, names ``echelon-<intra>-<rank>``):
 
 Intra-EchelonFlow rates (``intra``)
     ``madd`` -- constant rates, MADD's way: the smallest tardiness ``t`` such that, on
@@ -44,7 +44,7 @@ as above): global EDF with the ideal finish times as deadlines.
 
 Policies read the meta columns ``group`` and ``ideal`` (see
 :mod:`commsched.echelon.model`); they keep state (the tardiness of finished flows), so
-:data:`SCHEDULERS` maps a name to a *factory* of a fresh policy per simulation. Weights
+:data:`FLOW_SCHEDULERS` maps a name to a *factory* of a fresh policy per simulation. Weights
 are not used by the heuristics (the exact solver, :mod:`commsched.echelon.exact`, takes
 them).
 
@@ -56,7 +56,7 @@ times 1, 2, 3 s): earliest ideal finish first sends them one after the other:
 >>> from commsched.echelon.model import EchelonFlow, simulate_echelonflows
 >>> from commsched.sim.flow import big_switch
 >>> h = EchelonFlow([0, 0, 0], [1, 1, 1], [2.0] * 3, [1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
->>> run = simulate_echelonflows(big_switch(2, 1.0), [h], SCHEDULERS["echelon-edf-total"]())
+>>> run = simulate_echelonflows(big_switch(2, 1.0), [h], FLOW_SCHEDULERS["echelon-edf-total"]())
 >>> run.finish.tolist(), run.tardiness.tolist()
 ([3.0, 5.0, 7.0], [4.0])
 """
@@ -69,10 +69,12 @@ from functools import partial
 
 import numpy as np
 
+from commsched.echelon.coflow import COFLOW_SCHEDULERS
 from commsched.errors import CommschedError
+from commsched.registry import Registry
 from commsched.sim.flow import REL_TOL, Policy, View, priority_max_min
 
-__all__ = ["INTRA", "RANKS", "SCHEDULERS", "EchelonScheduler", "Eiff"]
+__all__ = ["ECHELON_SCHEDULERS", "FLOW_SCHEDULERS", "INTRA", "RANKS", "EchelonScheduler", "Eiff"]
 
 #: Intra-EchelonFlow rate rules and inter-EchelonFlow ranking keys.
 INTRA = ("madd", "edf")
@@ -237,8 +239,17 @@ class Eiff:
                                 weight=view.remaining)
 
 
-#: EchelonFlow schedulers by name: a factory of a fresh policy per simulation.
-SCHEDULERS: dict[str, Callable[[], Policy]] = {
-    **{f"echelon-{i}-{r}": partial(EchelonScheduler, i, r) for i in INTRA for r in RANKS},
-    "eiff": Eiff,
-}
+#: Every flow scheduler by name, a factory of a fresh policy per run: the one registry that
+#: the simulator, the cluster evaluation, the optimality gaps, the FB2010 replay and the live
+#: controller read. The Coflow schedulers of :mod:`commsched.echelon.coflow` (``fair``,
+#: ``fair-ports``, ``fifo``, ``sebf`` = Varys' SEBF + MADD + back-fill, alias ``varys``), then
+#: the EchelonFlow ones: Property 4's readings ``echelon-<intra>-<rank>`` and EIFF.
+FLOW_SCHEDULERS: Registry[Callable[[], Policy]] = Registry("flow scheduler")
+for _name, _make in COFLOW_SCHEDULERS.items():
+    FLOW_SCHEDULERS.add(_name, _make, aliases=("varys",) if _name == "sebf" else ())
+for _intra in INTRA:
+    for _rank in RANKS:
+        FLOW_SCHEDULERS.add(f"echelon-{_intra}-{_rank}", partial(EchelonScheduler, _intra, _rank))
+FLOW_SCHEDULERS.add("eiff", Eiff)
+#: The EchelonFlow schedulers' names (every member that is not a Coflow scheduler).
+ECHELON_SCHEDULERS = tuple(n for n in FLOW_SCHEDULERS if n not in COFLOW_SCHEDULERS)

@@ -5,7 +5,7 @@ by tardiness shortens training, but evaluates nothing. Here training jobs of eve
 paradigm of its Table 1 (and 1F1B pipelines, which it leaves open), built from our traced
 models by :mod:`commsched.echelon.jobs`,
 share an oversubscribed two-tier fabric (:func:`commsched.sim.flow.two_tier`), and each
-flow scheduler named in the config (:data:`commsched.echelon.jobs.FLOW_SCHEDULERS`: fair
+flow scheduler named in the config (:data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`: fair
 sharing, Varys and the other Coflow schedulers, the EchelonFlow schedulers) runs the same
 scenarios. Per job and iteration we
 record iteration times, job completion times (JCT), the slowdown of each job (its JCT
@@ -62,7 +62,6 @@ import numpy as np
 import pandas as pd
 
 from commsched.echelon.jobs import (
-    FLOW_SCHEDULERS,
     PARADIGMS,
     JobGraph,
     JobSpec,
@@ -71,6 +70,7 @@ from commsched.echelon.jobs import (
     layer_profile,
     run_jobs,
 )
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.model.traced import load_trace

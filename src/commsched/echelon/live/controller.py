@@ -7,7 +7,7 @@ phase barrier (a :class:`torch.distributed.TCPStore`: every job process adds its
 
 * ``none``: no control; the core's htb tree has only its default class (one FIFO at the
   link rate: the kernel's own sharing between TCP flows);
-* any name of :data:`commsched.echelon.jobs.FLOW_SCHEDULERS` (``fair`` = per-flow max-min
+* any name of :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS` (``fair`` = per-flow max-min
   fairness, ``sebf`` = Varys, ``echelon-*`` and ``eiff`` = the EchelonFlow readings):
   the same policy object the simulator calls. The controller keeps the phase's flows in
   a :class:`commsched.sim.flow.FlowSim` used as a table (sizes, releases, finishes, the
@@ -49,9 +49,9 @@ import torch.distributed as dist
 
 from commsched.atomic import atomic_write_text
 from commsched.cluster.procs import start_time
-from commsched.echelon.jobs import FLOW_SCHEDULERS
 from commsched.echelon.live.tc import HtbLink, enforce
 from commsched.echelon.live.topology import CORE_DEV, network
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.sim.flow import FlowSim, Network, Policy, View
 
