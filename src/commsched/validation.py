@@ -130,7 +130,7 @@ def parse_json(text: str, source: str | os.PathLike[str]) -> Any:
 def _describe(lo: float | None, hi: float | None, integer: bool, lo_open: bool) -> str:
     what = "an integer" if integer else "a finite number"
     if lo is not None and hi is not None:
-        return f"{what} in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+        return f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
     if lo is not None:
         return f"{what} {'>' if lo_open else '>='} {lo:g}"
     if hi is not None:

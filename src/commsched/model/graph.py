@@ -201,7 +201,11 @@ def from_json(data: object, source: str | None = None) -> nx.DiGraph:
 
 def load(path: str | os.PathLike[str]) -> nx.DiGraph:
     """Read and validate an op graph file (JSON, gzip-compressed or not); errors name it."""
-    return from_json(parse_json(read_text(path), path), os.fspath(path))
+    try:
+        data = parse_json(read_text(path), path)
+    except CommschedError as e:
+        raise GraphError(str(e)) from None
+    return from_json(data, os.fspath(path))
 
 
 def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
