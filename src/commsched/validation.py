@@ -50,6 +50,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_INPUT_BYTES",
     "MAX_SECONDS",
+    "SEED",
     "InputPath",
     "OutputPath",
     "check_outputs_not_inputs",
@@ -208,6 +209,10 @@ def flag(lo: float | None = None, hi: float | None = None, *, integer: bool = Fa
 
     parse.__name__ = "integer" if integer else "number"
     return parse
+
+
+#: The argparse ``type`` of every ``--seed``: an integer in ``0..2**63-1``.
+SEED = flag(0, 2**63 - 1, integer=True)
 
 
 class InputPath(str):

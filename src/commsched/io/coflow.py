@@ -134,7 +134,7 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
         if min(m.min(), r.min()) < 0 or max(m.max(), r.max()) >= ports:
             raise CommschedError(f"{where}: a port is outside 0..{ports - 1}")
         if not np.all(np.isfinite(v)) or np.any(v <= 0) or np.any(v > MAX_MB):
-            raise CommschedError(f"{where}: reducer MB must be in (0, {MAX_MB:g}]")
+            raise CommschedError(f"{where}: reducer MB must be positive and <= {MAX_MB:g}")
         if ms < 0 or ms > MAX_SECONDS * 1e3 or (arr and ms < arr[-1]):
             raise CommschedError(f"{where}: arrival time {short(ms)} ms is negative, above "
                                  f"{MAX_SECONDS * 1e3:g} or before the previous Coflow's")

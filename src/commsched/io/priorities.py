@@ -55,9 +55,8 @@ def load_priorities(path: str | os.PathLike[str]) -> dict[str, float]:
             raise CommschedError(f"{p}: missing field 'priorities' (an object op -> number)")
     else:
         prios = _tsv(text, p)
-    for op, v in prios.items():
-        number(v, f"{p}: op {short(op)}: priority")
-    return {str(k): float(v) for k, v in prios.items()}
+    return {str(op): float(number(v, f"{p}: op {short(op)}: priority"))
+            for op, v in prios.items()}
 
 
 def _tsv_number(v: float) -> str:
