@@ -161,6 +161,10 @@ def read_metrics(paths: list[str | os.PathLike[str]]) -> dict[str, tuple[float, 
         for name, value in zip(df["metric"], df["value"], strict=True):
             if name in out:
                 raise CommschedError(f"{p}: metric {name!r} is also in {out[name][1]}")
-            out[str(name)] = (float(value), str(p))
+            try:
+                out[str(name)] = (float(value), str(p))
+            except ValueError:
+                raise CommschedError(f"{p}: metric {short(name)}: value {short(value)} is not "
+                                     "a number") from None
     return out
 

@@ -128,14 +128,18 @@ def parse_json(text: str, source: str | os.PathLike[str]) -> Any:
                              f"{str(e).split(';')[0]}") from None
 
 
+def _g(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
 def _describe(lo: float | None, hi: float | None, integer: bool, lo_open: bool) -> str:
     what = "an integer" if integer else "a finite number"
     if lo is not None and hi is not None:
-        return f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
+        return f"{what} {'>' if lo_open else '>='} {_g(lo)} and <= {_g(hi)}"
     if lo is not None:
-        return f"{what} {'>' if lo_open else '>='} {lo:g}"
+        return f"{what} {'>' if lo_open else '>='} {_g(lo)}"
     if hi is not None:
-        return f"{what} <= {hi:g}"
+        return f"{what} <= {_g(hi)}"
     return what
 
 
@@ -165,8 +169,9 @@ def number(value: object, what: str, lo: float | None = None, hi: float | None =
             x = float(value)  # type: ignore[arg-type]
         except OverflowError:
             x = math.inf
-        if (math.isfinite(x) and (lo is None or (x > lo if lo_open else x >= lo))
-                and (hi is None or x <= hi)):
+        v: Any = value  # compared exactly (an int is not rounded to a float)
+        if (math.isfinite(x) and (lo is None or (v > lo if lo_open else v >= lo))
+                and (hi is None or v <= hi)):
             return value
     raise CommschedError(f"{what} must be {_describe(lo, hi, integer, lo_open)}, "
                          f"got {short(value)}")
@@ -208,6 +213,7 @@ def flag(lo: float | None = None, hi: float | None = None, *, integer: bool = Fa
             ) from None
 
     parse.__name__ = "integer" if integer else "number"
+    parse.bounds = (lo, hi, integer, lo_open)  # type: ignore[attr-defined]  # for tests
     return parse
 
 

@@ -88,8 +88,14 @@ def _cost(args: argparse.Namespace) -> Any:
     """The all-reduce time model of the shared cluster options."""
     from commsched.cost.allreduce import DEFAULT_MEASUREMENT, allreduce_cost
 
-    return allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
-                          args.latency_us * 1e-6, args.measurement or DEFAULT_MEASUREMENT)
+    measurement = args.measurement or DEFAULT_MEASUREMENT
+    try:
+        return allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
+                              args.latency_us * 1e-6, measurement)
+    except CommschedError as e:  # the measurement's content: name the file
+        if args.cost != "fit" or str(e).startswith(str(measurement)):
+            raise
+        raise CommschedError(f"{measurement}: {e}") from None
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -134,7 +140,7 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from commsched.model.traced import load_trace
-    from commsched.pace.plan import load_plan
+    from commsched.pace.plan import PlanError, load_plan
     from commsched.pace.sim import UNBOUNDED, simulate_plan
     from commsched.results import write_table
 
@@ -148,8 +154,11 @@ def run_simulate(args: argparse.Namespace) -> int:
                                  f"{UNBOUNDED!r}, got {capacity!r}") from None
     plan = load_plan(args.plan)
     trace = load_trace(args.trace)
-    run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,
-                        compute_capacity=capacity)
+    try:
+        run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,
+                            compute_capacity=capacity)
+    except PlanError as e:  # a plan that does not fit the trace: name the plan file
+        raise PlanError(f"{args.plan}: {e}") from None
     setting = {"plan": args.plan, "trace": args.trace, "policy": plan.policy,
                "workers": args.workers, "bandwidth_gbps": args.bandwidth, "cost": repr(cost),
                "compute_scale": args.compute_scale, "compute_capacity": capacity}

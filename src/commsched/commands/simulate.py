@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     g = graph.load(args.graph)
     prios = load_priorities(args.priorities) if args.priorities else None
-    cg = graph.compile_graph(g, prios)
+    cg = graph.compile_graph(g, prios, args.priorities)
     s = simulate_compiled(cg, tie=args.tie, seed=args.seed)
     check_schedule(cg, s)
     if args.chrome_trace:

@@ -37,6 +37,7 @@ MB = float(2**20)
 MAX_PORTS = 2**16
 #: Largest shuffle of one reducer, MB (1 EiB).
 MAX_MB = 2.0**40
+_MAX_INT = 2**62  # every integer field fits an int64
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,13 @@ class CoflowTrace:
 
 def _int(tok: str, what: str, where: str) -> int:
     try:
-        return int(tok)
+        value = int(tok)
     except ValueError:
         raise CommschedError(f"{where}: {what} {short(tok)} is not an integer") from None
+    if abs(value) > _MAX_INT:
+        raise CommschedError(f"{where}: {what} {short(tok)} is out of range "
+                             f"(|x| <= {_MAX_INT})")
+    return value
 
 
 def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:

@@ -243,8 +243,12 @@ class CompiledGraph:
         return len(self.ids)
 
 
-def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> CompiledGraph:
-    """Compile ``g`` to arrays; ``priorities`` (op id -> number) override node priorities."""
+def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None,
+                  source: str | None = None) -> CompiledGraph:
+    """Compile ``g`` to arrays; ``priorities`` (op id -> number) override node priorities.
+
+    ``source`` (the priorities' file) prefixes the error of an op not in the graph.
+    """
     ids = list(g.nodes)
     index = {n: i for i, n in enumerate(ids)}
     rnames = list(g.graph["resources"])
@@ -254,7 +258,8 @@ def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> 
     if priorities:
         for op, p in priorities.items():
             if op not in index:
-                raise GraphError(f"priorities name op {op!r}, which is not in the graph")
+                raise GraphError(f"{_where(source)}priorities name op {short(op)}, which is "
+                                 "not in the graph")
             prio[index[op]] = p
     succ_ptr = [0]
     succ_idx: list[int] = []
