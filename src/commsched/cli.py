@@ -26,7 +26,7 @@ from commsched import __version__
 from commsched.errors import CommschedError
 from commsched.validation import check_outputs_not_inputs
 
-__all__ = ["COMMANDS", "OneLineParser", "build_parser", "main"]
+__all__ = ["COMMANDS", "OneLineParser", "UsageError", "build_parser", "main"]
 
 #: Subcommand name -> its one-line help, in the order ``--help`` lists them; the module is
 #: ``commsched.commands.<name>``.
@@ -56,12 +56,17 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+class UsageError(Exception):
+    """A bad flag or argument, reported by :func:`main` in one line with exit status 2."""
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr (exit status 2), naming the
-    flag; ``--help`` still prints the usage. Subcommand parsers inherit the class."""
+    """An argument parser whose errors raise :class:`UsageError` (one line naming the flag)
+    instead of printing the usage and exiting; ``--help`` still prints the usage.
+    Subcommand parsers inherit the class."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
 
 
 def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -88,7 +93,11 @@ def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     name = chosen_command(argv)
-    args = build_parser([name] if name in COMMANDS else []).parse_args(argv)
+    try:
+        args = build_parser([name] if name in COMMANDS else []).parse_args(argv)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
     try:
         check_outputs_not_inputs(vars(args).values())
         return int(args.func(args))

@@ -136,7 +136,7 @@ def _check_traced(g: nx.DiGraph, where: str) -> None:
     for key in _META_FIELDS:
         if key not in meta:
             raise GraphError(f"{where}graph attribute meta: missing field {key!r}")
-    number(meta["batch"], f"{where}meta.batch", 1, MAX_BYTES, integer=True)
+    number(meta["batch"], f"{where}meta.batch", 0, MAX_BYTES, integer=True)  # 0: unknown
     number(meta["iterations"], f"{where}meta.iterations", 0, MAX_BYTES, integer=True)
     vs = g.graph.get("variables")
     if not isinstance(vs, dict):
