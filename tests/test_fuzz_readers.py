@@ -62,69 +62,52 @@ def _attempt(d: Path, name: str, data: bytes, argv: list[str], out: str,
         assert dst.read_bytes() == SENTINEL, f"{argv}: a failed run touched {dst}"
 
 
-# --- op graph JSON --------------------------------------------------------------------
+# --- op graph JSON (simulate) and traced graph (view ps) -------------------------------
 
 GRAPH = to_json(par_n(2))
-
-
-def _graph_argv(d: Path) -> list[str]:
-    return ["simulate", str(d / "g.json"), "--chrome-trace", str(d / "g.trace.json")]
-
-
-def test_valid_graph_accepted(d: Path) -> None:
-    (d / "g.json").write_text(json.dumps(GRAPH))
-    assert run(_graph_argv(d)).rc == 0
-
-
-@FUZZ
-@given(data=json_mutation(GRAPH))
-def test_graph_json_mutations(d: Path, data: bytes) -> None:
-    _attempt(d, "g.json", data, _graph_argv(d), "g.trace.json")
-
-
-_GRAPH_NUMBERS = [("nodes", i, "duration") for i in range(len(GRAPH["nodes"]))] + [
-    ("graph", "resources", r) for r in GRAPH["graph"]["resources"]]
-
-
-@FUZZ
-@given(data=numeric_swap(GRAPH, _GRAPH_NUMBERS))
-def test_graph_bad_numbers_rejected(d: Path, data: bytes) -> None:
-    _attempt(d, "g.json", data, _graph_argv(d), "g.trace.json", must_reject=True)
-
-
-# --- traced graph (view ps) -----------------------------------------------------------
-
 TRACE = to_json(mlp_trace())
+#: name -> (valid document, command writing the output "<name>.out", numeric fields)
+GRAPHS: dict[str, tuple[dict[str, Any], list[str], list[tuple[Any, ...]]]] = {
+    "g.json": (GRAPH, ["simulate", "g.json", "--chrome-trace"],
+               [("nodes", i, "duration") for i in range(len(GRAPH["nodes"]))]
+               + [("graph", "resources", r) for r in GRAPH["graph"]["resources"]]),
+    "t.json": (TRACE, ["view", "ps", "t.json", "-o"],
+               [("nodes", i, f) for i in range(len(TRACE["nodes"]))
+                for f in ("out_bytes", "duration")]
+               + [("nodes", i, "samples", 0) for i, n in enumerate(TRACE["nodes"])
+                  if n["samples"]]
+               + [("edges", i, "bytes") for i in range(len(TRACE["edges"]))]
+               + [("graph", "variables", v, "bytes") for v in TRACE["graph"]["variables"]]
+               + [("graph", "meta", "batch")]),
+}
 
 
-def _trace_argv(d: Path) -> list[str]:
-    return ["view", "ps", str(d / "t.json"), "-o", str(d / "t.view.json")]
+def _graph_argv(d: Path, name: str) -> list[str]:
+    words = GRAPHS[name][1]
+    return [str(d / w) if w == name else w for w in words] + [str(d / f"{name}.out")]
 
 
-def test_valid_trace_accepted(d: Path) -> None:
-    (d / "t.json").write_text(json.dumps(TRACE))
-    assert run(_trace_argv(d)).rc == 0
+@pytest.mark.parametrize("name", GRAPHS)
+def test_valid_graphs_accepted(d: Path, name: str) -> None:
+    (d / name).write_text(json.dumps(GRAPHS[name][0]))
+    assert run(_graph_argv(d, name)).rc == 0
 
 
+@pytest.mark.parametrize("name", GRAPHS)
 @FUZZ
-@given(data=json_mutation(TRACE))
-def test_trace_mutations(d: Path, data: bytes) -> None:
-    _attempt(d, "t.json", data, _trace_argv(d), "t.view.json")
+@given(data=st.data())
+def test_graph_mutations(d: Path, name: str, data: st.DataObject) -> None:
+    mutated = data.draw(json_mutation(GRAPHS[name][0]))
+    _attempt(d, name, mutated, _graph_argv(d, name), f"{name}.out")
 
 
-_TRACE_NUMBERS = (
-    [("nodes", i, f) for i, n in enumerate(TRACE["nodes"]) for f in ("out_bytes", "duration")]
-    + [("nodes", i, "samples", 0) for i, n in enumerate(TRACE["nodes"]) if n["samples"]]
-    + [("edges", i, "bytes") for i in range(len(TRACE["edges"]))]
-    + [("graph", "variables", v, "bytes") for v in TRACE["graph"]["variables"]]
-    + [("graph", "meta", "batch")]
-)
-
-
+@pytest.mark.parametrize("name", GRAPHS)
 @FUZZ
-@given(data=numeric_swap(TRACE, _TRACE_NUMBERS))
-def test_trace_bad_numbers_rejected(d: Path, data: bytes) -> None:
-    _attempt(d, "t.json", data, _trace_argv(d), "t.view.json", must_reject=True)
+@given(data=st.data())
+def test_graph_bad_numbers_rejected(d: Path, name: str, data: st.DataObject) -> None:
+    doc, _, fields = GRAPHS[name]
+    _attempt(d, name, data.draw(numeric_swap(doc, fields)), _graph_argv(d, name),
+             f"{name}.out", must_reject=True)
 
 
 # --- raw trace (trace --check) --------------------------------------------------------
