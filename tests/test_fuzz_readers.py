@@ -62,6 +62,11 @@ def _attempt(d: Path, name: str, data: bytes, argv: list[str], out: str,
         assert dst.read_bytes() == SENTINEL, f"{argv}: a failed run touched {dst}"
 
 
+def _accepted(argv: list[str]) -> None:
+    o = run(argv)
+    assert o.rc == 0, o.stderr
+
+
 # --- op graph JSON (simulate) and traced graph (view ps) -------------------------------
 
 GRAPH = to_json(par_n(2))
@@ -126,8 +131,7 @@ RAW = _raw()
 def test_valid_raw_trace_accepted(d: Path) -> None:
     (d / "t.json").write_text(json.dumps(TRACE))
     (d / "r.json").write_text(json.dumps(RAW))
-    o = run(["trace", "--check", str(d / "t.json"), str(d / "r.json")])
-    assert o.rc == 0, o.stderr
+    _accepted(["trace", "--check", str(d / "t.json"), str(d / "r.json")])
 
 
 @FUZZ
@@ -184,8 +188,7 @@ def _place_argv(d: Path) -> list[str]:
 def test_valid_thesis_files_accepted(d: Path) -> None:
     (d / "G.csv").write_text(THESIS_GRAPH)
     (d / "D.csv").write_text(DEVICES)
-    o = run(_place_argv(d))
-    assert o.rc == 0, o.stderr
+    _accepted(_place_argv(d))
 
 
 @FUZZ
@@ -213,8 +216,7 @@ def _coflow_argv(d: Path) -> list[str]:
 
 def test_valid_coflow_trace_accepted(d: Path) -> None:
     (d / "c.txt").write_text(COFLOWS)
-    o = run(_coflow_argv(d))
-    assert o.rc == 0, o.stderr
+    _accepted(_coflow_argv(d))
 
 
 @FUZZ
@@ -264,8 +266,7 @@ def _claims_argv(d: Path) -> list[str]:
 def test_valid_claims_accepted(d: Path) -> None:
     (d / "c.yaml").write_text(yaml.safe_dump(CLAIMS))
     (d / "m.csv").write_text(METRICS)
-    o = run(_claims_argv(d))
-    assert o.rc == 0, o.stderr
+    _accepted(_claims_argv(d))
 
 
 @FUZZ
@@ -298,8 +299,7 @@ def _fit_argv(d: Path) -> list[str]:
 
 def test_valid_measurement_accepted(d: Path) -> None:
     (d / "meas.csv").write_text(MEASUREMENT)
-    o = run(_fit_argv(d))
-    assert o.rc == 0, o.stderr
+    _accepted(_fit_argv(d))
 
 
 @FUZZ
