@@ -2,24 +2,26 @@
 
 The layers, bottom to top (README, "The library"):
 
-0. leaves: ``errors``, ``progress``, ``atomic``
-1. shared helpers: ``registry`` (one per algorithm family), ``results`` (tables with
+0. leaves: ``errors``, ``progress``
+1. the writer: ``atomic`` (atomic writes and the one check of an output path)
+2. the shared input checks: ``validation`` (decoding, numbers in range, bounds, flag types)
+3. shared helpers: ``registry`` (one per algorithm family), ``results`` (tables with
    provenance), ``paths`` (the repository root, for notebooks run from any folder)
-2. the model: ``model`` (the op graph and the traced-graph accessors); ``plotting`` (the
+4. the model: ``model`` (the op graph and the traced-graph accessors); ``plotting`` (the
    notebooks' figure helpers, on ``paths`` and ``results``)
-3. file formats: ``io``
-4. generic engines and cost models: ``sim``, ``cost``, ``trace``, ``cluster``
-5. communication views of a trace: ``views``
-6. the experiment skeleton: ``driver``
-7. one package per work, each owning its simulator, experiments and live glue:
+5. file formats: ``io``
+6. generic engines and cost models: ``sim``, ``cost``, ``trace``, ``cluster``
+7. communication views of a trace: ``views``
+8. the experiment skeleton: ``driver``
+9. one package per work, each owning its simulator, experiments and live glue:
    ``tictac``, then ``pace`` (which ports TicTac as a baseline policy), ``echelon``,
    ``placement``
-8. the claims table: ``claims``
-9. the front doors, each above the one before: ``commands``, ``cli``, ``__main__``;
-   beside ``commands``, ``explore`` (the notebooks' paper-vs-ours rows, on ``claims``)
+10. the claims table: ``claims``
+11. the front doors, each above the one before: ``commands``, ``cli``, ``__main__``;
+    beside ``commands``, ``explore`` (the notebooks' paper-vs-ours rows, on ``claims``)
 
 A module may import its own top-level package and anything in a lower layer. Within
-layer 7 a work may import only the works listed before it in :data:`WORK_ORDER`.
+layer 9 a work may import only the works listed before it in :data:`WORK_ORDER`.
 A ``commsched`` import inside a function is allowed only in ``commands/`` (start-up speed
 of the CLI); heavy third-party imports (TensorFlow, PyTorch) may stay lazy anywhere.
 """
@@ -34,15 +36,17 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "commsched"
 
 LAYERS: dict[str, int] = {
-    "__init__": 0, "errors": 0, "progress": 0, "atomic": 0,
-    "registry": 1, "results": 1, "paths": 1,
-    "model": 2, "plotting": 2,
-    "io": 3,
-    "sim": 4, "cost": 4, "trace": 4, "cluster": 4,
-    "views": 5,
-    "driver": 6,
-    "tictac": 7, "pace": 7, "echelon": 7, "placement": 7,
-    "claims": 8, "explore": 9, "commands": 9, "cli": 10, "__main__": 11,
+    "__init__": 0, "errors": 0, "progress": 0,
+    "atomic": 1,
+    "validation": 2,
+    "registry": 3, "results": 3, "paths": 3,
+    "model": 4, "plotting": 4,
+    "io": 5,
+    "sim": 6, "cost": 6, "trace": 6, "cluster": 6,
+    "views": 7,
+    "driver": 8,
+    "tictac": 9, "pace": 9, "echelon": 9, "placement": 9,
+    "claims": 10, "explore": 11, "commands": 11, "cli": 12, "__main__": 13,
 }
 #: Works may import works listed before them (PACE runs TicTac's order as a baseline).
 WORK_ORDER = ("tictac", "pace", "echelon", "placement")

@@ -41,12 +41,12 @@ def test_no_fusion_keeps_one_group_per_allreduce(tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--bandwidth", "0"], "--bandwidth must be a number > 0"),
-    (["--bandwidth", "10", "--slot", "0"], "--slot must be a number > 0"),
-    (["--bandwidth", "10", "--workers", "1"], "at least 2 workers"),
+    (["--bandwidth", "0"], "argument --bandwidth: must be a finite number > 0"),
+    (["--bandwidth", "10", "--slot", "0"], "argument --slot: must be a finite number > 0"),
+    (["--bandwidth", "10", "--workers", "1"], "argument --workers: must be an integer >= 2"),
     (["--bandwidth", "10", "--slot", "5000"], "longer than the all-reduce of every"),
     (["--bandwidth", "10", "--no-fusion"], "longer than the smallest all-reduce"),
-    (["--bandwidth", "10", "--compute-scale", "-1"], "compute_scale"),
+    (["--bandwidth", "10", "--compute-scale", "-1"], "argument --compute-scale"),
 ])
 def test_bad_settings_are_one_line_errors(tmp_path, capsys, extra, message):
     out = tmp_path / "plan.json"

@@ -88,7 +88,7 @@ def test_unreadable_and_invalid_json(tmp_path):
     with pytest.raises(PlanError, match="cannot read"):
         load_plan(tmp_path / "missing.json")
     (tmp_path / "x.json").write_text("{\n  oops")
-    with pytest.raises(PlanError, match="line 2: invalid JSON"):
+    with pytest.raises(PlanError, match="invalid JSON at line 2"):
         load_plan(tmp_path / "x.json")
 
 

@@ -52,9 +52,9 @@ def test_simulate_prints_and_writes_the_run(plan_file, tmp_path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--compute-capacity", "many"], "--compute-capacity must be an integer"),
     (["--compute-capacity", "0"], "compute capacity must be an integer >= 1"),
-    (["--bin-ms", "0"], "--bin-ms must be a number > 0"),
-    (["--bandwidth", "0"], "--bandwidth must be a number > 0"),
-    (["--workers", "1"], "at least 2 workers"),
+    (["--bin-ms", "0"], "argument --bin-ms: must be a finite number > 0"),
+    (["--bandwidth", "0"], "argument --bandwidth: must be a finite number > 0"),
+    (["--workers", "1"], "argument --workers: must be an integer >= 2"),
 ])
 def test_bad_settings_are_one_line_errors(plan_file, capsys, extra, message):
     capsys.readouterr()

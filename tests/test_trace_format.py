@@ -201,7 +201,7 @@ def test_load_raw_errors(tmp_path: object) -> None:
         F.load_raw(p)
     with open(p, "w") as f:
         f.write("{not json")
-    with pytest.raises(CommschedError, match="not a raw trace"):
+    with pytest.raises(CommschedError, match="invalid JSON at line 1"):
         F.load_raw(p)
     F.save_raw({"format": "other"}, p)
     with pytest.raises(CommschedError, match="format is not"):

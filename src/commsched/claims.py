@@ -37,6 +37,7 @@ from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.results import read_metrics, write_table
+from commsched.validation import number
 
 __all__ = [
     "CLAIMS_SCHEMA",
@@ -127,6 +128,8 @@ def _load_claims_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                 f"{path}: claim {c['id']!r}: op {cmp['op']!r} needs a numeric value "
                 "(compare.value or paper_value)"
             )
+        for v in value if isinstance(value, list) else [value]:
+            number(v, f"{path}: claim {c['id']!r}: compare value")
     return claims
 
 

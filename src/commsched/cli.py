@@ -8,8 +8,10 @@ subcommand, write such a module and add ``name: one-line help`` to :data:`COMMAN
 Start-up stays fast because only the chosen subcommand's module is imported: the others
 are listed from :data:`COMMANDS` alone, and the modules import their heavy dependencies
 (TensorFlow, jsonschema, pandas) inside their handlers. ``benchmarks/bench_cli.py``
-records the times. User errors (:class:`commsched.errors.CommschedError`) print one line on
-stderr and exit with status 2; they never print a traceback.
+records the times. User errors (:class:`commsched.errors.CommschedError`) and bad flags
+print one line on stderr and exit with status 2; they never print a traceback. Before any
+work, every output flag is checked (:func:`commsched.validation.output_file`) and compared
+with the input files (:func:`commsched.validation.check_outputs_not_inputs`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Collection, Sequence
+from typing import NoReturn
 
 from commsched import __version__
 from commsched.errors import CommschedError
+from commsched.validation import check_outputs_not_inputs
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "OneLineParser", "UsageError", "build_parser", "main"]
 
 #: Subcommand name -> its one-line help, in the order ``--help`` lists them; the module is
 #: ``commsched.commands.<name>``.
@@ -52,6 +56,19 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+class UsageError(Exception):
+    """A bad flag or argument, reported by :func:`main` in one line with exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors raise :class:`UsageError` (one line naming the flag)
+    instead of printing the usage and exiting; ``--help`` still prints the usage.
+    Subcommand parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
 def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The parser, with the full parsers of the subcommands in ``full`` (default: all).
 
@@ -59,7 +76,7 @@ def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser
     the top-level ``--help`` and for argparse's "invalid choice" message.
     """
     full = COMMANDS if full is None else full
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="commsched",
         description="Communication scheduling for distributed deep learning, reproduced.",
     )
@@ -76,8 +93,13 @@ def build_parser(full: Collection[str] | None = None) -> argparse.ArgumentParser
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     name = chosen_command(argv)
-    args = build_parser([name] if name in COMMANDS else []).parse_args(argv)
     try:
+        args = build_parser([name] if name in COMMANDS else []).parse_args(argv)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+    try:
+        check_outputs_not_inputs(vars(args).values())
         return int(args.func(args))
     except CommschedError as e:
         print(f"commsched {args.command}: error: {e}", file=sys.stderr)

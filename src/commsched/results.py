@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import json
 import os
 import subprocess
@@ -31,11 +32,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from commsched import __version__
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
+from commsched.validation import parse_json, read_text, short
 
 __all__ = [
     "git_revision",
@@ -83,23 +86,58 @@ def write_table(
     atomic_write_text(path, head + df.to_csv(index=False))
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a table written by :func:`write_table`."""
+def read_table(
+    path: str | os.PathLike[str],
+    columns: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> pd.DataFrame:
+    """Read a table written by :func:`write_table` (gzip-compressed or not).
+
+    Parameters
+    ----------
+    path
+        The CSV file.
+    columns
+        ``{column: (lo, hi)}``: columns that must be present and hold finite numbers in
+        ``[lo, hi]`` (None: unbounded), e.g. a measurement's times.
+
+    Raises
+    ------
+    CommschedError
+        One line naming the file (and the column and row): unreadable, binary or malformed
+        CSV, a missing column, a value that is not a finite number in range.
+    """
+    text = read_text(path)
     try:
-        return pd.read_csv(path, comment="#")
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise CommschedError(f"{path}: cannot read table: {e}") from None
+        df = pd.read_csv(io.StringIO(text), comment="#")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as e:
+        raise CommschedError(f"{path}: cannot read table: {str(e).splitlines()[0]}") from None
+    for col, (lo, hi) in (columns or {}).items():
+        if col not in df.columns:
+            raise CommschedError(f"{path}: missing column {col!r}")
+        values = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(values)
+        with np.errstate(invalid="ignore"):
+            if lo is not None:
+                ok &= values >= lo
+            if hi is not None:
+                ok &= values <= hi
+        if not ok.all():
+            row = int(np.argmin(ok))
+            raise CommschedError(f"{path}: column {col!r}, row {row + 1}: "
+                                 f"{short(df[col].iloc[row])} is not a finite number in "
+                                 f"[{lo if lo is not None else '-inf'}, "
+                                 f"{hi if hi is not None else 'inf'}]")
+    return df
 
 
 def read_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The provenance header of a table written by :func:`write_table`."""
     out: dict[str, Any] = {}
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("# "):
-                break
-            key, _, value = line[2:].partition(": ")
-            out[key] = json.loads(value)
+    for line in read_text(path).splitlines():
+        if not line.startswith("# "):
+            break
+        key, _, value = line[2:].partition(": ")
+        out[key] = parse_json(value, f"{path}: provenance {key!r}")
     return out
 
 
@@ -123,6 +161,10 @@ def read_metrics(paths: list[str | os.PathLike[str]]) -> dict[str, tuple[float, 
         for name, value in zip(df["metric"], df["value"], strict=True):
             if name in out:
                 raise CommschedError(f"{p}: metric {name!r} is also in {out[name][1]}")
-            out[str(name)] = (float(value), str(p))
+            try:
+                out[str(name)] = (float(value), str(p))
+            except ValueError:
+                raise CommschedError(f"{p}: metric {short(name)}: value {short(value)} is not "
+                                     "a number") from None
     return out
 

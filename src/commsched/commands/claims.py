@@ -6,13 +6,17 @@ import argparse
 import glob
 from typing import Any
 
+from commsched.validation import input_file, output_file
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("claims", help="write the claims table (paper value vs ours)")
-    p.add_argument("--claims", nargs="+", help="claims files (default papers/claims/*.yaml)")
-    p.add_argument("--metrics", nargs="*", help="metrics tables (default results/metrics/*.csv)")
-    p.add_argument("--md", default="results/claims.md", help="Markdown output")
-    p.add_argument("--csv", default="results/claims.csv", help="CSV output")
+    p.add_argument("--claims", nargs="+", type=input_file,
+                   help="claims files (default papers/claims/*.yaml)")
+    p.add_argument("--metrics", nargs="*", type=input_file,
+                   help="metrics tables (default results/metrics/*.csv)")
+    p.add_argument("--md", type=output_file, default="results/claims.md", help="Markdown output")
+    p.add_argument("--csv", type=output_file, default="results/claims.csv", help="CSV output")
     p.set_defaults(func=run)
 
 

@@ -24,20 +24,26 @@ from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, down, sta
 from commsched.cluster.state import list_runs
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
+from commsched.validation import MAX_SECONDS, flag, input_file, output_file
+
+TASKS = flag(1, 256, integer=True)
+THREADS = flag(1, 1024, integer=True)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("cluster", help="emulated TensorFlow parameter-server cluster")
     csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = csub.add_parser("up", help="start a detached emulated cluster")
-    up.add_argument("--ps", type=int, default=1, help="parameter servers (default 1)")
-    up.add_argument("--workers", type=int, default=2, help="workers (default 2)")
+    up.add_argument("--ps", type=TASKS, default=1, help="parameter servers (default 1)")
+    up.add_argument("--workers", type=TASKS, default=2, help="workers (default 2)")
     up.add_argument("--bandwidth", default="1gbit", help="tbf rate per link (default 1gbit)")
     up.add_argument("--burst", default="64kb", help="tbf burst (default 64kb)")
     up.add_argument("--latency", default="10ms", help="tbf latency (default 10ms)")
-    up.add_argument("--threads", type=int, default=1, help="intra/inter-op threads (1)")
-    up.add_argument("--ttl", type=float, default=3600.0, help="servers exit after s (3600)")
-    up.add_argument("--timeout", type=float, default=90.0, help="start-up timeout in s (90)")
+    up.add_argument("--threads", type=THREADS, default=1, help="intra/inter-op threads (1)")
+    up.add_argument("--ttl", type=flag(0, MAX_SECONDS), default=3600.0,
+                    help="servers exit after s (3600)")
+    up.add_argument("--timeout", type=flag(0, 1e6, lo_open=True), default=90.0,
+                    help="start-up timeout in s (90)")
     up.add_argument("--run-id", help="run id (default: random)")
     dn = csub.add_parser("down", help="tear down a run (or every run with --all)")
     dn.add_argument("run_id", nargs="?", help="run id printed by 'up'")
@@ -46,21 +52,22 @@ def register(sub: Any) -> None:
     st.add_argument("--clean", action="store_true", help="remove stale runs and orphans")
     st.add_argument("--json", action="store_true", help="print the report as JSON")
     sv = csub.add_parser("serve", help="run one server of a real cluster (live.hosts)")
-    sv.add_argument("--config", nargs="+", default=["config/config.yaml"],
+    sv.add_argument("--config", nargs="+", type=input_file, default=["config/config.yaml"],
                     help="config file(s); the last one with live.hosts wins")
     sv.add_argument("--job", choices=["ps", "worker"])
-    sv.add_argument("--task", type=int)
+    sv.add_argument("--task", type=flag(0, 2**20, integer=True))
     sv.add_argument("--slurm", action="store_true",
                     help="take job and task from SLURM_PROCID (ps tasks first, then workers)")
-    sv.add_argument("--threads", type=int, default=1)
-    sv.add_argument("--ttl", type=float, default=0.0, help="exit after s (0: never)")
+    sv.add_argument("--threads", type=THREADS, default=1)
+    sv.add_argument("--ttl", type=flag(0, MAX_SECONDS), default=0.0, help="exit after s (0: never)")
     hs = csub.add_parser("hosts", help="write a live.hosts config for a real cluster")
-    hs.add_argument("--ps", type=int, default=1)
-    hs.add_argument("--workers", type=int, default=2)
-    hs.add_argument("--port", type=int, default=2222, help="first port on every node")
+    hs.add_argument("--ps", type=TASKS, default=1)
+    hs.add_argument("--workers", type=TASKS, default=2)
+    hs.add_argument("--port", type=flag(1, 65535, integer=True), default=2222,
+                    help="first port on every node")
     hs.add_argument("--nodes", help="comma-separated host names (default: the SLURM "
                     "allocation, scontrol show hostnames)")
-    hs.add_argument("-o", "--out", required=True, help="YAML file to write")
+    hs.add_argument("-o", "--out", required=True, type=output_file, help="YAML file to write")
     p.set_defaults(func=run)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from commsched.validation import flag, input_file, output_file
+
 
 def register(sub: Any) -> None:
     from commsched.echelon.coflow import COFLOW_SCHEDULERS, GBPS
@@ -23,12 +25,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("echelon", help="EchelonFlow / Coflow scheduling (trace replay)")
     s = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     r = s.add_parser("replay", help="replay a Coflow-Benchmark trace, write Coflow CCTs")
-    r.add_argument("trace", help="Coflow-Benchmark trace file")
+    r.add_argument("trace", type=input_file, help="Coflow-Benchmark trace file")
     r.add_argument("--scheduler", choices=coflow, default="sebf",
                    help="Coflow scheduler (default: sebf = varys, SEBF + MADD + back-fill)")
-    r.add_argument("--port-rate", type=float, default=GBPS,
-                   help=f"port rate in bytes/s (default {GBPS:.0f} = 1 Gbit/s)")
-    r.add_argument("-o", "--output", required=True, help="CSV of Coflow completion times")
+    r.add_argument("--port-rate", type=flag(1, 1e15), default=GBPS,
+                   help=f"port rate in bytes/s, 1..1e15 (default {GBPS:.0f} = 1 Gbit/s)")
+    r.add_argument("-o", "--output", required=True, type=output_file,
+                   help="CSV of Coflow completion times")
     r.set_defaults(func=run_replay)
 
 

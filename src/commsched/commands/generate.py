@@ -21,6 +21,13 @@ from commsched.errors import CommschedError
 from commsched.io.thesis import to_op_graph, write_graph
 from commsched.model import graph
 from commsched.trace.synthetic import level_dag, par_n, seq_n
+from commsched.validation import MAX_BYTES, MAX_SECONDS, SEED, flag, output_file, within
+
+#: Largest random DAG (nodes) that ``generate random`` builds.
+MAX_NODES = 10**6
+COUNT = flag(1, MAX_NODES, integer=True)
+PROB = flag(0, 1)
+TIME = flag(0, MAX_SECONDS)
 
 
 def register(sub: Any) -> None:
@@ -29,44 +36,50 @@ def register(sub: Any) -> None:
     for name, what in (("par", "TicTac Par-N: N concurrent layers"),
                        ("seq", "TicTac Seq-N: N sequential layers")):
         t = kinds.add_parser(name, help=what)
-        t.add_argument("--n", type=int, required=True, help="number of layers")
-        t.add_argument("--recv-time", type=float, default=1.0, help="seconds per recv (1)")
-        t.add_argument("--compute-time", type=float, default=1.0,
+        t.add_argument("--n", type=flag(1, 10**6, integer=True), required=True,
+                       help="number of layers (1..1e6)")
+        t.add_argument("--recv-time", type=TIME, default=1.0, help="seconds per recv (1)")
+        t.add_argument("--compute-time", type=TIME, default=1.0,
                        help="seconds per compute op (1)")
-        t.add_argument("-o", "--output", required=True, help="op graph JSON to write")
+        t.add_argument("-o", "--output", required=True, type=output_file,
+                       help="op graph JSON to write")
         t.set_defaults(func=run)
     r = kinds.add_parser("random", help="thesis Sec. 6.2 level-based random DAG")
-    r.add_argument("--levels", type=int, default=100, help="number of levels (100)")
-    r.add_argument("--min-per-level", type=int, default=1, help="min nodes per level (1)")
-    r.add_argument("--max-per-level", type=int, default=80, help="max nodes per level (80)")
-    r.add_argument("--edge-prob", type=float, default=0.006,
+    r.add_argument("--levels", type=COUNT, default=100, help="number of levels (100)")
+    r.add_argument("--min-per-level", type=COUNT, default=1, help="min nodes per level (1)")
+    r.add_argument("--max-per-level", type=COUNT, default=80, help="max nodes per level (80)")
+    r.add_argument("--edge-prob", type=PROB, default=0.006,
                    help="probability of an edge between nodes of nearby levels (0.006)")
-    r.add_argument("--max-level-distance", type=int, default=4,
+    r.add_argument("--max-level-distance", type=flag(0, 10**6, integer=True), default=4,
                    help="max level distance of an edge, 0 = unlimited (4)")
-    r.add_argument("--long-range", type=float, default=0.1,
+    r.add_argument("--long-range", type=flag(0, 1e3), default=0.1,
                    help="long-range edge attempts as a fraction of the level edges (0.1)")
     for name, default in (("tensor-size", (1, 100)), ("operations", (1, 100)),
                           ("ram", (1, 100))):
-        r.add_argument(f"--{name}", type=int, nargs=2, metavar=("LO", "HI"), default=default,
+        r.add_argument(f"--{name}", type=flag(0, MAX_BYTES, integer=True), nargs=2, metavar=("LO",
+                       "HI"), default=default,
                        help=f"inclusive range of a node's {name} ({default[0]} {default[1]})")
-    r.add_argument("--cpu-prob", type=float, default=0.01, help="P(constraint CPU) (0.01)")
-    r.add_argument("--gpu-prob", type=float, default=0.01, help="P(constraint GPU) (0.01)")
-    r.add_argument("--tpu-prob", type=float, default=0.0, help="P(constraint TPU) (0)")
-    r.add_argument("--colocation-scale", type=float, default=0.2,
+    r.add_argument("--cpu-prob", type=PROB, default=0.01, help="P(constraint CPU) (0.01)")
+    r.add_argument("--gpu-prob", type=PROB, default=0.01, help="P(constraint GPU) (0.01)")
+    r.add_argument("--tpu-prob", type=PROB, default=0.0, help="P(constraint TPU) (0)")
+    r.add_argument("--colocation-scale", type=flag(0, 1e3), default=0.2,
                    help="groups of size k: floor(scale * n * U * 2^-k) (0.2)")
-    r.add_argument("--max-colocation-size", type=int, default=None,
+    r.add_argument("--max-colocation-size", type=COUNT, default=None,
                    help="largest colocation group (unbounded)")
-    r.add_argument("--speed", type=float, default=1.0,
+    r.add_argument("--speed", type=flag(0, 1e15, lo_open=True), default=1.0,
                    help="operations per second of the one device (1)")
-    r.add_argument("--seed", type=int, default=0, help="random seed (0)")
-    r.add_argument("--csv", metavar="FILE", help="also write the thesis CSV graph")
-    r.add_argument("-o", "--output", required=True, help="op graph JSON to write")
+    r.add_argument("--seed", type=SEED, default=0, help="random seed (0)")
+    r.add_argument("--csv", metavar="FILE", type=output_file,
+                   help="also write the thesis CSV graph")
+    r.add_argument("-o", "--output", required=True, type=output_file, help="op graph JSON to write")
     r.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.model == "random":
+            within(args.levels * args.max_per_level,
+                   "--levels x --max-per-level: nodes of the DAG", MAX_NODES)
             tg = level_dag(
                 levels=args.levels, min_per_level=args.min_per_level,
                 max_per_level=args.max_per_level, edge_prob=args.edge_prob,

@@ -15,16 +15,18 @@ from commsched.errors import CommschedError
 from commsched.io.priorities import write_priorities
 from commsched.model import graph
 from commsched.tictac.order import ORDERINGS
+from commsched.validation import input_file, output_file
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("order", help="priority order of the recv ops (TicTac TIC / TAC)")
-    p.add_argument("graph", help="op graph (node-link JSON) with recv ops")
+    p.add_argument("graph", type=input_file, help="op graph (node-link JSON) with recv ops")
     p.add_argument("--algo", choices=ORDERINGS.choices(), required=True,
                    help="tic: timing-independent (Alg. 2); tac: timing-aware (Alg. 3)")
-    p.add_argument("-o", "--output", required=True, help="priorities file to write")
+    p.add_argument("-o", "--output", required=True, type=output_file,
+                   help="priorities file to write")
     p.add_argument("--format", choices=["json", "tsv"], default="json",
                    help='json: {"priorities": {op: n}} (default); tsv: name<TAB>priority')
     p.set_defaults(func=run)

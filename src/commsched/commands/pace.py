@@ -17,10 +17,14 @@ any other) on the traced iteration in the all-reduce simulator
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 from commsched.errors import CommschedError
+from commsched.validation import flag, input_file, output_file, within
+
+#: Largest number of time slots (``plan --slot``) or usage bins (``simulate --bin-ms``)
+#: in one iteration.
+MAX_STEPS = 10**6
 
 __all__ = ["register", "run_plan", "run_simulate"]
 
@@ -30,46 +34,53 @@ def register(sub: Any) -> None:
                        "preemption), simulated")
     psub = p.add_subparsers(dest="pace_command", metavar="ACTION", required=True)
     pl = psub.add_parser("plan", help="write PACE's all-reduce plan of a traced training step")
-    pl.add_argument("trace", help="traced training iteration (*.json.gz, commsched trace)")
+    pl.add_argument("trace", type=input_file,
+                    help="traced training iteration (*.json.gz, commsched trace)")
     _cluster_options(pl)
-    pl.add_argument("--slot", type=float, default=None,
-                    help="time slot, ms (default 5, PACE Sec. IV-A: "
+    pl.add_argument("--slot", type=flag(0, 1e6, lo_open=True), default=None,
+                    help="time slot, ms; at most 1e6 slots per iteration (default 5, PACE "
+                         "Sec. IV-A: "
                          "commsched.pace.slots.DEFAULT_SLOT_S)")
     pl.add_argument("--no-fusion", action="store_true",
                     help="schedule the unfused all-reduces (PACE without fusion)")
     pl.add_argument("--no-slot-guidance", action="store_true",
                     help="allow all-reduces shorter than a slot (Sec. IV-A advises against)")
-    pl.add_argument("-o", "--output", required=True, help="plan file to write (JSON)")
+    pl.add_argument("-o", "--output", required=True, type=output_file,
+                    help="plan file to write (JSON)")
     pl.set_defaults(func=run_plan)
     sm = psub.add_parser("simulate", help="run an all-reduce plan on a traced training step "
                          "in the all-reduce simulator")
-    sm.add_argument("plan", help="all-reduce plan (JSON, commsched pace plan)")
-    sm.add_argument("trace", help="traced training iteration (*.json.gz, commsched trace)")
+    sm.add_argument("plan", type=input_file, help="all-reduce plan (JSON, commsched pace plan)")
+    sm.add_argument("trace", type=input_file,
+                    help="traced training iteration (*.json.gz, commsched trace)")
     _cluster_options(sm)
     sm.add_argument("--compute-capacity", default=None,
                     help="compute ops at once: an integer, or 'unbounded' (PACE's ideal "
                          "compute); default: the trace's (1, one op at a time)")
-    sm.add_argument("--table", help="write one row per executed partition (CSV)")
-    sm.add_argument("--usage", help="write the channel's use in bins of --bin-ms (CSV)")
-    sm.add_argument("--bin-ms", type=float, default=5.0,
-                    help="bin length of --usage, ms (default 5, PACE Sec. VI-E)")
+    sm.add_argument("--table", type=output_file, help="write one row per executed partition (CSV)")
+    sm.add_argument("--usage", type=output_file,
+                    help="write the channel's use in bins of --bin-ms (CSV)")
+    sm.add_argument("--bin-ms", type=flag(0, 1e6, lo_open=True), default=5.0,
+                    help="bin length of --usage, ms; at most 1e6 bins per iteration "
+                         "(default 5, PACE Sec. VI-E)")
     sm.set_defaults(func=run_simulate)
 
 
 def _cluster_options(p: argparse.ArgumentParser) -> None:
     """The cluster and cost options that ``plan`` and ``simulate`` share."""
-    p.add_argument("--workers", type=int, required=True, help="data-parallel workers W")
-    p.add_argument("--bandwidth", type=float, required=True,
+    p.add_argument("--workers", type=flag(2, 2**20, integer=True), required=True,
+                   help="data-parallel workers W (>= 2)")
+    p.add_argument("--bandwidth", type=flag(0, 1e6, lo_open=True), required=True,
                    help="link bandwidth between workers, Gbit/s")
     p.add_argument("--cost", choices=["ring", "fit"], default="ring",
                    help="all-reduce time: ring = Eq. (1) + per-step latency (default); fit = "
                         "measured start-up + Eq. (1) (commsched.cost.allreduce.allreduce_cost)")
-    p.add_argument("--latency-us", type=float, default=50.0,
+    p.add_argument("--latency-us", type=flag(0, 1e9), default=50.0,
                    help="per-step link latency of --cost ring, microseconds (default 50)")
-    p.add_argument("--measurement", default=None,
+    p.add_argument("--measurement", type=input_file, default=None,
                    help="all-reduce measurement of --cost fit (default "
                         "data/measurements/allreduce_loopback.csv)")
-    p.add_argument("--compute-scale", type=float, default=1.0,
+    p.add_argument("--compute-scale", type=flag(0, 1e6, lo_open=True), default=1.0,
                    help="multiply every traced compute time (default 1)")
 
 
@@ -77,10 +88,14 @@ def _cost(args: argparse.Namespace) -> Any:
     """The all-reduce time model of the shared cluster options."""
     from commsched.cost.allreduce import DEFAULT_MEASUREMENT, allreduce_cost
 
-    if not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
-        raise CommschedError(f"--bandwidth must be a number > 0, got {args.bandwidth:g}")
-    return allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
-                          args.latency_us * 1e-6, args.measurement or DEFAULT_MEASUREMENT)
+    measurement = args.measurement or DEFAULT_MEASUREMENT
+    try:
+        return allreduce_cost(args.cost, args.workers, args.bandwidth * 1e9 / 8,
+                              args.latency_us * 1e-6, measurement)
+    except CommschedError as e:  # the measurement's content: name the file
+        if args.cost != "fit" or str(e).startswith(str(measurement)):
+            raise
+        raise CommschedError(f"{measurement}: {e}") from None
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -95,10 +110,10 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.slot is None:
         args.slot = DEFAULT_SLOT_S * 1e3
     cost = _cost(args)
-    if not (math.isfinite(args.slot) and args.slot > 0):
-        raise CommschedError(f"--slot must be a number > 0, got {args.slot:g}")
     slot_s = args.slot / 1e3
     model = build_model(load_trace(args.trace), compute_scale=args.compute_scale)
+    horizon_s = model.compute_only_s + sum(cost.time(op.bytes) for op in model.ops)
+    within(horizon_s / slot_s, "--slot: time slots of one iteration", MAX_STEPS)
     meta: dict[str, Any] = {
         "trace": args.trace, "model": model.meta.get("model"), "workers": args.workers,
         "bandwidth_gbps": args.bandwidth, "slot_s": slot_s, "cost": repr(cost),
@@ -126,13 +141,11 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from commsched.model.traced import load_trace
-    from commsched.pace.plan import load_plan
+    from commsched.pace.plan import PlanError, load_plan
     from commsched.pace.sim import UNBOUNDED, simulate_plan
     from commsched.results import write_table
 
     cost = _cost(args)
-    if not (math.isfinite(args.bin_ms) and args.bin_ms > 0):
-        raise CommschedError(f"--bin-ms must be a number > 0, got {args.bin_ms:g}")
     capacity: int | str | None = args.compute_capacity
     if capacity is not None and capacity != UNBOUNDED:
         try:
@@ -142,14 +155,19 @@ def run_simulate(args: argparse.Namespace) -> int:
                                  f"{UNBOUNDED!r}, got {capacity!r}") from None
     plan = load_plan(args.plan)
     trace = load_trace(args.trace)
-    run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,
-                        compute_capacity=capacity)
+    try:
+        run = simulate_plan(trace, plan, cost, compute_scale=args.compute_scale,
+                            compute_capacity=capacity)
+    except PlanError as e:  # a plan that does not fit the trace: name the plan file
+        raise PlanError(f"{args.plan}: {e}") from None
     setting = {"plan": args.plan, "trace": args.trace, "policy": plan.policy,
                "workers": args.workers, "bandwidth_gbps": args.bandwidth, "cost": repr(cost),
                "compute_scale": args.compute_scale, "compute_capacity": capacity}
     if args.table:
         write_table(run.table(), args.table, setting)
     if args.usage:
+        within((run.makespan - run.forward_time) / (args.bin_ms / 1e3),
+               "--bin-ms: usage bins of one iteration", MAX_STEPS)
         usage = run.channel_usage(args.bin_ms / 1e3, 2 * (args.workers - 1) / args.workers)
         write_table(usage, args.usage, {**setting, "bin_ms": args.bin_ms})
     print(f"{plan.policy}: iteration {run.iteration_time * 1e3:.2f} ms (forward pass "

@@ -29,25 +29,27 @@ from commsched.placement import (
 )
 from commsched.placement.run import run_all
 from commsched.placement.sendrecv import DEFAULT_SEND_OPS, exec_names
+from commsched.validation import MAX_BYTES, SEED, flag, input_file, output_file
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("place", help="partition and schedule a thesis graph on devices")
-    p.add_argument("graph", help="graph CSV (thesis format, 6 or 9 columns)")
-    p.add_argument("devices", help="device CSV (thesis format)")
+    p.add_argument("graph", type=input_file, help="graph CSV (thesis format, 6 or 9 columns)")
+    p.add_argument("devices", type=input_file, help="device CSV (thesis format)")
     p.add_argument("--partitioner", required=True, choices=[*PARTITIONERS, "all"],
                    help="partitioner (thesis Ch. 4) or all")
     p.add_argument("--scheduler", required=True, choices=[*SCHEDULERS, "all"],
                    help="per-device scheduler (thesis Ch. 5) or all")
     p.add_argument("--semantics", choices=SEMANTICS, default="thesis",
                    help="the thesis text (default) or the published Java code's deviations")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
-    p.add_argument("--send-ops", type=float, default=DEFAULT_SEND_OPS,
+    p.add_argument("--seed", type=SEED, default=0, help="seed of every random choice (0)")
+    p.add_argument("--send-ops", type=flag(0, MAX_BYTES), default=DEFAULT_SEND_OPS,
                    help=f"operations of a send node ({DEFAULT_SEND_OPS:g})")
     p.add_argument("--link-contention", action="store_true",
                    help="serialise transfers per device pair (our extension)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--chrome-trace", metavar="FILE", help="write the schedule (one run only)")
+    p.add_argument("--chrome-trace", metavar="FILE", type=output_file,
+                   help="write the schedule (one run only)")
     p.set_defaults(func=run)
 
 
@@ -56,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
     scheds = list(SCHEDULERS) if args.scheduler == "all" else [args.scheduler]
     if args.chrome_trace and len(parts) * len(scheds) > 1:
         raise CommschedError("--chrome-trace needs one partitioner and one scheduler")
-    if args.send_ops < 0:
-        raise CommschedError(f"--send-ops must be >= 0, got {args.send_ops}")
     problem = Problem.from_thesis(read_graph(args.graph))
     cluster = Cluster.from_devices(read_devices(args.devices))
     opts = Options(args.semantics, args.seed, args.send_ops)

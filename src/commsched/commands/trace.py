@@ -33,6 +33,10 @@ from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
 from commsched.model import graph
 from commsched.trace import zoo
+from commsched.validation import SEED, flag, input_file, output_file
+
+SMALL = flag(1, 2**16, integer=True)
+THREADS = flag(1, 1024, integer=True)
 
 
 def register(sub: Any) -> None:
@@ -42,7 +46,7 @@ def register(sub: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     action = p.add_mutually_exclusive_group()
-    action.add_argument("--check", nargs=2, metavar=("GRAPH", "RAW"),
+    action.add_argument("--check", nargs=2, metavar=("GRAPH", "RAW"), type=input_file,
                         help="check that a raw trace matches its traced graph")
     action.add_argument("--count", nargs="+", metavar="MODEL",
                         help="write the model-table columns of MODELs (JSON) to --out")
@@ -50,21 +54,23 @@ def register(sub: Any) -> None:
     p.add_argument("--framework", choices=["tf", "torch"], default="tf",
                    help="TensorFlow (default) or PyTorch")
     p.add_argument("--model", help="model name (see --list)")
-    p.add_argument("--batch", type=int, help="batch size (default: the model's standard batch)")
+    p.add_argument("--batch", type=SMALL, help="batch size (default: the model's standard batch)")
     p.add_argument("--mode", choices=["train", "infer"], default="train")
-    p.add_argument("--size", "--image-size", type=int, dest="size",
+    p.add_argument("--size", "--image-size", type=SMALL, dest="size",
                    help="input size: image side or sequence length (default: the model's)")
-    p.add_argument("--warmup", type=int, default=2, help="untraced warm-up iterations")
-    p.add_argument("--iters", type=int, default=3, help="traced iterations (K samples per op)")
-    p.add_argument("--intra-threads", type=int,
+    p.add_argument("--warmup", type=flag(0, 10**4, integer=True), default=2,
+                   help="untraced warm-up iterations")
+    p.add_argument("--iters", type=flag(1, 10**4, integer=True), default=3,
+                   help="traced iterations (K samples per op)")
+    p.add_argument("--intra-threads", type=THREADS,
                    help="intra-op threads (default: 2 with tf, 1 with torch)")
-    p.add_argument("--inter-threads", type=int, default=1, help="inter-op threads")
+    p.add_argument("--inter-threads", type=THREADS, default=1, help="inter-op threads")
     p.add_argument("--device", choices=["cpu", "gpu", "cuda"], default="cpu",
                    help="cpu, or a GPU: 'gpu' (tf) / 'cuda' (torch)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--min-coverage", type=float, default=0.95,
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--min-coverage", type=flag(0, 1), default=0.95,
                    help="fail if fewer ops got a time (default 0.95)")
-    p.add_argument("--out", help="traced graph to write "
+    p.add_argument("--out", type=output_file, help="traced graph to write "
                    "(default results/traces/<model>-<mode>-b<batch>.json.gz)")
     p.add_argument("--raw-out", metavar="DIR", help="directory of the raw trace "
                    "(default: beside --out)")
@@ -72,17 +78,19 @@ def register(sub: Any) -> None:
     # Subcommands after the options above, so that every flag-only invocation still works.
     chakra = p.add_subparsers(dest="trace_action", metavar="{import-chakra,export-chakra}")
     imp = chakra.add_parser("import-chakra", help="Chakra execution traces -> op graph")
-    imp.add_argument("inputs", nargs="+", metavar="ET",
+    imp.add_argument("inputs", nargs="+", metavar="ET", type=input_file,
                      help="per-rank Chakra ET files (*.et) or directories of them")
-    imp.add_argument("-o", "--output", required=True, help="op graph to write (.json[.gz])")
+    imp.add_argument("-o", "--output", required=True, type=output_file,
+                     help="op graph to write (.json[.gz])")
     imp.add_argument("--strict", action="store_true",
                      help="fail on anything that cannot be mapped instead of counting it")
     imp.set_defaults(func=_import_chakra)
     exp = chakra.add_parser("export-chakra", help="op graph -> per-rank Chakra ETs")
-    exp.add_argument("graph", help="op graph (.json[.gz]): a trace, a view, a generated graph")
+    exp.add_argument("graph", type=input_file,
+                     help="op graph (.json[.gz]): a trace, a view, a generated graph")
     exp.add_argument("-o", "--output", required=True, metavar="PREFIX",
                      help="files PREFIX.<rank>.et (ASTRA-sim's naming)")
-    exp.add_argument("--replicas", type=int,
+    exp.add_argument("--replicas", type=flag(1, 2**16, integer=True),
                      help="write a one-rank graph as N data-parallel ranks")
     exp.set_defaults(func=_export_chakra)
 

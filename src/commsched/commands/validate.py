@@ -6,11 +6,12 @@ import argparse
 from typing import Any
 
 from commsched.model import graph
+from commsched.validation import input_file
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("validate", help="check an op graph file")
-    p.add_argument("file", help="op graph (node-link JSON)")
+    p.add_argument("file", type=input_file, help="op graph (node-link JSON)")
     p.set_defaults(func=run)
 
 

@@ -176,7 +176,8 @@ def allreduce_cost(kind: str, workers: int, bandwidth_Bps: float, latency_s: flo
     if kind == "ring":
         return RingAllReduce(workers, LinkModel(latency_s, bandwidth_Bps))
     if kind == "fit":
-        fits = fit_table(summarize(read_table(measurement)), relative=True)
+        table = read_table(measurement, dict.fromkeys(_COLUMNS, (0, None)))
+        fits = fit_table(summarize(table), relative=True)
         below = fits[fits["workers"] <= workers]
         row = (below if len(below) else fits).sort_values("workers").iloc[-1 if len(below) else 0]
         return LinearModel(float(row["a_s"]), 2 * (workers - 1) / (workers * bandwidth_Bps))

@@ -4,7 +4,8 @@ Format (the repository's README): line 1 is ``<ports> <coflows>``; then one Cofl
 ``<id> <arrival ms> <#mappers> <mapper port>... <#reducers> <reducer port>:<MB>...``, where
 a port is in ``0..ports-1`` and ``MB`` is what the reducer receives from all mappers.
 :func:`read_coflow_trace` checks every line (counts, port range, sizes, non-decreasing
-arrivals, the Coflow count of the header); a malformed line raises a one-line
+arrivals, the Coflow count of the header, at least one Coflow, at most :data:`MAX_PORTS`
+ports, arrivals up to 1e12 ms, reducer MB up to :data:`MAX_MB`); a malformed line raises a one-line
 :class:`~commsched.errors.CommschedError` naming the file and the line.
 
 :meth:`CoflowTrace.flows` expands the Coflows into flows the way Varys' simulator does:
@@ -26,11 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsched.errors import CommschedError
+from commsched.validation import MAX_SECONDS, read_text, short, within
 
-__all__ = ["MB", "CoflowTrace", "parse_coflow_trace", "read_coflow_trace"]
+__all__ = ["MAX_MB", "MAX_PORTS", "MB", "CoflowTrace", "parse_coflow_trace", "read_coflow_trace"]
 
 #: Bytes per trace MB (2**20, as Varys' simulator counts).
 MB = float(2**20)
+#: Largest port count of a trace header (the switch model allocates per port).
+MAX_PORTS = 2**16
+#: Largest shuffle of one reducer, MB (1 EiB).
+MAX_MB = 2.0**40
+_MAX_INT = 2**62  # every integer field fits an int64
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,13 @@ class CoflowTrace:
 
 def _int(tok: str, what: str, where: str) -> int:
     try:
-        return int(tok)
+        value = int(tok)
     except ValueError:
-        raise CommschedError(f"{where}: {what} {tok!r} is not an integer") from None
+        raise CommschedError(f"{where}: {what} {short(tok)} is not an integer") from None
+    if abs(value) > _MAX_INT:
+        raise CommschedError(f"{where}: {what} {short(tok)} is out of range "
+                             f"(|x| <= {_MAX_INT})")
+    return value
 
 
 def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
@@ -86,8 +97,10 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
         raise CommschedError(f"{name}:1: header must be '<ports> <coflows>'")
     ports = _int(lines[0].split()[0], "port count", f"{name}:1")
     count = _int(lines[0].split()[1], "Coflow count", f"{name}:1")
-    if ports < 1 or count < 0:
-        raise CommschedError(f"{name}:1: needs ports >= 1 and coflows >= 0")
+    if ports < 1 or count < 1:
+        raise CommschedError(f"{name}:1: needs ports >= 1 and coflows >= 1")
+    within(ports, f"{name}:1: port count (the switch has one port per trace port)",
+           MAX_PORTS)
     ids: list[int] = []
     arr: list[int] = []
     maps: list[np.ndarray] = []
@@ -125,11 +138,11 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
                 raise CommschedError(f"{where}: reducer MB {amount!r} is not a number") from None
         if min(m.min(), r.min()) < 0 or max(m.max(), r.max()) >= ports:
             raise CommschedError(f"{where}: a port is outside 0..{ports - 1}")
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise CommschedError(f"{where}: reducer MB must be positive")
-        if ms < 0 or (arr and ms < arr[-1]):
-            raise CommschedError(f"{where}: arrival time {ms} ms is negative or before the "
-                                 "previous Coflow's")
+        if not np.all(np.isfinite(v)) or np.any(v <= 0) or np.any(v > MAX_MB):
+            raise CommschedError(f"{where}: reducer MB must be positive and <= {MAX_MB:g}")
+        if ms < 0 or ms > MAX_SECONDS * 1e3 or (arr and ms < arr[-1]):
+            raise CommschedError(f"{where}: arrival time {short(ms)} ms is negative, above "
+                                 f"{MAX_SECONDS * 1e3:g} or before the previous Coflow's")
         if cid in seen:
             raise CommschedError(f"{where}: Coflow id {cid} already on line {seen[cid]}")
         seen[cid] = no
@@ -145,10 +158,5 @@ def parse_coflow_trace(text: str, name: str = "<trace>") -> CoflowTrace:
 
 
 def read_coflow_trace(path: str | os.PathLike[str]) -> CoflowTrace:
-    """Read a Coflow-Benchmark trace file (module docstring)."""
-    try:
-        with open(path, encoding="ascii") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise CommschedError(f"cannot read Coflow trace {os.fspath(path)}: {e}") from None
-    return parse_coflow_trace(text, os.fspath(path))
+    """Read a Coflow-Benchmark trace file (module docstring; gzip-compressed or not)."""
+    return parse_coflow_trace(read_text(path), os.fspath(path))

@@ -36,7 +36,8 @@ for free) and type (``CPU``, ``GPU``, ``TPU``). :func:`read_devices` returns a
 :class:`Devices`.
 
 Every malformed input raises :class:`~commsched.errors.CommschedError` with one line naming
-the file, the line and the column.
+the file, the line and the column; every integer must lie in ``0..2**53``
+(:data:`commsched.validation.MAX_BYTES`), and a graph needs at least one node line.
 
 Examples
 --------
@@ -63,6 +64,7 @@ import networkx as nx
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
+from commsched.validation import MAX_BYTES, read_text, short
 
 __all__ = [
     "CONSTRAINTS",
@@ -100,12 +102,7 @@ class _Lines:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        try:
-            text = self.path.read_text()
-        except OSError as e:
-            raise CommschedError(f"{self.path}: cannot read: {e.strerror}") from None
-        except UnicodeDecodeError:
-            raise CommschedError(f"{self.path}: not a text (UTF-8) file") from None
+        text = read_text(self.path)
         self.lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
 
     def error(
@@ -120,9 +117,12 @@ class _Lines:
         try:
             value = int(field.strip())
         except ValueError:
-            raise self.error(line, f"not an integer: {field.strip()!r}", column, name) from None
+            raise self.error(line, f"not an integer: {short(field.strip())}", column,
+                             name) from None
         if value < minimum:
-            raise self.error(line, f"must be >= {minimum}, got {value}", column, name)
+            raise self.error(line, f"must be >= {minimum}, got {short(value)}", column, name)
+        if value > MAX_BYTES:
+            raise self.error(line, f"must be <= {MAX_BYTES}, got {short(value)}", column, name)
         return value
 
     def int_list(self, line: int, field: str, column: int, name: str) -> list[int]:
@@ -170,6 +170,8 @@ def read_graph(path: str | os.PathLike[str]) -> nx.DiGraph:
     if ncol not in _GRAPH_COLUMNS:
         raise src.error(head_no, f"header has {ncol} columns, expected 6 or 9")
     names = _GRAPH_COLUMNS[ncol]
+    if len(lines) == 1:
+        raise src.error(head_no, "no node lines after the header")
     rows: dict[int, dict[str, Any]] = {}
     for no, line in lines[1:]:
         f = line.split(",")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +45,12 @@ from typing import Any
 import networkx as nx
 
 from commsched.atomic import atomic_write_bytes
-from commsched.errors import GraphError
+from commsched.errors import CommschedError, GraphError
+from commsched.validation import MAX_BYTES, MAX_SECONDS, number, parse_json, read_text, short
 
 __all__ = [
     "KINDS",
+    "MAX_CAPACITY",
     "SCHEMA_VERSION",
     "CompiledGraph",
     "add_op",
@@ -64,6 +65,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+#: Largest capacity of a resource (ops it runs at once).
+MAX_CAPACITY = 2**16
 
 #: Known op kinds. ``compute`` runs on a device; ``recv``/``send`` are parameter-server
 #: transfers (TicTac Sec. 2.3); ``allreduce`` is a collective (PACE Sec. IV-A);
@@ -102,44 +105,45 @@ def _where(source: str | None) -> str:
     return f"{source}: " if source else ""
 
 
-def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+def _is_id(x: object) -> bool:
+    return isinstance(x, (str, int)) and not isinstance(x, bool)
 
 
 def validate(g: nx.DiGraph, source: str | None = None) -> None:
     """Raise :class:`GraphError` naming the first problem found, else return None.
 
-    Checks, in this order: the resources table, every node's attributes, then acyclicity.
-    ``source`` (a file name) prefixes the message.
+    Checks, in this order: the resources table (capacities are integers in
+    ``1..MAX_CAPACITY``), every node's attributes (``duration`` in
+    ``[0, commsched.validation.MAX_SECONDS]``, ``bytes`` in ``[0, MAX_BYTES]``, a finite
+    ``priority``), then acyclicity. ``source`` (a file name) prefixes the message.
     """
     where = _where(source)
     resources = g.graph.get("resources")
     if not isinstance(resources, dict) or not resources:
         raise GraphError(f"{where}graph attribute 'resources' must be a non-empty mapping")
-    for name, cap in resources.items():
-        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-            raise GraphError(
-                f"{where}resource {name!r}: capacity must be an integer >= 1, got {cap!r}"
-            )
-    for n, a in g.nodes(data=True):
-        for field in _REQUIRED:
-            if field not in a:
-                raise GraphError(f"{where}node {n!r}: missing field {field!r}")
-        if a["kind"] not in KINDS:
-            raise GraphError(
-                f"{where}node {n!r}: unknown kind {a['kind']!r} (known: {', '.join(sorted(KINDS))})"
-            )
-        if a["resource"] not in resources:
-            raise GraphError(f"{where}node {n!r}: unknown resource {a['resource']!r}")
-        d = a["duration"]
-        if not _is_number(d) or not math.isfinite(d) or d < 0:
-            raise GraphError(f"{where}node {n!r}: duration must be a finite number >= 0, got {d!r}")
-        b = a.get("bytes")
-        if b is not None and (not _is_number(b) or not math.isfinite(b) or b < 0):
-            raise GraphError(f"{where}node {n!r}: bytes must be a number >= 0, got {b!r}")
-        p = a.get("priority")
-        if p is not None and (not _is_number(p) or not math.isfinite(p)):
-            raise GraphError(f"{where}node {n!r}: priority must be a finite number, got {p!r}")
+    try:
+        for name, cap in resources.items():
+            number(cap, f"{where}resource {short(name)}: capacity", 1, MAX_CAPACITY,
+                   integer=True)
+        for n, a in g.nodes(data=True):
+            for field in _REQUIRED:
+                if field not in a:
+                    raise GraphError(f"{where}node {short(n)}: missing field {field!r}")
+            if not isinstance(a["kind"], str) or a["kind"] not in KINDS:
+                raise GraphError(f"{where}node {short(n)}: unknown kind {short(a['kind'])} "
+                                 f"(known: {', '.join(sorted(KINDS))})")
+            if not isinstance(a["resource"], str) or a["resource"] not in resources:
+                raise GraphError(f"{where}node {short(n)}: unknown resource "
+                                 f"{short(a['resource'])}")
+            number(a["duration"], f"{where}node {short(n)}: duration", 0, MAX_SECONDS)
+            if a.get("bytes") is not None:
+                number(a["bytes"], f"{where}node {short(n)}: bytes", 0, MAX_BYTES)
+            if a.get("priority") is not None:
+                number(a["priority"], f"{where}node {short(n)}: priority")
+    except GraphError:
+        raise
+    except CommschedError as e:
+        raise GraphError(str(e)) from None
     if nx.is_directed_acyclic_graph(g):  # linear time; find_cycle only to name the cycle
         return
     cycle = nx.find_cycle(g)
@@ -167,21 +171,28 @@ def from_json(data: object, source: str | None = None) -> nx.DiGraph:
         raise GraphError(
             f"{where}schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
         )
+    for key in ("nodes", "edges"):
+        if not isinstance(data[key], list):
+            raise GraphError(f"{where}top-level field {key!r} must be a list, got "
+                             f"{type(data[key]).__name__}")
     ids = set()
     for i, node in enumerate(data["nodes"]):
         if not isinstance(node, dict) or "id" not in node:
             raise GraphError(f"{where}node #{i}: missing field 'id'")
+        if not _is_id(node["id"]):
+            raise GraphError(f"{where}node #{i}: id must be a string or an integer, got "
+                             f"{short(node['id'])}")
         if node["id"] in ids:
-            raise GraphError(f"{where}node {node['id']!r}: duplicate id")
+            raise GraphError(f"{where}node {short(node['id'])}: duplicate id")
         ids.add(node["id"])
-    for edge in data["edges"]:
+    for i, edge in enumerate(data["edges"]):
         if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
-            raise GraphError(f"{where}edge {edge!r}: needs 'source' and 'target'")
+            raise GraphError(f"{where}edge #{i}: needs 'source' and 'target'")
         for end in ("source", "target"):
-            if edge[end] not in ids:
+            if not _is_id(edge[end]) or edge[end] not in ids:
                 raise GraphError(
-                    f"{where}edge {edge['source']!r} -> {edge['target']!r}: "
-                    f"node {edge[end]!r} does not exist"
+                    f"{where}edge #{i} {short(edge['source'])} -> {short(edge['target'])}: "
+                    f"node {short(edge[end])} does not exist"
                 )
     g: nx.DiGraph = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
     validate(g, source)
@@ -189,21 +200,12 @@ def from_json(data: object, source: str | None = None) -> nx.DiGraph:
 
 
 def load(path: str | os.PathLike[str]) -> nx.DiGraph:
-    """Read and validate an op graph file (``.json`` or gzip ``.json.gz``); errors name it."""
-    p = Path(path)
+    """Read and validate an op graph file (JSON, gzip-compressed or not); errors name it."""
     try:
-        raw = p.read_bytes()
-        text = (gzip.decompress(raw) if p.suffix == ".gz" else raw).decode("utf-8")
-    except OSError as e:
-        raise GraphError(f"{p}: cannot read: {e.strerror or e}") from None
-    except (EOFError, UnicodeDecodeError) as e:
-        raise GraphError(f"{p}: not a readable graph file: {e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        where = f"line {e.lineno} column {e.colno}"
-        raise GraphError(f"{p}: invalid JSON at {where}: {e.msg}") from None
-    return from_json(data, str(p))
+        data = parse_json(read_text(path), path)
+    except CommschedError as e:
+        raise GraphError(str(e)) from None
+    return from_json(data, os.fspath(path))
 
 
 def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
@@ -211,8 +213,8 @@ def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
 
     Gzip output is byte-for-byte reproducible (no timestamp in the header).
     """
-    validate(g)
-    data = json.dumps(to_json(g), separators=(",", ":")).encode("utf-8")
+    validate(g, os.fspath(path))
+    data = json.dumps(to_json(g), separators=(",", ":"), allow_nan=False).encode("utf-8")
     if Path(path).suffix == ".gz":
         data = gzip.compress(data, mtime=0)
     atomic_write_bytes(path, data)
@@ -241,8 +243,12 @@ class CompiledGraph:
         return len(self.ids)
 
 
-def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> CompiledGraph:
-    """Compile ``g`` to arrays; ``priorities`` (op id -> number) override node priorities."""
+def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None,
+                  source: str | None = None) -> CompiledGraph:
+    """Compile ``g`` to arrays; ``priorities`` (op id -> number) override node priorities.
+
+    ``source`` (the priorities' file) prefixes the error of an op not in the graph.
+    """
     ids = list(g.nodes)
     index = {n: i for i, n in enumerate(ids)}
     rnames = list(g.graph["resources"])
@@ -252,7 +258,8 @@ def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> 
     if priorities:
         for op, p in priorities.items():
             if op not in index:
-                raise GraphError(f"priorities name op {op!r}, which is not in the graph")
+                raise GraphError(f"{_where(source)}priorities name op {short(op)}, which is "
+                                 "not in the graph")
             prio[index[op]] = p
     succ_ptr = [0]
     succ_idx: list[int] = []

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 from collections import defaultdict
 from collections.abc import Mapping
@@ -69,6 +68,7 @@ import networkx as nx
 from commsched.atomic import atomic_write_bytes
 from commsched.errors import CommschedError, GraphError
 from commsched.model import graph
+from commsched.validation import MAX_BYTES, MAX_SECONDS, number, parse_json, read_text, short
 
 __all__ = [
     "FUNCTIONAL_OPS",
@@ -117,39 +117,72 @@ def check_graph(g: nx.DiGraph, source: str | None = None) -> None:
     variables. The first problem found is reported, naming the op.
     """
     where = _where(source)
+    try:
+        _check_traced(g, where)
+    except GraphError:
+        raise
+    except CommschedError as e:
+        raise GraphError(str(e)) from None
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _check_traced(g: nx.DiGraph, where: str) -> None:
     meta = g.graph.get("meta")
     if not isinstance(meta, dict):
         raise GraphError(f"{where}not a traced graph: graph attribute 'meta' is missing")
     for key in _META_FIELDS:
         if key not in meta:
             raise GraphError(f"{where}graph attribute meta: missing field {key!r}")
+    number(meta["batch"], f"{where}meta.batch", 0, MAX_BYTES, integer=True)  # 0: unknown
+    number(meta["iterations"], f"{where}meta.iterations", 0, MAX_BYTES, integer=True)
     vs = g.graph.get("variables")
     if not isinstance(vs, dict):
         raise GraphError(f"{where}not a traced graph: graph attribute 'variables' is missing")
     for name, v in vs.items():
-        if not isinstance(v, dict) or not isinstance(v.get("bytes"), int) or v["bytes"] < 0:
-            raise GraphError(f"{where}variable {name!r}: 'bytes' must be an integer >= 0")
+        if not isinstance(v, dict):
+            raise GraphError(f"{where}variable {short(name)}: must be an object")
+        number(v.get("bytes"), f"{where}variable {short(name)}: bytes", 0, MAX_BYTES,
+               integer=True)
     for n, a in g.nodes(data=True):
         for key in _NODE_FIELDS:
             if key not in a:
-                raise GraphError(f"{where}op {n!r}: missing field {key!r}")
+                raise GraphError(f"{where}op {short(n)}: missing field {key!r}")
         s = a["samples"]
-        if not isinstance(s, list) or any(
-            not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 for x in s
-        ):
-            raise GraphError(f"{where}op {n!r}: samples must be a list of times >= 0")
+        if not isinstance(s, list):
+            raise GraphError(f"{where}op {short(n)}: samples must be a list of times >= 0")
+        for x in s:
+            number(x, f"{where}op {short(n)}: samples", 0, MAX_SECONDS)
+        number(a["out_bytes"], f"{where}op {short(n)}: out_bytes", 0, MAX_BYTES, integer=True)
+        if not isinstance(a["is_gradient"], bool):
+            raise GraphError(f"{where}op {short(n)}: is_gradient must be true or false")
+        if not isinstance(a["op_type"], str):
+            raise GraphError(f"{where}op {short(n)}: op_type must be a string")
         expected = min(s) if s else 0.0
         if abs(a["duration"] - expected) > 1e-12:
             raise GraphError(
-                f"{where}op {n!r}: duration {a['duration']!r} is not min(samples) = {expected!r}"
+                f"{where}op {short(n)}: duration {a['duration']!r} is not min(samples) = "
+                f"{expected!r}"
             )
         for key in ("reads", "updates", "grad_of"):
-            for var in a.get(key, ()):
+            names = a.get(key, [])
+            if not _names(names):
+                raise GraphError(f"{where}op {short(n)}: {key} must be a list of variable names")
+            for var in names:
                 if var not in vs:
-                    raise GraphError(f"{where}op {n!r}: {key} names unknown variable {var!r}")
+                    raise GraphError(f"{where}op {short(n)}: {key} names unknown variable "
+                                     f"{short(var)}")
     for u, v, a in g.edges(data=True):
         if "control" not in a or "bytes" not in a:
-            raise GraphError(f"{where}edge {u!r} -> {v!r}: needs 'control' and 'bytes'")
+            raise GraphError(f"{where}edge {short(u)} -> {short(v)}: needs 'control' and "
+                             "'bytes'")
+        if not isinstance(a["control"], bool):
+            raise GraphError(f"{where}edge {short(u)} -> {short(v)}: control must be true or "
+                             "false")
+        number(a["bytes"], f"{where}edge {short(u)} -> {short(v)}: bytes", 0, MAX_BYTES,
+               integer=True)
 
 
 def load_trace(path: str | os.PathLike[str]) -> nx.DiGraph:
@@ -237,21 +270,25 @@ def save_raw(raw: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
 def load_raw(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a raw trace (gzip or plain JSON); errors name the file."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        raw = json.loads(data)
-    except OSError as e:
-        raise CommschedError(f"{p}: cannot read: {e.strerror or e}") from None
-    except (ValueError, EOFError) as e:
-        raise CommschedError(f"{p}: not a raw trace: {e}") from None
+    raw = parse_json(read_text(p), p)
     if not isinstance(raw, dict) or raw.get("format") != RAW_FORMAT:
         raise CommschedError(f"{p}: not a raw trace (format is not {RAW_FORMAT!r})")
     if list(raw.get("fields", [])) != list(RAW_FIELDS):
         raise CommschedError(f"{p}: raw trace fields must be {list(RAW_FIELDS)}")
-    if not isinstance(raw.get("iterations"), list):
+    its = raw.get("iterations")
+    if not isinstance(its, list):
         raise CommschedError(f"{p}: raw trace has no 'iterations' list")
+    for i, it in enumerate(its):
+        events = it.get("events") if isinstance(it, dict) else None
+        if not isinstance(events, list):
+            raise CommschedError(f"{p}: iterations[{i}]: no 'events' list")
+        for j, e in enumerate(events):
+            if not (isinstance(e, list) and len(e) == len(RAW_FIELDS)
+                    and isinstance(e[0], str) and isinstance(e[1], str)):
+                raise CommschedError(f"{p}: iterations[{i}].events[{j}]: must be a list "
+                                     f"{list(RAW_FIELDS)} with string node and op_type")
+            number(e[7], f"{p}: iterations[{i}].events[{j}]: end_ns", 0,
+                   MAX_SECONDS * 1e9, integer=True)
     return raw
 
 

@@ -59,6 +59,7 @@ from typing import Any
 
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
+from commsched.io.structured import read_json
 
 __all__ = [
     "PLAN_FORMAT",
@@ -357,10 +358,7 @@ def load_plan(path: str | os.PathLike[str]) -> Plan:
         One line naming the file and the field (unreadable, invalid JSON, invalid plan).
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise PlanError(f"{path}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise PlanError(f"{path}: line {e.lineno}: invalid JSON: {e.msg}") from None
+        data = read_json(path)
+    except CommschedError as e:
+        raise PlanError(str(e)) from None
     return Plan.from_dict(data, source=str(path))
