@@ -253,7 +253,7 @@ def test_plan_mutations(d: Path, plan: dict[str, Any], data: st.DataObject) -> N
 # --- claims (YAML) and metrics tables -------------------------------------------------
 
 CLAIMS = {"claims": [{"id": "c1", "paper": "p", "where": "Sec. 1", "statement": "s",
-                      "metric": "m.x", "paper_value": 1.0,
+                      "kind": "paper", "metric": "m.x", "paper_value": 1.0,
                       "compare": {"op": "approx", "abs_tol": 0.1}, "target": "t"}]}
 METRICS = "# config: {}\nmetric,value\nm.x,1.05\nm.y,3\n"
 

@@ -1,4 +1,10 @@
-"""``commsched claims``: judge papers/claims/*.yaml against the metrics tables."""
+"""``commsched claims [compare]``: judge papers/claims/*.yaml against the metrics tables,
+or compare a claims table with a reference run's.
+
+``commsched claims`` writes the table; ``commsched claims compare`` lists the rows of our
+table that differ from the reference (status changed, or value beyond ``--rel-tol``) and
+exits 0 when none does, 1 when some do, 2 on bad input.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import argparse
 import glob
 from typing import Any
 
-from commsched.validation import input_file, output_file
+from commsched.validation import flag, input_file, output_file
 
 
 def register(sub: Any) -> None:
@@ -18,10 +24,28 @@ def register(sub: Any) -> None:
     p.add_argument("--md", type=output_file, default="results/claims.md", help="Markdown output")
     p.add_argument("--csv", type=output_file, default="results/claims.csv", help="CSV output")
     p.set_defaults(func=run)
+    csub = p.add_subparsers(dest="action", metavar="ACTION")
+    cmp = csub.add_parser("compare", help="list the rows that differ from a reference run's "
+                                          "claims table (exit 1 if any)")
+    cmp.add_argument("--reference", type=input_file, default="results/reference/claims.csv",
+                     help="the reference run's claims table "
+                          "(default results/reference/claims.csv)")
+    cmp.add_argument("--csv", type=input_file, default="results/claims.csv",
+                     help="our claims table (default results/claims.csv)")
+    cmp.add_argument("--rel-tol", type=flag(0), default=1e-9,
+                     help="relative tolerance on a value (default 1e-9)")
+    # compare writes nothing: the table-writing outputs do not apply
+    cmp.set_defaults(func=run_compare, md=None)
 
 
 def run(args: argparse.Namespace) -> int:
-    from commsched.claims import evaluate, load_claims, write_claims  # jsonschema: ~1 s
+    from commsched.claims import (  # jsonschema: ~1 s
+        KINDS,
+        evaluate,
+        load_claims,
+        summary,
+        write_claims,
+    )
 
     claims = load_claims(args.claims or sorted(glob.glob("papers/claims/*.yaml")))
     metrics = args.metrics
@@ -29,6 +53,22 @@ def run(args: argparse.Namespace) -> int:
         metrics = sorted(glob.glob("results/metrics/*.csv"))
     results = evaluate(claims, metrics)
     write_claims(results, args.md, args.csv)
-    counts = {s: sum(r.status == s for r in results) for s in ("reproduced", "differs", "pending")}
-    print(f"{len(results)} claims: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    by_kind = "; ".join(f"{kind}: {summary([r for r in results if r.kind == kind])}"
+                        for kind in KINDS)
+    print(f"{len(results)} claims: {summary(results)} ({by_kind})")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from commsched.claims import compare_claims
+
+    differences, compared = compare_claims(args.reference, args.csv, args.rel_tol)
+    for d in differences:
+        print(d.line)
+    if differences:
+        print(f"{len(differences)} of {compared} claims differ from the reference "
+              f"{args.reference} (rel_tol {args.rel_tol:g})")
+        return 1
+    print(f"all {compared} claims equal the reference {args.reference} "
+          f"(rel_tol {args.rel_tol:g})")
     return 0
