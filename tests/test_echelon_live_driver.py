@@ -148,6 +148,6 @@ def test_controller_config_rejects_unknown_policies() -> None:
 
 def test_claims_file_is_valid_and_ours() -> None:
     claims = load_claims(ROOT / "papers/claims/echelon-live.yaml")
-    assert claims and all("-ours-" in c["id"] and c["target"] == "echelon_live"
-                          for c in claims)
+    assert claims and all("-ours-" in c["id"] and c["kind"] == "ours"
+                          and c["target"] == "echelon_live" for c in claims)
     assert all(c["statement"].startswith("Ours:") for c in claims)
