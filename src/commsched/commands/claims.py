@@ -16,7 +16,9 @@ from commsched.validation import flag, input_file, output_file
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("claims", help="write the claims table (paper value vs ours)")
+    p = sub.add_parser("claims", help="write the claims table (paper value vs ours)",
+                       description="Without ACTION: write the claims table. With compare: "
+                                   "list the rows that differ from a reference run's table.")
     p.add_argument("--claims", nargs="+", type=input_file,
                    help="claims files (default papers/claims/*.yaml)")
     p.add_argument("--metrics", nargs="*", type=input_file,
