@@ -66,6 +66,7 @@ from commsched.placement.model import (
     identity_hashes,
     java_hash_order,
 )
+from commsched.registry import Registry
 
 __all__ = [
     "PARTITIONERS",
@@ -650,13 +651,13 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     return st.result()
 
 
-#: The partitioner registry (thesis Ch. 4), in the thesis' order.
-PARTITIONERS: dict[str, Partitioner] = {
-    "hashing": hashing,
-    "heft": heft,
-    "batch_split": batch_split,
-    "icp": icp,
-    "cp": cp,
-    "mite": mite,
-    "dfs": dfs,
-}
+#: The partitioner registry (thesis Ch. 4), in the thesis' order; the aliases are the
+#: thesis' full names of Secs. 4.3, 4.5, 4.6 and 4.8.
+PARTITIONERS: Registry[Partitioner] = Registry("partitioner")
+PARTITIONERS.add("hashing", hashing)
+PARTITIONERS.add("heft", heft, aliases=("heterogeneous-earliest-finish-time",))
+PARTITIONERS.add("batch_split", batch_split)
+PARTITIONERS.add("icp", icp, aliases=("iterated-critical-path",))
+PARTITIONERS.add("cp", cp, aliases=("critical-path",))
+PARTITIONERS.add("mite", mite)
+PARTITIONERS.add("dfs", dfs, aliases=("depth-first-search",))
