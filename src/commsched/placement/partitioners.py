@@ -150,7 +150,32 @@ def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
 
 def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
-    feasible id."""
+    feasible id.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.2 (Hashing); the constraints of Sec. 4.1.
+    """
     st = _State(p, c, opts)
     ids = list(range(c.n))
     for k, u in enumerate(_unit_order(p, opts)):
@@ -162,6 +187,30 @@ def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
     Published code: :func:`_heft_published`.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.3 (HEFT, Eqs. 4.1-4.2); Topcuoglu et al. 2002; the constraints of Sec. 4.1.
     """
     if opts.semantics == "published-code":
         return _heft_published(p, c, opts)
@@ -304,6 +353,30 @@ def batch_split(p: Problem, c: Cluster, opts: Options) -> Placement:
     position i starts at device id ``int(i / (n / |D|))`` (single-precision floats, as the
     Java code computes it; the list sorted by speed is built but never used), then the
     next feasible device id.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.4 (Batch Split, Eqs. 4.3-4.4); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     src, sink = p.ops_ranks()
@@ -362,6 +435,30 @@ def cp(p: Problem, c: Cluster, opts: Options) -> Placement:
     Our choice for the text's "critical path based on upward ranks": the longest path by
     operations, as ICP extracts its first path (Eq. 4.3); the sink it ends in has the
     largest source rank plus own operations.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.6 (Critical Path, Eq. 4.5); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     src, _ = p.ops_ranks()
@@ -392,6 +489,30 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     units together on the feasible device with the least ``exec_min`` (Eq. 4.5); a subpath
     that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
     an error. Source ranks are updated incrementally (only downstream of removed edges).
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.5 (Iterated Critical Path); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     n = p.n
@@ -615,6 +736,30 @@ def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
     Our readings: the traffic of a unit's successors on a device counts once per device
     (Eq. 4.9's intent: one send/receive pair per device); ``ê`` and ``t̂`` are the maxima
     over the feasible devices; the memory factor is the current used portion (Eq. 4.14).
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.7 (MITE, Eq. 4.6); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
@@ -626,7 +771,32 @@ def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
 def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.8: depth-first search from the sources in decreasing operations rank
     (successors in id order); each unplaced unit goes to the feasible device minimising
-    MITE's traffic x execution time."""
+    MITE's traffic x execution time.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph with its assignment units (colocation groups and lone nodes).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
+        published code's orders.
+
+    Returns
+    -------
+    Placement
+        The device of every node and the order in which nodes were assigned.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.8 (Depth First Search); the constraints of Sec. 4.1.
+    """
     st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     sources = [v for v in range(p.n) if not p.pred[v]]

@@ -77,6 +77,24 @@ def _topo(eg: ExecGraph) -> list[int]:
 def pct_values(eg: ExecGraph, c: Cluster, opts: Options) -> list[float]:
     """Eq. 5.1 for every node of the executed graph.
 
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph.
+    c : Cluster
+        The devices (a node's time is its operations over its device's speed).
+    opts : Options
+        Under ``published-code`` receive nodes are charged ``send_ops`` operations.
+
+    Returns
+    -------
+    list of float
+        The upward path computation time of every node of ``eg``.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.3, Eq. 5.1.
+
     >>> import numpy as np
     >>> eg = ExecGraph.build(1, [0, 0], [2.0, 3.0], [0, 0], [0, 1], [1.0, 1.0],
     ...                      [(0, 1, 0.0)], 0.0)
@@ -119,12 +137,50 @@ class _HeapQueue:
 
 
 def fifo(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """FIFO (Sec. 5.2): one queue per device in the order nodes became executable."""
+    """FIFO (Sec. 5.2): one queue per device in the order nodes became executable.
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph (send and receive nodes inserted, Sec. 2.4).
+    c : Cluster
+        The devices.
+    opts : Options
+        The run's options (unused: FIFO has no parameters).
+
+    Returns
+    -------
+    list of ReadyQueue
+        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.2 (FIFO).
+    """
     return [FifoQueue() for _ in range(eg.n_devices)]
 
 
 def pct(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first."""
+    """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first.
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph (send and receive nodes inserted, Sec. 2.4).
+    c : Cluster
+        The devices.
+    opts : Options
+        The run's options (passed to :func:`pct_values`).
+
+    Returns
+    -------
+    list of ReadyQueue
+        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.3 (PCT, Eq. 5.1).
+    """
     val = pct_values(eg, c, opts)
     key = [(-val[i], float(i)) for i in range(eg.n)]
     return [_HeapQueue(key) for _ in range(eg.n_devices)]
@@ -249,7 +305,26 @@ class _MsrQueue:
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
+    """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT.
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph (send and receive nodes inserted, Sec. 2.4).
+    c : Cluster
+        The devices.
+    opts : Options
+        The run's options (passed to :func:`pct_values`, the tie-breaker).
+
+    Returns
+    -------
+    list of ReadyQueue
+        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.4 (MSR, Eq. 5.2).
+    """
     r = _MsrRanks(eg, _rank_targets(eg), pct_values(eg, c, opts))
     return [_MsrQueue(d, r) for d in range(eg.n_devices)]
 
