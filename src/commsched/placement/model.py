@@ -554,10 +554,8 @@ def check_fits(p: Problem, c: Cluster, strict: bool = True) -> None:
 
     Parameters
     ----------
-    p : Problem
-        The graph.
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The graph whose units must each fit some device, and the devices.
     strict : bool
         Memory must stay below the capacity (the thesis) or may reach it (published code).
 
@@ -604,10 +602,8 @@ def check_placement(p: Problem, c: Cluster, placement: np.ndarray, strict: bool 
 
     Parameters
     ----------
-    p : Problem
-        The graph.
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The placed graph and its devices.
     placement : numpy.ndarray
         The device of every node.
     strict : bool

@@ -154,23 +154,21 @@ def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph whose units are hashed onto the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` (``published-code``: the units in hash order).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; device ids probed from
+        ``k mod |D|`` on.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If the probe wraps around without a feasible device.
 
     References
     ----------
@@ -190,27 +188,24 @@ def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph ranked by Eqs. 4.1-4.2 on the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` (``published-code``: the Java HEFT, :func:`_heft_published`).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; HEFT's device of every node.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If no feasible device can take a node's unit.
 
     References
     ----------
-    Laich 2017, Sec. 4.3 (HEFT, Eqs. 4.1-4.2); Topcuoglu et al. 2002; the constraints of Sec. 4.1.
+    Laich 2017, Sec. 4.3 (HEFT); Topcuoglu et al. 2002; the constraints of Sec. 4.1.
     """
     if opts.semantics == "published-code":
         return _heft_published(p, c, opts)
@@ -356,23 +351,21 @@ def batch_split(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph cut into |D| ranges for the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` (``published-code``: hash-map order, ranges by device id).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; range k on the k-th
+        fastest device or the next feasible one.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If a unit fits on none of the devices in that order.
 
     References
     ----------
@@ -438,23 +431,21 @@ def cp(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph whose critical path goes to the fastest of the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` and ``seed`` (``published-code``: seeded unit order).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; the critical path fast,
+        every other unit by least ``exec_min``.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If a unit has no feasible device left.
 
     References
     ----------
@@ -492,23 +483,21 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph split into critical paths for the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` and ``seed`` (``published-code``: seeded hash-set orders).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; each path's units on one
+        device where they fit.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If a single unit of a split path fits nowhere.
 
     References
     ----------
@@ -739,23 +728,21 @@ def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph placed unit by unit by Eq. 4.6 on the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` (``published-code``: the Java traffic term, zero factors as 1e-6).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; the device minimising Eq.
+        4.6 for every unit.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If Eq. 4.6 has no feasible device for a unit.
 
     References
     ----------
@@ -775,23 +762,21 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
 
     Parameters
     ----------
-    p : Problem
-        The graph with its assignment units (colocation groups and lone nodes).
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The problem (the graph walked depth-first from its sources over the devices).
     opts : Options
-        ``semantics`` (``thesis`` or ``published-code``) and the ``seed`` of the
-        published code's orders.
+        ``semantics`` (``published-code``: successors in hash order).
 
     Returns
     -------
     Placement
-        The device of every node and the order in which nodes were assigned.
+        The device of every node and the assignment order; the device minimising
+        traffic x execution time for every unit.
 
     Raises
     ------
     PlacementError
-        If a unit fits on no feasible device.
+        If a unit reached by the walk has no feasible device.
 
     References
     ----------

@@ -100,10 +100,8 @@ def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[Placeme
 
     Parameters
     ----------
-    p : Problem
-        The graph.
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The graph to partition and the devices.
     name : str
         A member of :data:`~commsched.placement.partitioners.PARTITIONERS` or an alias.
     opts : Options
@@ -145,10 +143,8 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
 
     Parameters
     ----------
-    p : Problem
-        The graph.
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The graph that ``placement`` places, and the devices.
     placement : Placement
         A placement of ``p`` on ``c`` (:func:`partition`).
     name : str
@@ -229,10 +225,8 @@ def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Seq
 
     Parameters
     ----------
-    p : Problem
-        The graph.
-    c : Cluster
-        The devices.
+    p, c : Problem, Cluster
+        The graph and the devices every combination runs on.
     partitioners : sequence of str
         Partitioners' names or aliases (results carry the registry's names).
     schedulers : sequence of str

@@ -141,17 +141,15 @@ def fifo(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
 
     Parameters
     ----------
-    eg : ExecGraph
-        The executed graph (send and receive nodes inserted, Sec. 2.4).
-    c : Cluster
-        The devices.
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (unused by FIFO).
     opts : Options
-        The run's options (unused: FIFO has no parameters).
+        Unused.
 
     Returns
     -------
     list of ReadyQueue
-        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+        One queue per device (queues in the order the nodes became executable).
 
     References
     ----------
@@ -165,17 +163,15 @@ def pct(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
 
     Parameters
     ----------
-    eg : ExecGraph
-        The executed graph (send and receive nodes inserted, Sec. 2.4).
-    c : Cluster
-        The devices.
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (node times for Eq. 5.1).
     opts : Options
-        The run's options (passed to :func:`pct_values`).
+        The run's options, passed to :func:`pct_values`.
 
     Returns
     -------
     list of ReadyQueue
-        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+        One queue per device (largest Eq. 5.1 value first).
 
     References
     ----------
@@ -309,17 +305,15 @@ def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
 
     Parameters
     ----------
-    eg : ExecGraph
-        The executed graph (send and receive nodes inserted, Sec. 2.4).
-    c : Cluster
-        The devices.
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (node times for the PCT tie-break).
     opts : Options
-        The run's options (passed to :func:`pct_values`, the tie-breaker).
+        The run's options, passed to :func:`pct_values` (MSR's tie-breaker).
 
     Returns
     -------
     list of ReadyQueue
-        One ready queue per device for :func:`~commsched.sim.devices.simulate_devices`.
+        One queue per device (largest Eq. 5.2 rank first, then PCT).
 
     References
     ----------
