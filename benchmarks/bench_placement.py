@@ -79,7 +79,7 @@ import pandas as pd
 from benchlib import write_result
 
 from commsched.io.thesis import read_devices, read_graph
-from commsched.placement import PARTITIONERS, SCHEDULERS, Cluster, Options, Problem
+from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS, Cluster, Options, Problem
 from commsched.placement.experiments.thesis import TABLE71, synthetic_graph
 from commsched.placement.heft import HeftResult, heft_core
 from commsched.placement.model import random_devices
@@ -115,7 +115,7 @@ def all_combinations(p: Problem, c: Cluster) -> dict[str, Any]:
     for pn in PARTITIONERS:
         placement, pt = partition(p, c, pn, Options())
         out["partition_s"][pn] = pt
-        for sn in SCHEDULERS:
+        for sn in DEVICE_SCHEDULERS:
             _, s, st = schedule(p, c, placement, sn, Options())
             key = f"{pn}+{sn}"
             out["schedule_s"][key] = st
@@ -161,7 +161,7 @@ def part_java(thesis_data: Path | None) -> dict[str, Any]:
         total = time.perf_counter() - t
         out[name] = {"nodes": p.n, "edges": p.n_edges, "source": source,
                      "seconds_7_devices": r7["total_s"], "seconds_50_devices": r50["total_s"],
-                     "combinations": 2 * len(PARTITIONERS) * len(SCHEDULERS),
+                     "combinations": 2 * len(PARTITIONERS) * len(DEVICE_SCHEDULERS),
                      "seconds": total, "java_seconds": JAVA_S[name],
                      "speedup_vs_java": JAVA_S[name] / total,
                      "cpu_seconds": r7["total_cpu_s"] + r50["total_cpu_s"],
@@ -193,7 +193,7 @@ def part_javaref(thesis_data: Path | None, seeds: int, out: Path) -> dict[str, A
         c = Cluster.from_devices(read_devices(thesis_data / f"devices{nd}.csv"))
         for seed in range(seeds):
             opts = Options("published-code", seed)
-            for r in run_all(p, c, list(PARTITIONERS), list(SCHEDULERS), opts):
+            for r in run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS), opts):
                 got.setdefault((nd, r.partitioner, r.scheduler), []).append(
                     (r.makespan, r.traffic))
     table = []

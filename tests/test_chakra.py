@@ -26,7 +26,7 @@ from commsched.errors import CommschedError
 from commsched.io.chakra import export_chakra, import_chakra, read_et, write_et
 from commsched.model import graph
 from commsched.model.traced import check_graph
-from commsched.placement import PARTITIONERS, SCHEDULERS
+from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS
 from commsched.placement.model import Cluster
 from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
@@ -336,8 +336,8 @@ def test_pytorch_step_linked_converted_imported_and_scheduled(tmp_path: Path) ->
     r = np.full((2, 2), 100.0)
     np.fill_diagonal(r, np.inf)
     c = Cluster(np.array([50.0, 80.0]), np.array([1e12, 1e12]), np.array([0, 0]), r)
-    results = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS))
-    assert len(results) == len(PARTITIONERS) * len(SCHEDULERS)
+    results = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS))
+    assert len(results) == len(PARTITIONERS) * len(DEVICE_SCHEDULERS)
     assert all(x.makespan > 0 for x in results)
     # the command-line consumers
     path = _saved(g, tmp_path)

@@ -15,8 +15,8 @@ from commsched.cli import main
 from commsched.io.thesis import write_devices, write_graph
 from commsched.model.traced import load_trace
 from commsched.placement import (
+    DEVICE_SCHEDULERS,
     PARTITIONERS,
-    SCHEDULERS,
     SEMANTICS,
     PlacementError,
     Problem,
@@ -48,7 +48,7 @@ def test_place_all_json(files, capsys):
     assert main(["place", str(g), str(d), "--partitioner", "all", "--scheduler", "all",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out) == len(PARTITIONERS) * len(SCHEDULERS)
+    assert len(out) == len(PARTITIONERS) * len(DEVICE_SCHEDULERS)
     assert {"makespan", "traffic", "partition_s"} <= set(out[0])
 
 
@@ -90,16 +90,38 @@ def test_place_errors_are_one_line(files, tmp_path, capsys):
         assert len(err) == 1 and expect in err[0], (name, err)
 
 
+#: The thesis' full names (Secs. 4.3-4.8, 5.2-5.4) and the members they name.
+ALIASES = ({"heterogeneous-earliest-finish-time": "heft", "iterated-critical-path": "icp",
+            "critical-path": "cp", "depth-first-search": "dfs"},
+           {"first-in-first-out": "fifo", "path-computation-time-first": "pct",
+            "maximum-successor-rank-first": "msr"})
+
+
 def test_registries_reach_cli_and_schema():
     schema = yaml.safe_load((ROOT / "src/commsched/schemas/config.schema.yaml").read_text())
     pl = schema["properties"]["placement"]["properties"]
-    assert pl["seven"]["properties"]["gantt_scheduler"]["enum"] == list(SCHEDULERS)
+    gantt = pl["seven"]["properties"]["gantt_scheduler"]["enum"]
+    assert gantt == DEVICE_SCHEDULERS.choices() == ["fifo", "pct", "msr", *ALIASES[1]]
     assert pl["semantics"]["items"]["enum"] == list(SEMANTICS)
     from commsched.cli import build_parser
     sub = build_parser()._subparsers._group_actions[0].choices["place"]  # type: ignore[union-attr]
     choices = {a.dest: a.choices for a in sub._actions if a.choices}
-    assert list(choices["partitioner"]) == [*PARTITIONERS, "all"]
-    assert list(choices["scheduler"]) == [*SCHEDULERS, "all"]
+    assert list(choices["partitioner"]) == [*PARTITIONERS.choices(), "all"]
+    assert list(choices["scheduler"]) == [*DEVICE_SCHEDULERS.choices(), "all"]
+
+
+def test_thesis_names_run_as_their_members(files, capsys):
+    assert PARTITIONERS.aliases() == ALIASES[0] and DEVICE_SCHEDULERS.aliases() == ALIASES[1]
+    g, d = files
+    assert main(["place", str(g), str(d), "--partitioner", "iterated-critical-path",
+                 "--scheduler", "maximum-successor-rank-first", "--json"]) == 0
+    by_alias = json.loads(capsys.readouterr().out)
+    assert main(["place", str(g), str(d), "--partitioner", "icp", "--scheduler", "msr",
+                 "--json"]) == 0
+    by_name = json.loads(capsys.readouterr().out)
+    assert (by_alias["partitioner"], by_alias["scheduler"]) == ("icp", "msr")
+    assert by_alias["makespan"] == by_name["makespan"]
+    assert by_alias["traffic"] == by_name["traffic"]
 
 
 def test_traced_graphs_convert():
@@ -117,7 +139,7 @@ def test_published_cnn_graph_all_combinations():
     from commsched.placement.model import Cluster
     p = Problem.from_thesis(read_graph(SHARED / "convolutional_network_graph.csv"))
     c = Cluster.from_devices(read_devices(SHARED / "devices7.csv"))
-    res = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS))
+    res = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS))
     assert p.n == 346 and len(res) == 21
 
 
@@ -132,7 +154,7 @@ def test_experiments_tiny(tmp_path):
     seven, gantt = exp.run_seven(cfg, str(ROOT / "data/traces"))
     t71 = exp.table71(0)
     assert t71.rel_err.abs().max() < 0.05  # Table 7.1 counts within 5%
-    n_combo = len(PARTITIONERS) * len(SCHEDULERS) * len(cfg["semantics"])
+    n_combo = len(PARTITIONERS) * len(DEVICE_SCHEDULERS) * len(cfg["semantics"])
     assert len(syn) == 2 * n_combo and len(tf) == 2 * n_combo
     assert set(gantt.kind) <= {"compute", "send", "recv"} and (gantt.executable >= 1).all()
     from commsched.results import write_metrics

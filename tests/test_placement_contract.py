@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsched.placement import PARTITIONERS, SCHEDULERS, SEMANTICS, Options, run_all
+from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS, SEMANTICS, Options, run_all
 from commsched.placement.bruteforce import optimum
 from commsched.placement.model import (
     Cluster,
@@ -63,9 +63,9 @@ def test_every_partitioner_and_scheduler(family, semantics):
     p = FAMILIES[family]
     c = random_devices(4, seed=3)
     c.type[:] = [0, 1, 0, 1]
-    results = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS),
+    results = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS),
                       Options(semantics=semantics, seed=5))  # validates every schedule
-    assert len(results) == len(PARTITIONERS) * len(SCHEDULERS)
+    assert len(results) == len(PARTITIONERS) * len(DEVICE_SCHEDULERS)
     total_ops = float(p.ops.sum())
     for r in results:
         check_placement(p, c, r.placement, strict=semantics == "thesis")
@@ -84,8 +84,8 @@ def test_every_partitioner_and_scheduler(family, semantics):
 def test_same_seed_same_results():
     p, c = random_level(2), random_devices(5, seed=1)
     for sem in SEMANTICS:
-        a = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS), Options(sem, seed=7))
-        b = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS), Options(sem, seed=7))
+        a = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS), Options(sem, seed=7))
+        b = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS), Options(sem, seed=7))
         assert [(r.makespan, r.traffic) for r in a] == [(r.makespan, r.traffic) for r in b]
         assert all((x.placement == y.placement).all() for x, y in zip(a, b, strict=True))
 
@@ -135,7 +135,7 @@ def test_optimality_gap_against_brute_force(seed):
     c = Cluster(np.array([float(rng.integers(10, 100)), float(rng.integers(10, 100))]),
                 np.array([1e9, 1e9]), np.array([0, 0]), r)
     best = optimum(p, c)
-    results = run_all(p, c, list(PARTITIONERS), list(SCHEDULERS))
+    results = run_all(p, c, list(PARTITIONERS), list(DEVICE_SCHEDULERS))
     spans = [x.makespan for x in results]
     assert min(spans) >= best.makespan - 1e-9
     assert min(spans) <= 2.0 * best.makespan

@@ -19,7 +19,7 @@ from commsched.placement.model import (
     traffic,
 )
 from commsched.placement.partitioners import PARTITIONERS
-from commsched.placement.schedulers import SCHEDULERS, pct_values
+from commsched.placement.schedulers import DEVICE_SCHEDULERS, pct_values
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     FifoQueue,
@@ -76,7 +76,7 @@ def test_sec25_makespan_traffic_and_pct_order():
     eg = insert_send_recv(SEC25, SEC25_DEV, SEC25_PLACE)
     assert eg.n == 10 and [eg.kind[i] for i in range(6, 10)] == [1, 2, 1, 2]
     assert eg.traffic == 100 == traffic(SEC25, SEC25_PLACE)
-    s = simulate_devices(eg, SCHEDULERS["pct"](eg, SEC25_DEV, Options()))
+    s = simulate_devices(eg, DEVICE_SCHEDULERS["pct"](eg, SEC25_DEV, Options()))
     check_device_schedule(eg, s)
     assert s.makespan == pytest.approx(14.0)
     table21 = {0: [0, 1, 6, 8], 1: [7, 2, 3], 2: [9, 4, 5]}
@@ -104,7 +104,7 @@ def test_fig32_lowest_local_timestamp():
                       edges=[(0, 1), (1, 2), (4, 3)], ids=[1, 2, 3, 5, 7])
     c = cluster([1, 1, 1], {(0, 1): 1, (0, 2): 1, (1, 2): 1})
     eg = insert_send_recv(p, c, np.array([0, 0, 1, 1, 2]), send_ops=0.0)
-    for name, make in SCHEDULERS.items():
+    for name, make in DEVICE_SCHEDULERS.items():
         s = simulate_devices(eg, make(eg, c, Options(send_ops=0.0)))
         check_device_schedule(eg, s)
         assert (s.start[2], s.start[3], s.makespan) == (50.0, 80.0, 110.0), name
@@ -123,7 +123,7 @@ def test_msr_beats_pct_fig51():
     eg = insert_send_recv(p, c, np.array([0, 0, 0, 1]))
     span = {}
     for name in ("pct", "msr"):
-        s = simulate_devices(eg, SCHEDULERS[name](eg, c, Options()))
+        s = simulate_devices(eg, DEVICE_SCHEDULERS[name](eg, c, Options()))
         check_device_schedule(eg, s)
         span[name] = s.makespan
     assert span["pct"] == pytest.approx(22.2)
@@ -182,12 +182,12 @@ def test_link_contention_serialises_transfers():
 
 def test_validator_catches_overlap_and_precedence():
     eg = insert_send_recv(SEC25, SEC25_DEV, SEC25_PLACE)
-    s = simulate_devices(eg, SCHEDULERS["fifo"](eg, SEC25_DEV, Options()))
+    s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, SEC25_DEV, Options()))
     s.start[1] -= 1.0
     s.end[1] -= 1.0
     with pytest.raises(InvalidSchedule):
         check_device_schedule(eg, s)
-    s = simulate_devices(eg, SCHEDULERS["fifo"](eg, SEC25_DEV, Options()))
+    s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, SEC25_DEV, Options()))
     s.start[7] = s.end[7] = 10.0  # the receive before its transfer arrives (11)
     with pytest.raises(InvalidSchedule, match="before the input"):
         check_device_schedule(eg, s)
@@ -195,7 +195,7 @@ def test_validator_catches_overlap_and_precedence():
 
 def test_memory_held_until_last_consumer_starts():
     eg = insert_send_recv(SEC25, SEC25_DEV, SEC25_PLACE)
-    s = simulate_devices(eg, SCHEDULERS["pct"](eg, SEC25_DEV, Options()), record_memory=True)
+    s = simulate_devices(eg, DEVICE_SCHEDULERS["pct"](eg, SEC25_DEV, Options()), record_memory=True)
     # device 0 holds node 0's output (1) until node 1 starts, then node 1's (50) until
     # both sends started: peak 50; devices 1 and 2 hold the received 50.
     assert s.peak_memory == [50.0, 50.0, 50.0]

@@ -13,6 +13,8 @@ from commsched.cli import build_parser
 from commsched.errors import CommschedError
 from commsched.pace.live import ddp
 from commsched.pace.policies import POLICIES, live_policies
+from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS
+from commsched.placement.experiments.thesis import run_seven
 from commsched.registry import Registry
 from commsched.tictac import ORDERINGS
 from commsched.tictac.experiments.sweep_config import ALGOS
@@ -69,3 +71,22 @@ def test_flow_schedulers_are_one_registry_with_the_papers_names():
     assert replay == list(COFLOW_SCHEDULERS)
     for name in CONFIG["echelon_eval"]["schedulers"]:
         assert name in FLOW_SCHEDULERS
+
+
+def test_placement_registries_drive_cli_schema_and_experiments(monkeypatch):
+    choices = _choices("place")
+    assert choices["partitioner"] == [*PARTITIONERS.choices(), "all"]
+    assert choices["scheduler"] == [*DEVICE_SCHEDULERS.choices(), "all"]
+    seven = SCHEMA["properties"]["placement"]["properties"]["seven"]["properties"]
+    assert seven["gantt_scheduler"]["enum"] == DEVICE_SCHEDULERS.choices()
+    assert CONFIG["placement"]["seven"]["gantt_scheduler"] in DEVICE_SCHEDULERS
+    assert PARTITIONERS["iterated-critical-path"] is PARTITIONERS["icp"]
+    assert DEVICE_SCHEDULERS["path-computation-time-first"] is DEVICE_SCHEDULERS["pct"]
+    # the experiments loop over members only: one row per partitioner and scheduler
+    cfg = {**CONFIG["placement"], "semantics": ["thesis"]}
+    cfg["seven"] = {**cfg["seven"], "synthetic": [3], "traces": [], "runs": 1, "scale": 0.01,
+                    "gantt_scheduler": "path-computation-time-first"}
+    runs, gantt = run_seven(cfg, "unused")
+    assert sorted(set(zip(runs.partitioner, runs.scheduler, strict=True))) == sorted(
+        (p, s) for p in PARTITIONERS for s in DEVICE_SCHEDULERS)
+    assert set(gantt.scheduler) == {"pct"} and set(gantt.partitioner) == set(PARTITIONERS)

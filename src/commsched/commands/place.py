@@ -2,11 +2,12 @@
 
 GRAPH and DEVICES are in the thesis' CSV formats (:mod:`commsched.io.thesis`).
 ``--partitioner`` and ``--scheduler`` name members of the registries
-(:data:`commsched.placement.PARTITIONERS`, :data:`commsched.placement.SCHEDULERS`) or
-``all``: every combination runs in one process (each partitioner once). Every placement is
-checked against the constraints and every schedule against the validator. ``--json``
-prints makespan, traffic and partitioning time (one object, or a list for several runs);
-``--chrome-trace FILE`` writes the schedule of a single run for ui.perfetto.dev.
+(:data:`commsched.placement.PARTITIONERS`, :data:`commsched.placement.DEVICE_SCHEDULERS`;
+the thesis' full names are aliases) or ``all``: every combination runs in one process (each
+partitioner once). Every placement is checked against the constraints and every schedule
+against the validator. ``--json`` prints makespan, traffic and partitioning time (one
+object, or a list for several runs); ``--chrome-trace FILE`` writes the schedule of a single
+run for ui.perfetto.dev.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from commsched.errors import CommschedError
 from commsched.io.chrome import write_chrome_trace
 from commsched.io.thesis import read_devices, read_graph
 from commsched.placement import (
+    DEVICE_SCHEDULERS,
     PARTITIONERS,
-    SCHEDULERS,
     SEMANTICS,
     Cluster,
     Options,
@@ -36,9 +37,9 @@ def register(sub: Any) -> None:
     p = sub.add_parser("place", help="partition and schedule a thesis graph on devices")
     p.add_argument("graph", type=input_file, help="graph CSV (thesis format, 6 or 9 columns)")
     p.add_argument("devices", type=input_file, help="device CSV (thesis format)")
-    p.add_argument("--partitioner", required=True, choices=[*PARTITIONERS, "all"],
+    p.add_argument("--partitioner", required=True, choices=[*PARTITIONERS.choices(), "all"],
                    help="partitioner (thesis Ch. 4) or all")
-    p.add_argument("--scheduler", required=True, choices=[*SCHEDULERS, "all"],
+    p.add_argument("--scheduler", required=True, choices=[*DEVICE_SCHEDULERS.choices(), "all"],
                    help="per-device scheduler (thesis Ch. 5) or all")
     p.add_argument("--semantics", choices=SEMANTICS, default="thesis",
                    help="the thesis text (default) or the published Java code's deviations")
@@ -55,7 +56,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     parts = list(PARTITIONERS) if args.partitioner == "all" else [args.partitioner]
-    scheds = list(SCHEDULERS) if args.scheduler == "all" else [args.scheduler]
+    scheds = list(DEVICE_SCHEDULERS) if args.scheduler == "all" else [args.scheduler]
     if args.chrome_trace and len(parts) * len(scheds) > 1:
         raise CommschedError("--chrome-trace needs one partitioner and one scheduler")
     problem = Problem.from_thesis(read_graph(args.graph))

@@ -5,7 +5,7 @@ Modules: :mod:`~commsched.placement.model` (problem, devices, union-find, constr
 traffic), :mod:`~commsched.placement.sendrecv` (Sec. 2.4), :mod:`~commsched.placement.heft`
 (HEFT core), :mod:`~commsched.placement.partitioners` (Ch. 4, registry
 :data:`PARTITIONERS`), :mod:`~commsched.placement.schedulers` (Ch. 5, registry
-:data:`SCHEDULERS`), :mod:`~commsched.placement.run` (one run, validated), and
+:data:`DEVICE_SCHEDULERS`), :mod:`~commsched.placement.run` (one run, validated), and
 :mod:`~commsched.placement.bruteforce` (optimal placement and order of tiny graphs). The
 simulator is :mod:`commsched.sim.devices`.
 
@@ -24,11 +24,11 @@ Split x PCT/MSR reproduce the Java output exactly on the published CNN graph
 from commsched.placement.model import SEMANTICS, Cluster, Options, PlacementError, Problem
 from commsched.placement.partitioners import PARTITIONERS
 from commsched.placement.run import RunResult, run, run_all
-from commsched.placement.schedulers import SCHEDULERS
+from commsched.placement.schedulers import DEVICE_SCHEDULERS
 
 __all__ = [
+    "DEVICE_SCHEDULERS",
     "PARTITIONERS",
-    "SCHEDULERS",
     "SEMANTICS",
     "Cluster",
     "Options",

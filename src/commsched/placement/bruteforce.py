@@ -38,7 +38,12 @@ __all__ = ["Optimum", "best_order_makespan", "optimum"]
 
 @dataclass
 class Optimum:
-    """The best makespan, a placement and a topological order reaching it."""
+    """The best makespan, a placement and a topological order reaching it.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.3 (the problem: minimise the makespan).
+    """
 
     makespan: float
     placement: np.ndarray
@@ -46,7 +51,26 @@ class Optimum:
 
 
 def best_order_makespan(eg: ExecGraph, bound: float = np.inf) -> tuple[float, list[int]]:
-    """The least makespan over all orders of ``eg`` below ``bound`` (else ``(inf, [])``)."""
+    """The least makespan over all orders of ``eg`` below ``bound`` (else ``(inf, [])``).
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        An executed graph.
+    bound : float
+        Orders that cannot beat it are cut.
+
+    Returns
+    -------
+    float
+        The least makespan (``inf`` when none is below ``bound``).
+    list of int
+        An order reaching it.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.1 (the scheduling problem).
+    """
     n = eg.n
     sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
     missing = [eg.pred_ptr[i + 1] - eg.pred_ptr[i] for i in range(n)]
@@ -92,7 +116,25 @@ def best_order_makespan(eg: ExecGraph, bound: float = np.inf) -> tuple[float, li
 
 
 def optimum(p: Problem, c: Cluster, send_ops: float = DEFAULT_SEND_OPS) -> Optimum:
-    """The optimal placement and order of ``p`` on ``c`` (exhaustive; tiny graphs only)."""
+    """The optimal placement and order of ``p`` on ``c`` (exhaustive; tiny graphs only).
+
+    Parameters
+    ----------
+    p : Problem
+        A tiny graph.
+    c : Cluster
+        Its devices.
+    send_ops : float
+        Operations of a send node.
+
+    Returns
+    -------
+    Optimum
+
+    References
+    ----------
+    Laich 2017, Secs. 2.3 and 4.1 (the problem and its constraints).
+    """
     if c.n ** p.n > 100_000:
         raise ValueError(f"{c.n}^{p.n} placements is too many for brute force")
     best: Optimum | None = None

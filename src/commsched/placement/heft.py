@@ -43,7 +43,12 @@ __all__ = ["HeftResult", "heft_core", "topcuoglu_example", "upward_ranks"]
 
 @dataclass
 class HeftResult:
-    """Device, start and finish of every node; the upward ranks; the makespan."""
+    """Device, start and finish of every node; the upward ranks; the makespan.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.3 (HEFT's two phases).
+    """
 
     device: np.ndarray
     start: np.ndarray
@@ -55,7 +60,30 @@ class HeftResult:
 def upward_ranks(w_mean: np.ndarray, succ: Sequence[Sequence[int]],
                  data: Callable[[int, int], float], mean_rate: float,
                  topo: Sequence[int]) -> np.ndarray:
-    """Eq. 4.1: ``rank(i) = w_mean(i) + max_j (data(i, j) / mean_rate + rank(j))``."""
+    """Eq. 4.1: ``rank(i) = w_mean(i) + max_j (data(i, j) / mean_rate + rank(j))``.
+
+    Parameters
+    ----------
+    w_mean : numpy.ndarray
+        Average execution time of each node.
+    succ : sequence of sequence of int
+        Successor lists.
+    data : callable
+        ``data(i, j)``, the amount moved on edge (i, j).
+    mean_rate : float
+        The mean transfer rate.
+    topo : sequence of int
+        A topological order.
+
+    Returns
+    -------
+    numpy.ndarray
+        The upward rank of every node.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.3.1, Eqs. 4.1-4.2; Topcuoglu et al. 2002.
+    """
     rank = np.zeros(len(w_mean))
     for v in reversed(topo):
         best = 0.0
@@ -105,6 +133,15 @@ def heft_core(
         The rank's communication cost is ``data * comm_factor``; default ``1 / mean rate``
         over distinct device pairs (the thesis). SAGA, for instance, averages
         ``1 / rate`` over all pairs including a device with itself (cost 0).
+
+    Returns
+    -------
+    HeftResult
+        Device, start and finish of every node, the upward ranks and the makespan.
+
+    References
+    ----------
+    Topcuoglu, Hariri, Wu 2002 (HEFT); Laich 2017, Sec. 4.3, Eqs. 4.1-4.2.
     """
     n, ndev = w.shape
     topo = topological_order(succ)
@@ -211,7 +248,16 @@ class _Slots:
 def topcuoglu_example() -> tuple[np.ndarray, dict[tuple[int, int], float]]:
     """The 10-task, 3-processor example of Topcuoglu et al. 2002 (Fig. 2), 0-based.
 
-    Returns the execution-time matrix and the communication cost of every edge.
+    Returns
+    -------
+    numpy.ndarray
+        ``w[i, d]``, the execution time of task i on processor d.
+    dict of (int, int) to float
+        The communication cost of every edge.
+
+    References
+    ----------
+    Topcuoglu, Hariri, Wu 2002, Fig. 2; the HEFT of Laich 2017, Sec. 4.3.
     """
     w = np.array([[14, 16, 9], [13, 19, 18], [11, 13, 19], [13, 8, 17], [12, 13, 10],
                   [13, 16, 9], [7, 15, 11], [5, 11, 14], [18, 12, 20], [21, 7, 16]],

@@ -79,9 +79,23 @@ Semantics = Literal["thesis", "published-code"]
 class Options:
     """Options every partitioner and scheduler takes.
 
-    ``semantics``: ``thesis`` (the text) or ``published-code`` (the Java simulator's
-    deviations); ``seed``: every random choice (the published code's hash-set orders and
-    random tie-breaks); ``send_ops``: operations of a send node (Sec. 2.5).
+    Parameters
+    ----------
+    semantics : {"thesis", "published-code"}
+        The text, or the published Java simulator's deviations.
+    seed : int
+        Every random choice (the published code's hash-set orders and random tie-breaks).
+    send_ops : float
+        Operations of a send node.
+
+    Raises
+    ------
+    CommschedError
+        For an unknown semantics.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.5 (send operations), Ch. 3 (the published framework).
     """
 
     semantics: Semantics = "thesis"
@@ -139,7 +153,16 @@ class UnionFind:
 
 @dataclass
 class Problem:
-    """A thesis graph as arrays; build it with :meth:`from_thesis` or :meth:`build`."""
+    """A thesis graph as arrays; build it with :meth:`from_thesis` or :meth:`build`.
+
+    ``ops``, ``size``, ``ram`` and ``constraint`` are the node weights of Sec. 2.2; the
+    assignment units (``unit*``) are the colocation groups and lone nodes of Sec. 4.1;
+    ``size_est`` is a node's memory demand (RAM, output and inputs).
+
+    References
+    ----------
+    Laich 2017, Secs. 2.2 and 4.1.
+    """
 
     ids: list[int]
     ops: np.ndarray
@@ -277,8 +300,21 @@ class Problem:
 
 @dataclass
 class Cluster:
-    """Devices as arrays: ``speed``, ``memory``, ``type`` (index into :data:`TYPES`) and
-    the transfer ``rate`` matrix (``inf`` on the diagonal)."""
+    """Devices as arrays.
+
+    Parameters
+    ----------
+    speed, memory : numpy.ndarray
+        Operations per time unit and memory of every device.
+    type : numpy.ndarray
+        Index into :data:`TYPES` of every device.
+    rate : numpy.ndarray
+        Transfer rate between every pair (``inf`` on the diagonal).
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (devices), Sec. 6.2 (generated devices).
+    """
 
     speed: np.ndarray
     memory: np.ndarray
@@ -315,6 +351,20 @@ def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
     """Kahn's order of the nodes ``0..len(succ)-1`` (sources by id, then in the order they
     become free); shorter than ``len(succ)`` when the graph has a cycle.
 
+    Parameters
+    ----------
+    succ : sequence of sequence of int
+        Successor lists.
+
+    Returns
+    -------
+    list of int
+        The nodes in topological order.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (the graph is a DAG).
+
     >>> topological_order([[2], [2], []])
     [0, 1, 2]
     """
@@ -340,6 +390,22 @@ def identity_hashes(n: int, seed: int) -> list[float]:
     set (successors, colocation groups) iterates in an order fixed by the objects' identity
     hashes, which differ from run to run. Ordering by these keys gives such an order; the
     keys of the graph's nodes are the first ``n`` of a longer list with the same seed.
+
+    Parameters
+    ----------
+    n : int
+        How many keys.
+    seed : int
+        The run's seed.
+
+    Returns
+    -------
+    list of float
+        One sort key per object.
+
+    References
+    ----------
+    Laich 2017, Ch. 3 (the evaluation framework, published as Java code).
     """
     rng = random.Random(seed)
     return [rng.random() for _ in range(n)]
@@ -354,6 +420,20 @@ def java_hash_order(ids: Sequence[int]) -> list[int]:
     1)`` with ``h`` the id; a bucket keeps insertion order, here the order of ``ids``
     (buckets of 8 or more keys, which Java turns into trees, do not occur for graphs whose
     ids are ``0..n-1``: there the order is ascending).
+
+    Parameters
+    ----------
+    ids : sequence of int
+        Non-negative integer keys in insertion order.
+
+    Returns
+    -------
+    list of int
+        Positions into ``ids`` in iteration order.
+
+    References
+    ----------
+    Laich 2017, Sec. 3.1.1 (the graph reader of the published framework).
 
     >>> java_hash_order([40, 3, 17, 1])
     [2, 3, 1, 0]
@@ -378,6 +458,27 @@ def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, i
     memory ``floor(memory_scale / speed)``, so faster devices have less memory. The inverse
     relation and the scale 1e9 are read off the device files published with the thesis'
     simulator (their memory times speed is 1e9, or 1e10 for the 7-device file).
+
+    Parameters
+    ----------
+    n : int
+        Number of devices.
+    seed : int
+        Seed of every draw.
+    cpu_prob : float
+        Probability of a CPU.
+    speed, rate : tuple of int
+        Inclusive ranges of speeds and pairwise transfer rates.
+    memory_scale : float
+        Memory is ``floor(memory_scale / speed)``.
+
+    Returns
+    -------
+    Cluster
+
+    References
+    ----------
+    Laich 2017, Sec. 6.2.
     """
     if n < 1:
         raise ValueError(f"need n >= 1 devices, got {n}")
@@ -394,7 +495,24 @@ def random_devices(n: int, seed: int, cpu_prob: float = 0.6, speed: tuple[int, i
 
 
 def traffic(p: Problem, placement: np.ndarray) -> float:
-    """Eq. 2.2, one transfer per (producer, destination device) (Sec. 2.4)."""
+    """Eq. 2.2, one transfer per (producer, destination device) (Sec. 2.4).
+
+    Parameters
+    ----------
+    p : Problem
+        The graph.
+    placement : numpy.ndarray
+        The device of every node.
+
+    Returns
+    -------
+    float
+        The bytes moved between devices.
+
+    References
+    ----------
+    Laich 2017, Eq. 2.2, Sec. 2.4.
+    """
     total = 0.0
     for v in range(p.n):
         dv = placement[v]
@@ -404,7 +522,23 @@ def traffic(p: Problem, placement: np.ndarray) -> float:
 
 
 def describe_unit(p: Problem, u: int) -> str:
-    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``."""
+    """``node X`` or ``colocation group of nodes X, Y, ... (k nodes)``.
+
+    Parameters
+    ----------
+    p : Problem
+        The graph.
+    u : int
+        An assignment unit.
+
+    Returns
+    -------
+    str
+
+    References
+    ----------
+    Laich 2017, Sec. 4.1 (assignment units).
+    """
     m = p.unit_members[u]
     if len(m) == 1:
         return f"node {p.ids[m[0]]}"
@@ -417,6 +551,22 @@ def check_fits(p: Problem, c: Cluster, strict: bool = True) -> None:
     device could hold even if it were empty: no device of the type the unit needs, or a
     memory demand (summed ``size_est``) of at least (``strict=False``: more than) the
     largest memory among the devices of that type.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The graph whose units must each fit some device, and the devices.
+    strict : bool
+        Memory must stay below the capacity (the thesis) or may reach it (published code).
+
+    Raises
+    ------
+    PlacementError
+        Naming the unit and what it lacks.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.1.
 
     >>> import numpy as np
     >>> p = Problem.build(ops=[1, 1], size=[5, 5], edges=[(0, 1)], colocation=[(0, 1)])
@@ -449,6 +599,24 @@ def check_placement(p: Problem, c: Cluster, placement: np.ndarray, strict: bool 
     1. colocated nodes share a device; 2. every node's device has the type it needs;
     3. on every device the summed ``size_est`` stays below the memory (strictly; with
     ``strict=False`` it may reach it, as the published Java code allows).
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The placed graph and its devices.
+    placement : numpy.ndarray
+        The device of every node.
+    strict : bool
+        As in :func:`check_fits`.
+
+    Raises
+    ------
+    PlacementError
+        Naming the first broken constraint.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.1.
     """
     if len(placement) != p.n:
         raise PlacementError(f"placement has {len(placement)} nodes, the graph {p.n}")

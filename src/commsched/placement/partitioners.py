@@ -66,6 +66,7 @@ from commsched.placement.model import (
     identity_hashes,
     java_hash_order,
 )
+from commsched.registry import Registry
 
 __all__ = [
     "PARTITIONERS",
@@ -149,7 +150,30 @@ def _probe(st: _State, u: int, order: Sequence[int], first: int) -> int:
 
 def hashing(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.2: the k-th unit (groups first) goes to device ``k mod |D|`` or the next
-    feasible id."""
+    feasible id.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph whose units are hashed onto the devices).
+    opts : Options
+        ``semantics`` (``published-code``: the units in hash order).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; device ids probed from
+        ``k mod |D|`` on.
+
+    Raises
+    ------
+    PlacementError
+        If the probe wraps around without a feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.2 (Hashing); the constraints of Sec. 4.1.
+    """
     st = _State(p, c, opts)
     ids = list(range(c.n))
     for k, u in enumerate(_unit_order(p, opts)):
@@ -161,6 +185,27 @@ def heft(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.3: HEFT on feasible devices; ranks Eq. 4.1 with ``ops / mean speed`` (Eq. 4.2)
     and ``size / mean rate``; a colocation group is fixed by its first member in rank order.
     Published code: :func:`_heft_published`.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph ranked by Eqs. 4.1-4.2 on the devices).
+    opts : Options
+        ``semantics`` (``published-code``: the Java HEFT, :func:`_heft_published`).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; HEFT's device of every node.
+
+    Raises
+    ------
+    PlacementError
+        If no feasible device can take a node's unit.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.3 (HEFT); Topcuoglu et al. 2002; the constraints of Sec. 4.1.
     """
     if opts.semantics == "published-code":
         return _heft_published(p, c, opts)
@@ -303,6 +348,28 @@ def batch_split(p: Problem, c: Cluster, opts: Options) -> Placement:
     position i starts at device id ``int(i / (n / |D|))`` (single-precision floats, as the
     Java code computes it; the list sorted by speed is built but never used), then the
     next feasible device id.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph cut into |D| ranges for the devices).
+    opts : Options
+        ``semantics`` (``published-code``: hash-map order, ranges by device id).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; range k on the k-th
+        fastest device or the next feasible one.
+
+    Raises
+    ------
+    PlacementError
+        If a unit fits on none of the devices in that order.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.4 (Batch Split, Eqs. 4.3-4.4); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     src, sink = p.ops_ranks()
@@ -361,6 +428,28 @@ def cp(p: Problem, c: Cluster, opts: Options) -> Placement:
     Our choice for the text's "critical path based on upward ranks": the longest path by
     operations, as ICP extracts its first path (Eq. 4.3); the sink it ends in has the
     largest source rank plus own operations.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph whose critical path goes to the fastest of the devices).
+    opts : Options
+        ``semantics`` and ``seed`` (``published-code``: seeded unit order).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; the critical path fast,
+        every other unit by least ``exec_min``.
+
+    Raises
+    ------
+    PlacementError
+        If a unit has no feasible device left.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.6 (Critical Path, Eq. 4.5); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     src, _ = p.ops_ranks()
@@ -391,6 +480,28 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     units together on the feasible device with the least ``exec_min`` (Eq. 4.5); a subpath
     that fits nowhere is split into halves (our choice), a single unit that fits nowhere is
     an error. Source ranks are updated incrementally (only downstream of removed edges).
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph split into critical paths for the devices).
+    opts : Options
+        ``semantics`` and ``seed`` (``published-code``: seeded hash-set orders).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; each path's units on one
+        device where they fit.
+
+    Raises
+    ------
+    PlacementError
+        If a single unit of a split path fits nowhere.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.5 (Iterated Critical Path); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     n = p.n
@@ -614,6 +725,28 @@ def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
     Our readings: the traffic of a unit's successors on a device counts once per device
     (Eq. 4.9's intent: one send/receive pair per device); ``ê`` and ``t̂`` are the maxima
     over the feasible devices; the memory factor is the current used portion (Eq. 4.14).
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph placed unit by unit by Eq. 4.6 on the devices).
+    opts : Options
+        ``semantics`` (``published-code``: the Java traffic term, zero factors as 1e-6).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; the device minimising Eq.
+        4.6 for every unit.
+
+    Raises
+    ------
+    PlacementError
+        If Eq. 4.6 has no feasible device for a unit.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.7 (MITE, Eq. 4.6); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
@@ -625,7 +758,30 @@ def mite(p: Problem, c: Cluster, opts: Options) -> Placement:
 def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     """Sec. 4.8: depth-first search from the sources in decreasing operations rank
     (successors in id order); each unplaced unit goes to the feasible device minimising
-    MITE's traffic x execution time."""
+    MITE's traffic x execution time.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The problem (the graph walked depth-first from its sources over the devices).
+    opts : Options
+        ``semantics`` (``published-code``: successors in hash order).
+
+    Returns
+    -------
+    Placement
+        The device of every node and the assignment order; the device minimising
+        traffic x execution time for every unit.
+
+    Raises
+    ------
+    PlacementError
+        If a unit reached by the walk has no feasible device.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.8 (Depth First Search); the constraints of Sec. 4.1.
+    """
     st = _State(p, c, opts)
     h = _Heuristic(p, c, st, opts)
     sources = [v for v in range(p.n) if not p.pred[v]]
@@ -650,13 +806,13 @@ def dfs(p: Problem, c: Cluster, opts: Options) -> Placement:
     return st.result()
 
 
-#: The partitioner registry (thesis Ch. 4), in the thesis' order.
-PARTITIONERS: dict[str, Partitioner] = {
-    "hashing": hashing,
-    "heft": heft,
-    "batch_split": batch_split,
-    "icp": icp,
-    "cp": cp,
-    "mite": mite,
-    "dfs": dfs,
-}
+#: The partitioner registry (thesis Ch. 4), in the thesis' order; the aliases are the
+#: thesis' full names of Secs. 4.3, 4.5, 4.6 and 4.8.
+PARTITIONERS: Registry[Partitioner] = Registry("partitioner")
+PARTITIONERS.add("hashing", hashing)
+PARTITIONERS.add("heft", heft, aliases=("heterogeneous-earliest-finish-time",))
+PARTITIONERS.add("batch_split", batch_split)
+PARTITIONERS.add("icp", icp, aliases=("iterated-critical-path",))
+PARTITIONERS.add("cp", cp, aliases=("critical-path",))
+PARTITIONERS.add("mite", mite)
+PARTITIONERS.add("dfs", dfs, aliases=("depth-first-search",))

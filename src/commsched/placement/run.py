@@ -37,7 +37,7 @@ from commsched.placement.model import (
     traffic,
 )
 from commsched.placement.partitioners import PARTITIONERS
-from commsched.placement.schedulers import SCHEDULERS, published_chooser
+from commsched.placement.schedulers import DEVICE_SCHEDULERS, published_chooser
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     DeviceSchedule,
@@ -52,7 +52,25 @@ __all__ = ["RunResult", "partition", "run", "run_all", "schedule"]
 
 @dataclass
 class RunResult:
-    """The outcome of one partitioner x scheduler run."""
+    """The outcome of one partitioner x scheduler run.
+
+    Attributes
+    ----------
+    partitioner, scheduler : str
+        The registries' names.
+    makespan : float
+        The simulated execution time (Sec. 2.5).
+    traffic : float
+        Bytes on cross-device edges (Eq. 2.2).
+    partition_s, schedule_s : float
+        Wall times of partitioning and of insertion plus simulation (seconds).
+    placement : numpy.ndarray
+        The device of every node.
+    exec_graph : ExecGraph
+        The executed graph with send and receive nodes (Sec. 2.4).
+    schedule : DeviceSchedule
+        The validated schedule.
+    """
 
     partitioner: str
     scheduler: str
@@ -65,22 +83,50 @@ class RunResult:
     schedule: DeviceSchedule = field(repr=False)
 
     def summary(self) -> dict[str, float | str]:
-        """The numbers ``commsched place --json`` prints."""
+        """The numbers ``commsched place --json`` prints.
+
+        Returns
+        -------
+        dict
+            Names, makespan, traffic and the two wall times.
+        """
         return {"partitioner": self.partitioner, "scheduler": self.scheduler,
                 "makespan": self.makespan, "traffic": self.traffic,
                 "partition_s": self.partition_s, "schedule_s": self.schedule_s}
 
 
-def _lookup(registry: dict[str, object], name: str, what: str) -> None:
-    if name not in registry:
-        raise CommschedError(f"unknown {what} {name!r} (known: {', '.join(registry)})")
-
-
 def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[Placement, float]:
-    """Run partitioner ``name``; the validated placement and its wall time (s)."""
-    _lookup(PARTITIONERS, name, "partitioner")  # type: ignore[arg-type]
+    """Run partitioner ``name`` and validate its placement.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The graph to partition and the devices.
+    name : str
+        A member of :data:`~commsched.placement.partitioners.PARTITIONERS` or an alias.
+    opts : Options
+        Semantics, seed and send operations.
+
+    Returns
+    -------
+    Placement
+        The placement (devices and the published code's source order).
+    float
+        The partitioner's wall time in seconds (Figs. 7.3, 7.6 report it).
+
+    Raises
+    ------
+    CommschedError
+        For an unknown name, or (:class:`~commsched.placement.model.PlacementError`) a
+        placement that breaks Sec. 4.1's constraints.
+
+    References
+    ----------
+    Laich 2017, Ch. 4 (the partitioners) and Sec. 4.1 (the constraints).
+    """
+    part = PARTITIONERS[name]
     t0 = time.perf_counter()
-    placement = PARTITIONERS[name](p, c, opts)
+    placement = part(p, c, opts)
     dt = time.perf_counter() - t0
     check_placement(p, c, placement.device, strict=opts.semantics == "thesis")
     return placement, dt
@@ -94,8 +140,41 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     Under ``published-code`` the published simulator's loop runs
     (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
     from ``opts.seed``); it has no link contention.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The graph that ``placement`` places, and the devices.
+    placement : Placement
+        A placement of ``p`` on ``c`` (:func:`partition`).
+    name : str
+        A member of :data:`~commsched.placement.schedulers.DEVICE_SCHEDULERS` or an alias.
+    opts : Options
+        Semantics, seed and send operations.
+    link_contention : bool
+        Serialise transfers per device pair (our extension; thesis semantics only).
+    record_memory : bool
+        Record each device's memory over time in the schedule.
+
+    Returns
+    -------
+    ExecGraph
+        The executed graph (Sec. 2.4).
+    DeviceSchedule
+        The validated schedule.
+    float
+        The wall time of insertion and simulation in seconds.
+
+    Raises
+    ------
+    CommschedError
+        For an unknown name, or link contention under ``published-code``.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.4 (send and receive nodes), Sec. 2.5 (execution time), Ch. 5.
     """
-    _lookup(SCHEDULERS, name, "scheduler")  # type: ignore[arg-type]
+    make = DEVICE_SCHEDULERS[name]
     published = opts.semantics == "published-code"
     if published and link_contention:
         raise CommschedError("link contention is an extension of the thesis semantics; "
@@ -107,7 +186,7 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
                                   identity_hashes(eg.n, opts.seed),
                                   source_order=placement.order, record_memory=record_memory)
     else:
-        s = simulate_devices(eg, SCHEDULERS[name](eg, c, opts),
+        s = simulate_devices(eg, make(eg, c, opts),
                              link_contention=link_contention, record_memory=record_memory)
     dt = time.perf_counter() - t0
     check_device_schedule(eg, s)
@@ -116,15 +195,68 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
 
 def run(p: Problem, c: Cluster, partitioner: str, scheduler: str,
         opts: Options | None = None, link_contention: bool = False) -> RunResult:
-    """One run of ``partitioner`` and ``scheduler``."""
+    """One run of ``partitioner`` and ``scheduler``.
+
+    Parameters
+    ----------
+    p, c, opts, link_contention
+        As in :func:`run_all`.
+    partitioner : str
+        A partitioner's name or alias.
+    scheduler : str
+        A per-device scheduler's name or alias.
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    CommschedError
+        As :func:`run_all`.
+    """
     return run_all(p, c, [partitioner], [scheduler], opts, link_contention)[0]
 
 
 def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Sequence[str],
             opts: Options | None = None, link_contention: bool = False,
             record_memory: bool = False) -> list[RunResult]:
-    """Every combination; each partitioner runs once, its placement is reused."""
+    """Every combination; each partitioner runs once, its placement is reused.
+
+    Parameters
+    ----------
+    p, c : Problem, Cluster
+        The graph and the devices every combination runs on.
+    partitioners : sequence of str
+        Partitioners' names or aliases (results carry the registry's names).
+    schedulers : sequence of str
+        Per-device schedulers' names or aliases.
+    opts : Options, optional
+        Semantics, seed and send operations (default ``Options()``: the thesis).
+    link_contention : bool
+        Serialise transfers per device pair (our extension).
+    record_memory : bool
+        Record each device's memory over time.
+
+    Returns
+    -------
+    list of RunResult
+        Partitioner-major, in the given orders.
+
+    Raises
+    ------
+    CommschedError
+        An unknown name; a unit that fits no device
+        (:class:`~commsched.placement.model.PlacementError`); link contention under
+        ``published-code``.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.1 (traffic does not depend on the scheduler), Ch. 7.
+    """
     opts = opts or Options()
+    partitioners = [PARTITIONERS.canonical(n) for n in partitioners]
+    schedulers = [DEVICE_SCHEDULERS.canonical(n) for n in schedulers]
     check_fits(p, c, strict=opts.semantics == "thesis")
     out: list[RunResult] = []
     for pn in partitioners:

@@ -2,10 +2,10 @@
 
 A scheduler turns an executed graph (:class:`~commsched.sim.devices.ExecGraph`) into one
 ready queue per device; the simulator (:func:`~commsched.sim.devices.simulate_devices`)
-asks a device's queue which executable node to run next. :data:`SCHEDULERS` is the
-registry (name -> callable with the signature of :data:`Scheduler`): the command line, the
-config schema and the contract test read it, so a new scheduler is one function and one
-registry line.
+asks a device's queue which executable node to run next. :data:`DEVICE_SCHEDULERS` is the
+registry (name -> callable with the signature of :data:`Scheduler`; the thesis' full names,
+e.g. ``path-computation-time-first``, are aliases): the command line, the config schema and
+the contract test read it, so a new scheduler is one function and one registry line.
 
 * ``fifo`` (Sec. 5.2): in the order the nodes became executable.
 * ``pct`` (Sec. 5.3, Eq. 5.1): largest upward path computation time first, computed on the
@@ -37,6 +37,7 @@ import heapq
 from collections.abc import Callable
 
 from commsched.placement.model import Cluster, Options
+from commsched.registry import Registry
 from commsched.sim.devices import (
     COMPUTE,
     RECV,
@@ -49,7 +50,8 @@ from commsched.sim.devices import (
     SimState,
 )
 
-__all__ = ["SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values", "published_chooser"]
+__all__ = ["DEVICE_SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values",
+           "published_chooser"]
 
 
 #: A scheduler: executed graph, devices, options -> one ready queue per device.
@@ -74,6 +76,24 @@ def _topo(eg: ExecGraph) -> list[int]:
 
 def pct_values(eg: ExecGraph, c: Cluster, opts: Options) -> list[float]:
     """Eq. 5.1 for every node of the executed graph.
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph.
+    c : Cluster
+        The devices (a node's time is its operations over its device's speed).
+    opts : Options
+        Under ``published-code`` receive nodes are charged ``send_ops`` operations.
+
+    Returns
+    -------
+    list of float
+        The upward path computation time of every node of ``eg``.
+
+    References
+    ----------
+    Laich 2017, Sec. 5.3, Eq. 5.1.
 
     >>> import numpy as np
     >>> eg = ExecGraph.build(1, [0, 0], [2.0, 3.0], [0, 0], [0, 1], [1.0, 1.0],
@@ -117,12 +137,46 @@ class _HeapQueue:
 
 
 def fifo(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """FIFO (Sec. 5.2): one queue per device in the order nodes became executable."""
+    """FIFO (Sec. 5.2): one queue per device in the order nodes became executable.
+
+    Parameters
+    ----------
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (unused by FIFO).
+    opts : Options
+        Unused.
+
+    Returns
+    -------
+    list of ReadyQueue
+        One queue per device (queues in the order the nodes became executable).
+
+    References
+    ----------
+    Laich 2017, Sec. 5.2 (FIFO).
+    """
     return [FifoQueue() for _ in range(eg.n_devices)]
 
 
 def pct(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first."""
+    """PCT (Sec. 5.3): the executable node with the largest Eq. 5.1 value first.
+
+    Parameters
+    ----------
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (node times for Eq. 5.1).
+    opts : Options
+        The run's options, passed to :func:`pct_values`.
+
+    Returns
+    -------
+    list of ReadyQueue
+        One queue per device (largest Eq. 5.1 value first).
+
+    References
+    ----------
+    Laich 2017, Sec. 5.3 (PCT, Eq. 5.1).
+    """
     val = pct_values(eg, c, opts)
     key = [(-val[i], float(i)) for i in range(eg.n)]
     return [_HeapQueue(key) for _ in range(eg.n_devices)]
@@ -247,22 +301,59 @@ class _MsrQueue:
 
 
 def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
-    """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT."""
+    """MSR (Sec. 5.4): the largest successor rank (Eq. 5.2) first, ties by PCT.
+
+    Parameters
+    ----------
+    eg, c : ExecGraph, Cluster
+        The executed graph (Sec. 2.4) and the devices (node times for the PCT tie-break).
+    opts : Options
+        The run's options, passed to :func:`pct_values` (MSR's tie-breaker).
+
+    Returns
+    -------
+    list of ReadyQueue
+        One queue per device (largest Eq. 5.2 rank first, then PCT).
+
+    References
+    ----------
+    Laich 2017, Sec. 5.4 (MSR, Eq. 5.2).
+    """
     r = _MsrRanks(eg, _rank_targets(eg), pct_values(eg, c, opts))
     return [_MsrQueue(d, r) for d in range(eg.n_devices)]
 
 
 def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:
-    """The published Java code's scheduler ``name`` (``fifo``, ``pct``, ``msr``) as a
+    """The published Java code's scheduler ``name`` as a
     :data:`~commsched.sim.devices.Chooser` (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        A member of :data:`DEVICE_SCHEDULERS` (``fifo``, ``pct``, ``msr``) or an alias.
+    eg : ExecGraph
+        The executed graph (send and receive nodes inserted, Sec. 2.4).
+    c : Cluster
+        The devices.
+    opts : Options
+        ``send_ops`` is charged to receive nodes in the PCT values, as the Java code does.
+
+    Returns
+    -------
+    Chooser
+        The index in a device's ready list of the node to run next.
 
     Raises
     ------
-    KeyError
-        For a name that is not in :data:`SCHEDULERS`.
+    CommschedError
+        For a name that is not in :data:`DEVICE_SCHEDULERS`.
+
+    References
+    ----------
+    Laich 2017, Secs. 5.2-5.4 (FIFO, PCT Eq. 5.1, MSR Eq. 5.2), as the published code reads
+    them.
     """
-    if name not in SCHEDULERS:
-        raise KeyError(name)
+    name = DEVICE_SCHEDULERS.canonical(name)
     if name == "fifo":
         return lambda d, ready, st: 0
     val = pct_values(eg, c, opts)
@@ -296,5 +387,9 @@ def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Ch
     return choose_msr
 
 
-#: The scheduler registry (thesis Ch. 5).
-SCHEDULERS: dict[str, Scheduler] = {"fifo": fifo, "pct": pct, "msr": msr}
+#: The per-device scheduler registry (thesis Ch. 5); the aliases are the thesis' full names
+#: (Secs. 5.2-5.4).
+DEVICE_SCHEDULERS: Registry[Scheduler] = Registry("device scheduler")
+DEVICE_SCHEDULERS.add("fifo", fifo, aliases=("first-in-first-out",))
+DEVICE_SCHEDULERS.add("pct", pct, aliases=("path-computation-time-first",))
+DEVICE_SCHEDULERS.add("msr", msr, aliases=("maximum-successor-rank-first",))

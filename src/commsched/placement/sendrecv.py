@@ -28,7 +28,29 @@ DEFAULT_SEND_OPS = 10.0
 
 def insert_send_recv(p: Problem, c: Cluster, placement: np.ndarray,
                      send_ops: float = DEFAULT_SEND_OPS) -> ExecGraph:
-    """The executed graph of ``p`` placed by ``placement`` (node -> device)."""
+    """The executed graph of ``p`` placed by ``placement`` (node -> device).
+
+    Parameters
+    ----------
+    p : Problem
+        The graph.
+    c : Cluster
+        The devices (speeds and transfer rates).
+    placement : numpy.ndarray
+        The device of every node.
+    send_ops : float
+        Operations of a send node (Sec. 2.5).
+
+    Returns
+    -------
+    ExecGraph
+        The graph with one send node per (producer, destination device) and a receive node
+        on that device.
+
+    References
+    ----------
+    Laich 2017, Secs. 2.4-2.5.
+    """
     n = p.n
     dev = [int(x) for x in placement]
     speed = c.speed
@@ -63,7 +85,24 @@ def insert_send_recv(p: Problem, c: Cluster, placement: np.ndarray,
 
 def exec_names(p: Problem, eg: ExecGraph) -> list[str]:
     """Readable names of the executed graph's nodes: the original id, ``send <id>-><d>``
-    and ``recv <id>@<d>``."""
+    and ``recv <id>@<d>``.
+
+    Parameters
+    ----------
+    p : Problem
+        The original graph.
+    eg : ExecGraph
+        Its executed graph (:func:`insert_send_recv`).
+
+    Returns
+    -------
+    list of str
+        One name per node of ``eg``.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.4.
+    """
     names = [str(x) for x in p.ids]
     for i in range(p.n, eg.n):
         src = p.ids[eg.origin[i]]

@@ -32,6 +32,21 @@ __all__ = ["log_range", "problem_from_trace"]
 def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[int]:
     """Map positive values onto integers ``lo..hi`` on a log scale (non-positive: ``lo``).
 
+    Parameters
+    ----------
+    values : list of float
+        Traced times or sizes.
+    lo, hi : float
+        The integer range.
+
+    Returns
+    -------
+    list of int
+
+    References
+    ----------
+    Laich 2017, Sec. 6.2 (weights are integers 1-100).
+
     >>> log_range([0.0, 1e-6, 1e-3, 1.0])
     [1, 1, 50, 100]
     """

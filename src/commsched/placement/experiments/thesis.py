@@ -34,8 +34,6 @@ Our setup (where the thesis is silent or we differ):
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -45,19 +43,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.errors import CommschedError
 from commsched.io.thesis import read_graph
 from commsched.model.traced import load_trace
-from commsched.placement import PARTITIONERS, SCHEDULERS, Options, Problem
+from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS, Options, Problem
 from commsched.placement.model import Cluster, random_devices
 from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
-from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
 from commsched.trace.synthetic import level_dag
 
 __all__ = [
     "EXPERIMENTS",
+    "FIGURE_KINDS",
+    "METRICS_TABLES",
     "TABLE71",
     "FigureConfig",
     "headline_metrics",
@@ -159,7 +159,7 @@ def run_synthetic(cfg: Mapping[str, Any]) -> pd.DataFrame:
     s = _settings(cfg, "synthetic")
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["graphs"]}
-    return _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "synthetic")[0]
+    return _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "synthetic")[0]
 
 
 def _trace_problems(names: Sequence[str], trace_dir: str) -> dict[str, Problem]:
@@ -181,7 +181,7 @@ def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
                   "not redistributable)", file=sys.stderr, flush=True)
             continue
         problems[f"{Path(csv).stem} (thesis csv)"] = Problem.from_thesis(read_graph(csv))
-    return _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "tensorflow")[0]
+    return _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "tensorflow")[0]
 
 
 def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -191,12 +191,13 @@ def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["synthetic"]}
     problems.update(_trace_problems(s["traces"], trace_dir))
-    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(SCHEDULERS), "seven")
+    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "seven")
+    gantt_scheduler = DEVICE_SCHEDULERS.canonical(s["gantt_scheduler"])
     rows = []
     kinds = ("compute", "send", "recv")
     for key, x in keep.items():
         graph, part, sched = key.split("|")
-        if sched != s["gantt_scheduler"]:
+        if sched != gantt_scheduler:
             continue
         eg, sc = x.exec_graph, x.schedule
         for d, t, ready, node in sc.decisions:
@@ -355,47 +356,96 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     return m
 
 
+#: Figures the notebooks draw (``kind`` of :class:`FigureConfig`).
+FIGURE_KINDS = ("makespan", "traffic", "partition_time", "gantt", "executable")
+
+
 @dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of the ``notebooks/placement_*.ipynb`` notebooks, checked first."""
+class FigureConfig(driver.KindFigureConfig):
+    """Parameters of the ``notebooks/placement_*.ipynb`` notebooks, checked first.
+
+    Parameters
+    ----------
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    table : str
+        The run table (bars) or the Gantt table (seven).
+    kind : str
+        One of :data:`FIGURE_KINDS`: the bars of Figs. 7.1-7.8 or Figs. 7.9, 7.10.
+    semantics : str
+        Which semantics' rows the bars show (``thesis`` by default).
+
+    Raises
+    ------
+    CommschedError
+        If the table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
+
+    References
+    ----------
+    Laich 2017, Ch. 7 (Figs. 7.1-7.10).
+    """
 
     table: str
-    figure: str
     kind: str
     semantics: str = "thesis"
+    KINDS = FIGURE_KINDS
+    WHAT = "placement"
+    HINT = "run `snakemake placement`"
 
-    def __post_init__(self) -> None:
-        check_figure_inputs("placement", {"table": self.table}, self.figure,
-                            "run `snakemake placement`")
-        kinds = ("makespan", "traffic", "partition_time", "gantt", "executable")
-        if self.kind not in kinds:
-            raise CommschedError(f"placement figure: kind {self.kind!r} is not one of "
-                                 f"{', '.join(kinds)}")
+    def tables(self) -> dict[str, str]:
+        """The input table.
+
+        Returns
+        -------
+        dict of str to str
+            ``{"table": path}`` (``semantics`` names rows, not a file).
+        """
+        return {"table": self.table}
+
+
+#: The tables ``metrics`` reads (``--tables NAME=CSV``), in :func:`headline_metrics`' order.
+METRICS_TABLES = ("synthetic", "tensorflow", "seven", "gantt", "table71")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.placement.experiments.thesis",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    """Run one experiment, or compute the headline metrics (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``EXPERIMENT --config-json J [--trace-dir D] --table T.csv [--gantt G.csv]`` or
+        ``metrics --tables NAME=CSV ... --metrics M.csv``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (a config the schema rejects, a missing option or
+        table, a unit that fits no device).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
     p.add_argument("--config-json", help="the placement config section as JSON")
     p.add_argument("--trace-dir", default="data/traces", help="where the traces are")
     p.add_argument("--table", help="table to write (seven: the run table)")
     p.add_argument("--gantt", help="seven: the Gantt table to write")
-    p.add_argument("--tables", nargs="*", default=[],
-                   help="metrics: synthetic=, tensorflow=, seven=, gantt=, table71= tables")
+    p.add_argument("--tables", nargs="*", default=[], metavar="NAME=CSV",
+                   help=f"metrics: the {', '.join(METRICS_TABLES)} tables")
     p.add_argument("--metrics", help="metrics table to write")
     args = p.parse_args(argv)
-    try:
-        cfg = json.loads(args.config_json) if args.config_json else {}
+
+    def body() -> None:
         if args.experiment == "metrics":
-            t = dict(x.split("=", 1) for x in args.tables)
-            need = ("synthetic", "tensorflow", "seven", "gantt", "table71")
-            missing = [k for k in need if k not in t]
+            t = driver.named_paths(args.tables, METRICS_TABLES)
+            missing = [k for k in METRICS_TABLES if k not in t]
             if missing or not args.metrics:
-                raise CommschedError(f"metrics needs --metrics and --tables for {need}")
-            m = headline_metrics(*(read_table(t[k]) for k in need))
-            write_metrics(m, args.metrics)
-            return 0
+                raise CommschedError(f"metrics needs --metrics and --tables for "
+                                     f"{', '.join(METRICS_TABLES)}")
+            write_metrics(headline_metrics(*(read_table(t[k]) for k in METRICS_TABLES)),
+                          args.metrics)
+            return
+        if args.config_json is None:
+            raise CommschedError(f"{args.experiment} needs --config-json")
+        cfg = driver.config_section("placement", args.config_json)
         if not args.table:
             raise CommschedError("--table is required")
         if args.experiment == "table71":
@@ -410,10 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs, gantt = run_seven(cfg, args.trace_dir)
             write_table(runs, args.table, cfg)
             write_table(gantt, args.gantt, cfg)
-    except (CommschedError, KeyError, json.JSONDecodeError) as e:
-        print(f"placement {args.experiment}: error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return driver.run(f"placement {args.experiment}", body)
 
 
 if __name__ == "__main__":
