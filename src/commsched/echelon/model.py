@@ -41,7 +41,7 @@ when the flows are added:
 :func:`flow_table` turns EchelonFlows into these arrays (and the flows' ``src``, ``dst``,
 ``size``, ``release``); :func:`simulate_echelonflows` runs them under a policy and
 returns finish times and tardiness. The coupled compute + network simulation
-(:mod:`commsched.echelon.jobs`) sets the same columns at run time.
+(:mod:`commsched.echelon.cluster_sim`) sets the same columns at run time.
 
 Examples
 --------

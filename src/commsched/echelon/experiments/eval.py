@@ -61,15 +61,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from commsched.echelon.jobs import (
-    PARADIGMS,
-    JobGraph,
-    JobSpec,
-    LayerProfile,
-    build_job,
-    layer_profile,
-    run_jobs,
-)
+from commsched.echelon.cluster_sim import run_jobs
+from commsched.echelon.jobs import PARADIGMS, JobGraph, JobSpec, build_job
+from commsched.echelon.profile import LayerProfile, layer_profile
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml

@@ -18,7 +18,7 @@ job), and the controller's update latency per flow event (sender's event to the 
 classes in force).
 
 Prediction (:func:`predict`): the coupled compute + flow simulator
-(:func:`commsched.echelon.jobs.run_jobs`) runs the same three jobs (the job graphs the
+(:func:`commsched.echelon.cluster_sim.run_jobs`) runs the same three jobs (the job graphs the
 live flows were matched to) on :func:`~commsched.echelon.live.topology.network` with the
 *measured* core rate (one TCP stream across the core before the runs; the host links
 scaled by the same ratio) and compute times *traced* from the live runs (per job and
@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 
 from commsched.cluster.net import parse_rate
-from commsched.echelon.jobs import ClusterRun, build_job, run_jobs
+from commsched.echelon.cluster_sim import ClusterRun, run_jobs
+from commsched.echelon.jobs import build_job
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.launch import LAUNCHERS
