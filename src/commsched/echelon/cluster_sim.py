@@ -51,15 +51,33 @@ __all__ = ["ClusterRun", "run_jobs"]
 
 @dataclass
 class ClusterRun:
-    """Outcome of :func:`run_jobs`: one row per task and per flow (times in seconds)."""
+    """Outcome of :func:`run_jobs` (times in seconds).
+
+    Parameters
+    ----------
+    jobs : list of JobGraph
+        The jobs, in the order of the ``job`` columns.
+    tasks : pandas.DataFrame
+        One row per task: ``job, iteration, label, host, start, finish``.
+    flows : pandas.DataFrame
+        One row per flow: ``job, iteration, group, kind, index, src, dst, size, release,
+        finish, ideal``.
+    """
 
     jobs: list[JobGraph]
     tasks: pd.DataFrame
     flows: pd.DataFrame
 
     def iteration_times(self) -> pd.DataFrame:
-        """Per job and iteration: its end (its last task or flow) and the time since the
-        previous iteration's end (the job's arrival for the first iteration)."""
+        """Per job and iteration: its end and its duration.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``job, name, paradigm, iteration, end_s`` (its last task or flow) and
+            ``iteration_s`` (since the previous iteration's end; the job's arrival for the
+            first iteration).
+        """
         both = pd.concat([self.tasks[["job", "iteration", "finish"]],
                           self.flows[["job", "iteration", "finish"]]])
         end = both.groupby(["job", "iteration"], sort=True)["finish"].max().reset_index()
@@ -73,14 +91,32 @@ class ClusterRun:
         return pd.DataFrame(rows)
 
     def tardiness(self) -> pd.DataFrame:
-        """Per EchelonFlow: Eq. 2, the largest ``finish - ideal`` over its flows."""
+        """Per EchelonFlow: its tardiness.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``job, group, kind, iteration, tardiness_s``.
+
+        References
+        ----------
+        EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 2: the largest
+        ``finish - ideal`` over the EchelonFlow's flows.
+        """
         f = self.flows.assign(tardiness_s=self.flows["finish"] - self.flows["ideal"])
         return (f.groupby(["job", "group", "kind", "iteration"], sort=True)["tardiness_s"]
                 .max().reset_index())
 
     def jobs_table(self) -> pd.DataFrame:
-        """Per job: completion time (last iteration's end minus arrival), mean iteration time and
-        summed EchelonFlow tardiness (Eq. 4 restricted to the job)."""
+        """Per job: completion time, mean iteration time and summed tardiness.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``job, name, paradigm, model, workers, arrival_s, jct_s`` (last iteration's
+            end minus arrival), ``iteration_mean_s`` and ``tardiness_s`` (EchelonFlow Eq.
+            4 restricted to the job: the sum of its EchelonFlows' Eq. 2 tardiness).
+        """
         it = self.iteration_times()
         tard = self.tardiness().groupby("job")["tardiness_s"].sum()
         rows = []
@@ -104,6 +140,35 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
     arrival and the task's predecessors); jobs must use disjoint hosts (dedicated devices,
     the paper's Sec. 5 setting). With ``check`` the flow schedule is recorded and verified
     by :func:`commsched.sim.flow.check_flow_schedule`.
+
+    Parameters
+    ----------
+    jobs : sequence of JobGraph
+        Jobs on disjoint hosts (:func:`commsched.echelon.jobs.build_job`).
+    net : Network
+        The fabric.
+    policy : Policy or str
+        A flow policy or a name in ``FLOW_SCHEDULERS``.
+    check : bool
+        Record and verify the flow schedule.
+
+    Returns
+    -------
+    ClusterRun
+
+    Raises
+    ------
+    CommschedError
+        If ``policy`` names no registered scheduler, a job uses a host outside the
+        network, two jobs share a host, or the job graphs deadlock.
+    InvalidFlowSchedule
+        If ``check`` finds the schedule infeasible.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.3 (Property 1: tardiness scheduling
+    shortens training, measured here as iteration times) and Sec. 3.2 (Eq. 1: each flow's
+    ideal finish time ``r + offset``, ``r`` the release of its group's first flow).
     """
     pol = FLOW_SCHEDULERS[policy]() if isinstance(policy, str) else policy
     owner: dict[int, int] = {}

@@ -97,11 +97,28 @@ PARADIGMS = ("dp-allreduce", "dp-ps", "gpipe", "1f1b", "tensor-parallel", "fsdp"
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A training job: ``paradigm`` (:data:`PARADIGMS`), the hosts of its workers (stages
-    for ``gpipe`` and ``1f1b``) in order, ``servers`` (``dp-ps`` only), ``micro_batches``
-    (pipelines), ``blocks`` (gradient buckets for DP, layers for ``tensor-parallel`` and
-    ``fsdp``; a pipeline has one block per stage), ``iterations`` and its ``arrival`` time
-    (s)."""
+    """A training job.
+
+    Parameters
+    ----------
+    name : str
+        The job's name (in messages and tables).
+    paradigm : str
+        One of :data:`PARADIGMS` (EchelonFlow's Table 1, and 1F1B).
+    hosts : tuple of int
+        The hosts of its workers (stages for ``gpipe`` and ``1f1b``) in order.
+    servers : tuple of int
+        Parameter servers (``dp-ps`` only).
+    micro_batches : int
+        Micro-batches per iteration (pipelines).
+    blocks : int
+        Gradient buckets for DP, layers for ``tensor-parallel`` and ``fsdp`` (a pipeline
+        has one block per stage).
+    iterations : int
+        Iterations to unroll.
+    arrival : float
+        When the job starts (s).
+    """
 
     name: str
     paradigm: str
@@ -115,8 +132,16 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class Group:
-    """One EchelonFlow: ``kind`` (its arrangement: ``coflow``, ``gpipe``, ``1f1b`` or
-    ``fsdp``) and a label."""
+    """One EchelonFlow of a job.
+
+    Parameters
+    ----------
+    kind : str
+        Its arrangement: ``coflow`` (Eq. 5), ``gpipe`` (Eq. 6), ``1f1b`` (ours) or
+        ``fsdp`` (Eq. 7).
+    label : str
+        What it carries (``allreduce3``, ``act0``, ...).
+    """
 
     kind: str
     label: str
@@ -127,10 +152,21 @@ Node = tuple[str, int]  # ("t", task) or ("f", flow)
 
 @dataclass
 class JobGraph:
-    """Tasks and flows of one job. A task runs on ``task_host`` for ``task_dur`` seconds
-    after ``preds`` of it are done and after the tasks before it on its host (creation
-    order); a flow is released when its ``preds`` are done. ``flow_offset`` is the flow's
-    ideal finish time minus its group's reference time."""
+    """Tasks and flows of one job (built by :func:`build_job`).
+
+    A task runs on ``task_host`` for ``task_dur`` seconds after ``preds`` of it are done
+    and after the tasks before it on its host (creation order); a flow is released when
+    its ``preds`` are done. ``flow_offset`` is the flow's ideal finish time minus its
+    group's reference time (EchelonFlow Eq. 1's arrangement); ``flow_index`` its position
+    in the group in creation order. Nodes are ``("t", i)`` (task ``i``) or ``("f", i)``.
+
+    Parameters
+    ----------
+    spec : JobSpec
+        The job.
+    model : str
+        The profile's name.
+    """
 
     spec: JobSpec
     model: str
@@ -151,6 +187,26 @@ class JobGraph:
 
     def task(self, host: int, dur: float, it: int, label: str,
              after: Sequence[Node] = ()) -> Node:
+        """Add a compute task.
+
+        Parameters
+        ----------
+        host : int
+            Where it runs.
+        dur : float
+            Its duration (s).
+        it : int
+            Its iteration.
+        label : str
+            What it computes (``fwd``, ``bwd2``, ``F1.0``, ...).
+        after : sequence of Node
+            What must be done before it starts.
+
+        Returns
+        -------
+        Node
+            The task.
+        """
         self.task_host.append(host)
         self.task_dur.append(float(dur))
         self.task_iter.append(it)
@@ -160,13 +216,35 @@ class JobGraph:
         return node
 
     def group(self, kind: str, label: str) -> int:
+        """Add an EchelonFlow (:class:`Group`); returns its index in :attr:`groups`."""
         self.groups.append(Group(kind, label))
         return len(self.groups) - 1
 
     def flow(self, src: int, dst: int, size: float, it: int, group: int, offset: float,
              after: Sequence[Node]) -> list[Node]:
-        """Add a flow; returns what its consumers wait for: the flow, or, when it stays on
-        a host or has no bytes (no flow), its predecessors ``after``."""
+        """Add a flow of EchelonFlow ``group``.
+
+        Parameters
+        ----------
+        src, dst : int
+            Its hosts.
+        size : float
+            Its bytes.
+        it : int
+            Its iteration.
+        group : int
+            Its EchelonFlow (:meth:`group`).
+        offset : float
+            Its ideal finish time minus the group's reference time.
+        after : sequence of Node
+            What must be done before it is released.
+
+        Returns
+        -------
+        list of Node
+            What its consumers wait for: the flow, or, when it stays on a host or has no
+            bytes (no flow), its predecessors ``after``.
+        """
         if src == dst or size <= 0:
             return list(after)
         self.flow_src.append(src)
@@ -183,8 +261,22 @@ class JobGraph:
 
     def ring(self, hosts: Sequence[int], per_flow: float, it: int, group: int, offset: float,
              after: Sequence[Node]) -> list[Node]:
-        """A ring collective as a Coflow of neighbour flows of ``per_flow`` bytes; returns
-        what its consumers wait for (as :meth:`flow`)."""
+        """A ring collective as a Coflow of neighbour flows ``h_i -> h_{i+1}``.
+
+        Parameters
+        ----------
+        hosts : sequence of int
+            The ring, in order.
+        per_flow : float
+            Bytes of each neighbour flow.
+        it, group, offset, after
+            As :meth:`flow` (every flow of the ring gets the same ``offset``).
+
+        Returns
+        -------
+        list of Node
+            What its consumers wait for (as :meth:`flow`).
+        """
         if len(hosts) < 2 or per_flow <= 0:
             return list(after)
         return [f for i, h in enumerate(hosts)
@@ -193,7 +285,31 @@ class JobGraph:
 
 
 def build_job(spec: JobSpec, profile: LayerProfile) -> JobGraph:
-    """The tasks and flows of ``spec`` with ``profile``'s compute times and sizes."""
+    """The tasks and flows of ``spec`` with ``profile``'s compute times and sizes.
+
+    Parameters
+    ----------
+    spec : JobSpec
+        The job (paradigm, hosts, micro-batches, blocks, iterations).
+    profile : LayerProfile
+        Its per-block profile, merged here to the job's blocks (stages for a pipeline).
+
+    Returns
+    -------
+    JobGraph
+
+    Raises
+    ------
+    CommschedError
+        If the paradigm is unknown, hosts and servers overlap or are empty, a count is
+        below 1, ``dp-ps`` has no server, a pipeline has fewer than 2 stages, or the
+        profile has fewer blocks than the job needs.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 and Sec. 3.2 (Eqs. 5-7: the
+    arrangements of the flows' groups); module docstring for each paradigm.
+    """
     if spec.paradigm not in PARADIGMS:
         raise CommschedError(f"job {spec.name}: unknown paradigm {spec.paradigm!r}; "
                              f"expected one of {', '.join(PARADIGMS)}")

@@ -37,8 +37,27 @@ __all__ = ["LayerProfile", "layer_profile"]
 class LayerProfile:
     """Per-block profile of one training iteration on one device (seconds, bytes).
 
-    ``act[k]`` is what block ``k`` sends to block ``k + 1`` in the forward pass (the
-    gradient going back has the same size); ``act[-1]`` is unused.
+    Parameters
+    ----------
+    model : str
+        The profile's name (``<model>-<mode>-b<batch>`` for a traced one).
+    fwd, bwd : tuple of float
+        Forward and backward time of each block (s).
+    params : tuple of int
+        Trainable parameter bytes of each block (a DP bucket, an FSDP all-gather).
+    act : tuple of int
+        ``act[k]`` is what block ``k`` sends to block ``k + 1`` in the forward pass (the
+        gradient going back has the same size); ``act[-1]`` is unused.
+
+    Raises
+    ------
+    CommschedError
+        If the four tuples differ in length, are empty, or hold a negative value.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2: the per-layer compute times ``T``
+    that space the ideal finish times of Eqs. 6-7.
     """
 
     model: str
@@ -56,18 +75,50 @@ class LayerProfile:
 
     @property
     def blocks(self) -> int:
+        """The number of blocks."""
         return len(self.fwd)
 
     def scaled(self, compute_scale: float) -> LayerProfile:
-        """The same profile with every compute time multiplied by ``compute_scale``."""
+        """The same profile with every compute time multiplied by ``compute_scale``.
+
+        Parameters
+        ----------
+        compute_scale : float
+            How much longer (< 1: shorter) a device takes than the traced one.
+
+        Returns
+        -------
+        LayerProfile
+
+        Raises
+        ------
+        CommschedError
+            If ``compute_scale`` is not positive.
+        """
         if not compute_scale > 0:
             raise CommschedError("compute_scale must be > 0")
         return LayerProfile(self.model, tuple(t * compute_scale for t in self.fwd),
                             tuple(t * compute_scale for t in self.bwd), self.params, self.act)
 
     def merged(self, parts: int) -> LayerProfile:
-        """``parts`` consecutive groups of blocks of about equal forward + backward time
-        (a group's activation is its last block's)."""
+        """``parts`` consecutive groups of blocks of about equal forward + backward time.
+
+        Parameters
+        ----------
+        parts : int
+            The number of merged blocks (pipeline stages, buckets, layers).
+
+        Returns
+        -------
+        LayerProfile
+            Times and parameter bytes summed per group; a group's activation is its last
+            block's.
+
+        Raises
+        ------
+        CommschedError
+            If ``parts`` is not in ``1..blocks``.
+        """
         if not 1 <= parts <= self.blocks:
             raise CommschedError(f"profile {self.model}: cannot merge {self.blocks} blocks "
                                  f"into {parts}")
@@ -138,6 +189,29 @@ def layer_profile(trace: nx.DiGraph, blocks: int) -> LayerProfile:
     ``tf.gradients`` gives (``gradients/<forward op>_grad/...``: 91% of the backward time
     of the Transformer trace, 96-100% of the others); the rest (gradient sums, the loss'
     seed) to the lowest block among its gradient predecessors, or to the last block.
+
+    Parameters
+    ----------
+    trace : networkx.DiGraph
+        A traced training iteration (:func:`commsched.model.traced.load_trace`).
+    blocks : int
+        The number of blocks to cut.
+
+    Returns
+    -------
+    LayerProfile
+        Named ``<model>-<mode>-b<batch>``.
+
+    Raises
+    ------
+    CommschedError
+        If the trace is invalid, has no gradient ops, no input ops, or fewer forward ops
+        than ``blocks``; or if ``blocks < 1``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2 and Table 1: per-layer compute times
+    and sizes of the paradigms' flows.
     """
     check_trace(trace)
     if blocks < 1:
