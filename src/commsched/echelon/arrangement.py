@@ -99,7 +99,7 @@ def coflow(n: int) -> np.ndarray:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 5.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case I), Eq. 5.
     """
     if n < 1:
         raise CommschedError("coflow: needs at least one flow")
@@ -128,7 +128,7 @@ def gpipe(n: int, t: float) -> np.ndarray:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 6 and Fig. 1.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case II), Eq. 6 and Fig. 1b.
     """
     if n < 1 or not t >= 0:
         raise CommschedError("gpipe arrangement: n >= 1 flows and T >= 0")
@@ -157,7 +157,7 @@ def fsdp(layers: int, t_fwd: float, t_bwd: float) -> np.ndarray:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 7 and Fig. 3.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case III), Eq. 7 and Fig. 3.
     """
     if layers < 1 or not (t_fwd >= 0 and t_bwd >= 0):
         raise CommschedError("fsdp arrangement: n >= 1 layers and T_fwd, T_bwd >= 0")
@@ -326,7 +326,7 @@ def fsdp_echelonflows(workers: int, layer_bytes: Sequence[float], t_fwd: float,
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Table 1 (FSDP), Eq. 7 and Fig. 3.
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (FSDP), Sec. 4 (Case III), Eq. 7.
     """
     _check_workers(workers, "fsdp")
     n = len(layer_bytes)
@@ -392,7 +392,8 @@ def pipeline_timeline(stages: int, micro_batches: int, fwd: Sequence[float] | fl
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2 and Fig. 1 (GPipe); 1F1B is our extension.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case II) and Fig. 1b (GPipe); 1F1B is our
+    extension.
     """
     if schedule not in PIPELINE_SCHEDULES:
         raise CommschedError(f"unknown pipeline schedule {schedule!r}; known: "
@@ -460,7 +461,7 @@ def pipeline_echelonflows(stages: int, micro_batches: int, fwd: Sequence[float] 
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 6 and Table 1 (PP); 1F1B is our extension.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4, Eq. 6 and Table 1 (PP); 1F1B is our extension.
     """
     tl = pipeline_timeline(stages, micro_batches, fwd, bwd, schedule)
     size = np.broadcast_to(np.asarray(act_bytes, dtype=float), (stages,))

@@ -327,7 +327,7 @@ def random_instance(rng: np.random.Generator, hosts: int, groups: int,
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eqs. 5-6.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4, Eqs. 5-6.
     """
     if hosts < 2:
         raise CommschedError("random instance: needs at least two hosts")
@@ -382,7 +382,7 @@ def optimality_gaps(seed: int, instances: int, hosts: int = 3, groups: int = 2,
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 4 and Property 4 (the schedulers
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 4 and Sec. 3.3, Property 4 (the schedulers
     measured).
     """
     pols = dict(policies) if policies else POLICIES

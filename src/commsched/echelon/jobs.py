@@ -307,7 +307,7 @@ def build_job(spec: JobSpec, profile: LayerProfile) -> JobGraph:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Table 1 and Sec. 3.2 (Eqs. 5-7: the
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 and Sec. 4 (Eqs. 5-7: the
     arrangements of the flows' groups); module docstring for each paradigm.
     """
     if spec.paradigm not in PARADIGMS:

@@ -254,7 +254,7 @@ def flow_tardiness(finish: ArrayLike, ideal: ArrayLike) -> np.ndarray:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 1.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Def. 3.2, Eq. 1.
     """
     return _vec(finish, float) - _vec(ideal, float)
 
@@ -282,7 +282,7 @@ def echelon_tardiness(finish: ArrayLike, ideal: ArrayLike,
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 2.
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Def. 3.3, Eq. 2.
     """
     t = flow_tardiness(finish, ideal)
     g = _vec(group, np.int64)

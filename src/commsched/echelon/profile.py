@@ -56,7 +56,7 @@ class LayerProfile:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2: the per-layer compute times ``T``
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4: the per-layer compute times ``T``
     that space the ideal finish times of Eqs. 6-7.
     """
 
@@ -210,7 +210,7 @@ def layer_profile(trace: nx.DiGraph, blocks: int) -> LayerProfile:
 
     References
     ----------
-    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2 and Table 1: per-layer compute times
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 and Table 1: per-layer compute times
     and sizes of the paradigms' flows.
     """
     check_trace(trace)
