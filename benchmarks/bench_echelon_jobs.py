@@ -1,8 +1,8 @@
-"""Benchmark of the coupled compute + network simulation (commsched.echelon.jobs).
+"""Benchmark of the coupled compute + network simulation (commsched.echelon.cluster_sim).
 
 Builds the echelon_eval mix (config/config.yaml) at cluster scale: ``--jobs`` jobs on
 ``--racks`` x 16 hosts under a 4:1 core, ``--iterations`` iterations each, and times
-:func:`commsched.echelon.jobs.run_jobs` under per-flow fair sharing with the flow schedule
+:func:`commsched.echelon.cluster_sim.run_jobs` under per-flow fair sharing with the flow schedule
 recorded and validated (as every evaluation run is), and without. Writes
 ``benchmarks/results/echelon_jobs.json`` with wall times, task and flow counts and the
 process' peak RSS. Target: the validated run in under 60 s.
@@ -20,8 +20,9 @@ from pathlib import Path
 
 from benchlib import timed, write_result
 
+from commsched.echelon.cluster_sim import run_jobs
 from commsched.echelon.experiments.eval import PROFILE_BLOCKS, Scenario, make_jobs
-from commsched.echelon.jobs import layer_profile, run_jobs
+from commsched.echelon.profile import layer_profile
 from commsched.io.structured import read_yaml
 from commsched.model.traced import load_trace
 from commsched.sim.flow import two_tier
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(run.flows)} flows")
     wall = rows["validated"]["wall_s"]
     result = {
-        "benchmark": "coupled compute + network simulation (commsched.echelon.jobs.run_jobs)",
+        "benchmark": ("coupled compute + network simulation "
+                      "(commsched.echelon.cluster_sim.run_jobs)"),
         "jobs": args.jobs, "hosts": args.racks * 16, "iterations": args.iterations,
         "repeat": args.repeat, "runs": rows,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from commsched.cli import main
 from commsched.cost import LinearModel, LinkModel, RingAllReduce
-from commsched.echelon.jobs import JobSpec, build_job, layer_profile
+from commsched.echelon.jobs import JobSpec, build_job
 from commsched.echelon.opgraph import job_op_graph
+from commsched.echelon.profile import layer_profile
 from commsched.errors import CommschedError
 from commsched.io.chakra import export_chakra, import_chakra, read_et, write_et
 from commsched.model import graph

@@ -71,7 +71,8 @@ def test_cli_writes_tables_with_provenance(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"schedulers": ["magic"]}, "unknown schedulers magic"),
     ({"jobs": [5]}, "need 15 hosts, the cluster has 10"),
-    ({"mix": [{"paradigm": "zero-bubble", "trace": "x", "workers": 2}]}, "paradigm must be"),
+    ({"mix": [{"paradigm": "zero-bubble", "trace": "alexnet_v2-train-b4", "workers": 2}]},
+     r"mix\.0\.paradigm: 'zero-bubble' is not one of"),
 ])
 def test_bad_configs_are_one_line_errors(change: dict, message: str,
                                          capsys: pytest.CaptureFixture[str]) -> None:

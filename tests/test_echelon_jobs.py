@@ -1,4 +1,5 @@
-"""Job generators and the coupled compute + network simulation (commsched.echelon.jobs)."""
+"""Job generators, layer profiles and the coupled compute + network simulation
+(commsched.echelon.jobs, .profile, .cluster_sim)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,9 @@ from hypothesis import strategies as st
 
 from commsched.echelon.arrangement import fsdp as fsdp_arrangement
 from commsched.echelon.arrangement import pipeline_timeline
-from commsched.echelon.jobs import (
-    PARADIGMS,
-    JobSpec,
-    LayerProfile,
-    build_job,
-    layer_profile,
-    run_jobs,
-)
+from commsched.echelon.cluster_sim import run_jobs
+from commsched.echelon.jobs import PARADIGMS, JobSpec, build_job
+from commsched.echelon.profile import LayerProfile, layer_profile
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.sim.flow import InvalidFlowSchedule, View, big_switch, priority_max_min, two_tier

@@ -80,22 +80,85 @@ ARRANGEMENT_TEXT = {"same": "Same flow finish time",
 
 
 def coflow(n: int) -> np.ndarray:
-    """Eq. 5: ``n`` flows sharing the reference time as ideal finish time."""
+    """The Coflow arrangement: ``n`` flows sharing the reference time as ideal finish time.
+
+    Parameters
+    ----------
+    n : int
+        The number of flows.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` zero offsets.
+
+    Raises
+    ------
+    CommschedError
+        If ``n < 1``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case I), Eq. 5.
+    """
     if n < 1:
         raise CommschedError("coflow: needs at least one flow")
     return np.zeros(n)
 
 
 def gpipe(n: int, t: float) -> np.ndarray:
-    """Eq. 6: ``d_0 = r``, ``d_j = d_{j-1} + T``."""
+    """The GPipe arrangement: ``d_0 = r``, ``d_j = d_{j-1} + T``.
+
+    Parameters
+    ----------
+    n : int
+        The number of flows (micro-batches).
+    t : float
+        ``T``, the consumer's compute time per micro-batch (s).
+
+    Returns
+    -------
+    numpy.ndarray
+        The offsets ``j T``.
+
+    Raises
+    ------
+    CommschedError
+        If ``n < 1`` or ``t < 0``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case II), Eq. 6 and Fig. 1b.
+    """
     if n < 1 or not t >= 0:
         raise CommschedError("gpipe arrangement: n >= 1 flows and T >= 0")
     return np.arange(n) * float(t)
 
 
 def fsdp(layers: int, t_fwd: float, t_bwd: float) -> np.ndarray:
-    """Eq. 7 for ``layers`` = n: the ideal finish offsets of the all-gather Coflows
-    ``C_0 .. C_{2n-1}`` (boundary at ``i = n`` spaced by ``T_fwd``: module docstring)."""
+    """The FSDP arrangement: offsets of the all-gather Coflows ``C_0 .. C_{2n-1}``.
+
+    Parameters
+    ----------
+    layers : int
+        ``n``.
+    t_fwd, t_bwd : float
+        A layer's forward and backward time (s).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``2n`` offsets (the boundary at ``i = n`` spaced by ``T_fwd``: module docstring).
+
+    Raises
+    ------
+    CommschedError
+        If ``layers < 1`` or a time is negative.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case III), Eq. 7 and Fig. 3.
+    """
     if layers < 1 or not (t_fwd >= 0 and t_bwd >= 0):
         raise CommschedError("fsdp arrangement: n >= 1 layers and T_fwd, T_bwd >= 0")
     gaps = np.array([0.0] + [float(t_fwd)] * layers + [float(t_bwd)] * (layers - 1))
@@ -117,7 +180,31 @@ def dp_allreduce(workers: int, buckets: Sequence[float],
                  ready: Sequence[float] | None = None) -> list[EchelonFlow]:
     """DP with ring all-reduce: per gradient bucket of ``buckets[b]`` bytes, ready at
     ``ready[b]`` (default 0), one Coflow of ``workers`` flows ``w -> w+1`` of
-    ``2 (W-1)/W`` of the bucket each (hosts ``0..W-1``)."""
+    ``2 (W-1)/W`` of the bucket each (hosts ``0..W-1``).
+
+    Parameters
+    ----------
+    workers : int
+        ``W`` (at least 2).
+    buckets : sequence of float
+        Bytes per gradient bucket.
+    ready : sequence of float, optional
+        Release time per bucket (default 0).
+
+    Returns
+    -------
+    list of EchelonFlow
+        One Coflow (Eq. 5) per bucket.
+
+    Raises
+    ------
+    CommschedError
+        If ``workers < 2``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (DP - AllReduce).
+    """
     _check_workers(workers, "dp-allreduce")
     at = [0.0] * len(buckets) if ready is None else list(ready)
     w = workers
@@ -135,7 +222,33 @@ def dp_ps(workers: int, buckets: Sequence[float],
     """DP with one parameter server (host ``workers``): a push Coflow per bucket (every
     worker sends the bucket to the server, at ``ready[b]``) and one pull Coflow (the
     server sends the whole model to every worker, at ``pull_at``, default the last
-    ready time)."""
+    ready time).
+
+    Parameters
+    ----------
+    workers : int
+        At least 2 (hosts ``0..workers-1``).
+    buckets : sequence of float
+        Bytes per gradient bucket.
+    ready : sequence of float, optional
+        Push time per bucket (default 0).
+    pull_at : float, optional
+        Release of the pull.
+
+    Returns
+    -------
+    list of EchelonFlow
+        The push Coflows, then the pull Coflow.
+
+    Raises
+    ------
+    CommschedError
+        If ``workers < 2``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (DP - PS).
+    """
     _check_workers(workers, "dp-ps")
     at = [0.0] * len(buckets) if ready is None else list(ready)
     ps, w = workers, workers
@@ -150,7 +263,29 @@ def dp_ps(workers: int, buckets: Sequence[float],
 def tensor_parallel(workers: int, layer_bytes: Sequence[float]) -> list[EchelonFlow]:
     """Megatron-style TP: per layer a forward (activations) and a backward (gradients)
     all-reduce of ``layer_bytes[k]``, each a Coflow of all-to-all flows (reduce-scatter
-    plus all-gather: ``2 S / W`` per ordered pair)."""
+    plus all-gather: ``2 S / W`` per ordered pair).
+
+    Parameters
+    ----------
+    workers : int
+        ``W`` (at least 2).
+    layer_bytes : sequence of float
+        ``S`` per layer.
+
+    Returns
+    -------
+    list of EchelonFlow
+        The forward all-reduces, then the backward ones.
+
+    Raises
+    ------
+    CommschedError
+        If ``workers < 2``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (TP) and Fig. 5.
+    """
     _check_workers(workers, "tensor-parallel")
     hosts = list(range(workers))
     out = []
@@ -168,7 +303,31 @@ def fsdp_echelonflows(workers: int, layer_bytes: Sequence[float], t_fwd: float,
     before its forward, again before its backward, last layer first) as one EchelonFlow
     of Coflows (Eq. 7, all issued at 0: prefetching is not limited), then per layer a
     reduce-scatter Coflow. An all-gather of ``S`` bytes: every worker sends its shard
-    ``S / W`` to every other worker; a reduce-scatter the same amount."""
+    ``S / W`` to every other worker; a reduce-scatter the same amount.
+
+    Parameters
+    ----------
+    workers : int
+        ``W`` (at least 2).
+    layer_bytes : sequence of float
+        Parameter bytes per layer.
+    t_fwd, t_bwd : float
+        A layer's forward and backward time (s).
+
+    Returns
+    -------
+    list of EchelonFlow
+        The all-gather EchelonFlow, then the reduce-scatter Coflows (last layer first).
+
+    Raises
+    ------
+    CommschedError
+        If ``workers < 2`` or as :func:`fsdp`.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (FSDP), Sec. 4 (Case III), Eq. 7.
+    """
     _check_workers(workers, "fsdp")
     n = len(layer_bytes)
     hosts = list(range(workers))
@@ -208,7 +367,34 @@ def pipeline_timeline(stages: int, micro_batches: int, fwd: Sequence[float] | fl
     its ops in the ``schedule``'s order (``gpipe``: all forwards, then the backwards last
     micro-batch first; ``1f1b``: ``S - s - 1`` warm-up forwards, then one forward one
     backward, then the remaining backwards), ``F(s, j)`` after ``F(s-1, j)``, ``B(s, j)``
-    after ``B(s+1, j)``. ``fwd`` / ``bwd``: per stage time per micro-batch."""
+    after ``B(s+1, j)``.
+
+    Parameters
+    ----------
+    stages : int
+        ``S`` (at least 2).
+    micro_batches : int
+        ``M`` (at least 1).
+    fwd, bwd : float or sequence of float
+        Per stage time per micro-batch (s).
+    schedule : str
+        One of :data:`PIPELINE_SCHEDULES`.
+
+    Returns
+    -------
+    dict
+        ``{(kind, stage, micro-batch): (start, end)}``.
+
+    Raises
+    ------
+    CommschedError
+        If the schedule is unknown, a count is too small or a time is negative.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4 (Case II) and Fig. 1b (GPipe); 1F1B is our
+    extension.
+    """
     if schedule not in PIPELINE_SCHEDULES:
         raise CommschedError(f"unknown pipeline schedule {schedule!r}; known: "
                              f"{', '.join(PIPELINE_SCHEDULES)}")
@@ -254,7 +440,29 @@ def pipeline_echelonflows(stages: int, micro_batches: int, fwd: Sequence[float] 
     activations ``s -> s+1`` and the gradients ``s+1 -> s`` of every micro-batch, released
     when their producer ends and ideally finished when their consumer starts in
     :func:`pipeline_timeline`; flows in release order, offsets from the head's release.
-    ``act_bytes[s]``: what stage ``s`` sends to ``s + 1`` (gradients: the same size)."""
+    For GPipe with equal stages the offsets are Eq. 6's.
+
+    Parameters
+    ----------
+    stages, micro_batches, fwd, bwd, schedule
+        As :func:`pipeline_timeline`.
+    act_bytes : float or sequence of float
+        ``act_bytes[s]``: what stage ``s`` sends to ``s + 1`` (gradients: the same size).
+
+    Returns
+    -------
+    list of EchelonFlow
+        ``act0, grad0, act1, grad1, ...``.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`pipeline_timeline`.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4, Eq. 6 and Table 1 (PP); 1F1B is our extension.
+    """
     tl = pipeline_timeline(stages, micro_batches, fwd, bwd, schedule)
     size = np.broadcast_to(np.asarray(act_bytes, dtype=float), (stages,))
     out = []
@@ -273,7 +481,22 @@ def pipeline_echelonflows(stages: int, micro_batches: int, fwd: Sequence[float] 
 def classify(h: EchelonFlow, tol: float = 1e-12) -> str:
     """The shape of ``h``'s arrangement: ``same`` (one ideal finish time: a Coflow),
     ``staggered-flow`` (no two flows share one) or ``staggered-coflow`` (Coflows of
-    several flows, staggered)."""
+    several flows, staggered).
+
+    Parameters
+    ----------
+    h : EchelonFlow
+    tol : float
+        Offsets closer than this are equal.
+
+    Returns
+    -------
+    str
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1 (its "arrangement" column).
+    """
     off = np.sort(h.offset)
     classes = np.split(off, np.flatnonzero(np.diff(off) > tol) + 1)
     if len(classes) == 1:
@@ -285,7 +508,24 @@ def table1(workers: int = 4, layers: int = 3, micro_batches: int = 4,
            extended: bool = False) -> pd.DataFrame:
     """Table 1 regenerated: per paradigm, whether every EchelonFlow it creates is a
     Coflow, and the shape of its arrangement (the most staggered one it creates), from
-    small instances of each paradigm (``extended`` adds our 1F1B pipeline row)."""
+    small instances of each paradigm.
+
+    Parameters
+    ----------
+    workers, layers, micro_batches : int
+        The instances' sizes.
+    extended : bool
+        Add our 1F1B pipeline row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``paradigm, coflow_compliance, arrangement, echelonflows``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Table 1.
+    """
     layer = [float(k + 1) for k in range(layers)]
     cases: list[tuple[str, list[EchelonFlow]]] = [
         ("DP - AllReduce", dp_allreduce(workers, layer)),

@@ -83,8 +83,19 @@ MAX_BRUTE_FLOWS = 8
 
 @dataclass(frozen=True, eq=False)
 class ExactResult:
-    """The optimum: ``objective`` (weighted sum of tardiness), per-flow ``finish``,
-    per-EchelonFlow ``tardiness`` and the schedule as a recorded ``result``."""
+    """The optimum of :func:`solve_exact`.
+
+    Parameters
+    ----------
+    objective : float
+        The weighted sum of EchelonFlow tardiness (Eq. 4 weighted).
+    finish : numpy.ndarray
+        Per flow.
+    tardiness : numpy.ndarray
+        Per EchelonFlow (Eq. 2).
+    result : FlowResult
+        The schedule, recorded (for :func:`commsched.sim.flow.check_flow_schedule`).
+    """
 
     objective: float
     finish: np.ndarray
@@ -106,18 +117,58 @@ def _route_cap(net: Network, tab: FlowTable) -> np.ndarray:
 
 def upper_bound(net: Network, tab: FlowTable,
                 policies: Mapping[str, Callable[[], Policy]] | None = None) -> float:
-    """The best objective of ``policies`` (default: fair sharing, Varys' ``sebf`` and
-    the EchelonFlow schedulers)."""
+    """The best objective of ``policies`` (an upper bound on the optimum).
+
+    Parameters
+    ----------
+    net : Network
+    tab : FlowTable
+    policies : mapping of str to policy factory, optional
+        Default :data:`POLICIES` (fair sharing, Varys' ``sebf`` and the EchelonFlow
+        schedulers).
+
+    Returns
+    -------
+    float
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 4.
+    """
     pols = dict(policies) if policies else POLICIES
     return min(simulate_echelonflows(net, tab, f()).objective for f in pols.values())
 
 
 def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
                 upper: float | None = None, time_limit: float = 60.0) -> ExactResult:
-    """Minimum weighted sum of EchelonFlow tardiness (module docstring); ``upper``: the
-    cost of a known schedule (default :func:`upper_bound`). Raises
-    :class:`~commsched.errors.CommschedError` unless HiGHS proves the optimum within
-    ``time_limit`` seconds (wall clock) per solve."""
+    """Minimum weighted sum of EchelonFlow tardiness (module docstring).
+
+    Parameters
+    ----------
+    net : Network
+        Any topology.
+    echelonflows : list of EchelonFlow or FlowTable
+        At most :data:`MAX_EXACT_FLOWS` flows.
+    upper : float, optional
+        The cost of a known schedule (default :func:`upper_bound`).
+    time_limit : float
+        Seconds (wall clock) per solve.
+
+    Returns
+    -------
+    ExactResult
+
+    Raises
+    ------
+    CommschedError
+        If there are too many flows, or HiGHS does not prove the optimum within
+        ``time_limit``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eqs. 2-4 (the objective; the paper gives no
+    solver).
+    """
     tab = echelonflows if isinstance(echelonflows, FlowTable) else flow_table(echelonflows)
     n = tab.n
     if n > MAX_EXACT_FLOWS:
@@ -217,7 +268,24 @@ def solve_exact(net: Network, echelonflows: list[EchelonFlow] | FlowTable,
 def brute_force_priorities(net: Network, echelonflows: list[EchelonFlow] | FlowTable
                            ) -> tuple[float, tuple[int, ...]]:
     """The best objective over all strict priority orders of the flows (module
-    docstring) and one order attaining it (flow ids, highest priority first)."""
+    docstring) and one order attaining it.
+
+    Parameters
+    ----------
+    net : Network
+    echelonflows : list of EchelonFlow or FlowTable
+        At most :data:`MAX_BRUTE_FLOWS` flows.
+
+    Returns
+    -------
+    tuple of (float, tuple of int)
+        The objective (Eq. 4 weighted) and the order (flow ids, highest priority first).
+
+    Raises
+    ------
+    CommschedError
+        If there are too many flows.
+    """
     tab = echelonflows if isinstance(echelonflows, FlowTable) else flow_table(echelonflows)
     if tab.n > MAX_BRUTE_FLOWS:
         raise CommschedError(f"brute force: {tab.n} flows, at most {MAX_BRUTE_FLOWS}")
@@ -239,7 +307,28 @@ def random_instance(rng: np.random.Generator, hosts: int, groups: int,
                     flows_per_group: int) -> list[EchelonFlow]:
     """Small random EchelonFlows on ``hosts`` hosts: each a Coflow (random pairs, one
     release) or, with probability 1/2, a GPipe EchelonFlow (one host pair, flow ``j``
-    released at ``r + j T``, Eq. 6 offsets); integer sizes 1-4, releases 0-3, T 1-2."""
+    released at ``r + j T``, Eq. 6 offsets); integer sizes 1-4, releases 0-3, T 1-2.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The seeded source of every choice.
+    hosts, groups, flows_per_group : int
+        The instance's size.
+
+    Returns
+    -------
+    list of EchelonFlow
+
+    Raises
+    ------
+    CommschedError
+        If ``hosts < 2``.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 4, Eqs. 5-6.
+    """
     if hosts < 2:
         raise CommschedError("random instance: needs at least two hosts")
     out = []
@@ -268,7 +357,34 @@ def optimality_gaps(seed: int, instances: int, hosts: int = 3, groups: int = 2,
     treating each EchelonFlow as one Coflow, and the EchelonFlow schedulers): its objective, the
     optimum (:func:`solve_exact`), the absolute gap and the ratio to the optimum (the
     optimum is positive: every EchelonFlow's head flow has offset 0 and a positive
-    transfer time)."""
+    transfer time).
+
+    Parameters
+    ----------
+    seed : int
+        Seeds the instances.
+    instances : int
+        How many.
+    hosts, groups, flows_per_group : int
+        Each instance's size (on a big switch of 1 byte/s ports).
+    policies : mapping of str to policy factory, optional
+        Default :data:`POLICIES`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``instance, policy, objective, optimum, gap, ratio``.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`random_instance` and :func:`solve_exact`.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 4 and Sec. 3.3, Property 4 (the schedulers
+    measured).
+    """
     pols = dict(policies) if policies else POLICIES
     rng = np.random.default_rng(seed)
     net = big_switch(hosts, 1.0)

@@ -41,7 +41,7 @@ when the flows are added:
 :func:`flow_table` turns EchelonFlows into these arrays (and the flows' ``src``, ``dst``,
 ``size``, ``release``); :func:`simulate_echelonflows` runs them under a policy and
 returns finish times and tardiness. The coupled compute + network simulation
-(:mod:`commsched.echelon.jobs`) sets the same columns at run time.
+(:mod:`commsched.echelon.cluster_sim`) sets the same columns at run time.
 
 Examples
 --------
@@ -88,8 +88,34 @@ def _vec(x: ArrayLike | Sequence[int], dtype: type) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class EchelonFlow:
-    """Flows (``src``, ``dst``, ``size`` bytes, ``release`` s) and their arrangement
-    (``offset`` s: ideal finish time minus the reference time), with a ``weight``."""
+    """One EchelonFlow: flows and their arrangement.
+
+    Parameters
+    ----------
+    src, dst : sequence of int
+        The flows' hosts.
+    size : array_like
+        Bytes per flow (positive, finite).
+    release : array_like
+        Release time per flow (s, finite).
+    offset : array_like
+        The arrangement: ideal finish time minus the reference time, per flow (s).
+    weight : float
+        The EchelonFlow's weight in the objective (positive).
+    name : str
+        For messages.
+
+    Raises
+    ------
+    CommschedError
+        If there are no flows, the columns differ in length, a size is not positive, a
+        release or offset is not finite, or the weight is not positive.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Def. 3.1 (an EchelonFlow and its
+    arrangement function) and Eq. 1.
+    """
 
     src: np.ndarray
     dst: np.ndarray
@@ -144,9 +170,21 @@ class EchelonFlow:
 
 @dataclass(frozen=True, eq=False)
 class FlowTable:
-    """EchelonFlows flattened to per-flow arrays (the simulator's and the solvers' view):
-    ``group[i]`` is the EchelonFlow of flow ``i``, ``weight[g]`` the weight of
-    EchelonFlow ``g``, ``ideal`` absolute ideal finish times."""
+    """EchelonFlows flattened to per-flow arrays (the simulator's and the solvers' view).
+
+    Parameters
+    ----------
+    src, dst, size, release : numpy.ndarray
+        Per flow, as :class:`EchelonFlow`.
+    ideal : numpy.ndarray
+        Absolute ideal finish time per flow (Eq. 1's ``d``).
+    group : numpy.ndarray
+        ``group[i]`` is the EchelonFlow of flow ``i``.
+    index : numpy.ndarray
+        The flow's position in its EchelonFlow.
+    weight : numpy.ndarray
+        ``weight[g]`` is the weight of EchelonFlow ``g``.
+    """
 
     src: np.ndarray
     dst: np.ndarray
@@ -159,10 +197,12 @@ class FlowTable:
 
     @property
     def n(self) -> int:
+        """The number of flows."""
         return len(self.src)
 
     @property
     def groups(self) -> int:
+        """The number of EchelonFlows."""
         return len(self.weight)
 
     def meta(self) -> dict[str, np.ndarray]:
@@ -172,7 +212,21 @@ class FlowTable:
 
 
 def flow_table(echelonflows: Sequence[EchelonFlow]) -> FlowTable:
-    """Flatten ``echelonflows`` (group ids in list order, flows in each one's order)."""
+    """Flatten ``echelonflows`` (group ids in list order, flows in each one's order).
+
+    Parameters
+    ----------
+    echelonflows : sequence of EchelonFlow
+
+    Returns
+    -------
+    FlowTable
+
+    Raises
+    ------
+    CommschedError
+        If ``echelonflows`` is empty.
+    """
     if not echelonflows:
         raise CommschedError("no EchelonFlows given")
     hs = list(echelonflows)
@@ -187,14 +241,49 @@ def flow_table(echelonflows: Sequence[EchelonFlow]) -> FlowTable:
 
 
 def flow_tardiness(finish: ArrayLike, ideal: ArrayLike) -> np.ndarray:
-    """Eq. 1: ``e - d`` per flow (signed)."""
+    """Flow tardiness ``e - d`` per flow (signed).
+
+    Parameters
+    ----------
+    finish, ideal : array_like
+        Finish times ``e`` and ideal finish times ``d``.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Def. 3.2, Eq. 1.
+    """
     return _vec(finish, float) - _vec(ideal, float)
 
 
 def echelon_tardiness(finish: ArrayLike, ideal: ArrayLike,
                       group: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Eq. 2: per EchelonFlow ``g`` (``0..max(group)``), the largest flow tardiness of its
-    flows (``nan`` for an id without flows)."""
+    """EchelonFlow tardiness: per EchelonFlow, the largest tardiness of its flows.
+
+    Parameters
+    ----------
+    finish, ideal : array_like
+        Per flow.
+    group : sequence of int
+        Per flow, its EchelonFlow.
+
+    Returns
+    -------
+    numpy.ndarray
+        Per EchelonFlow ``g`` in ``0..max(group)`` (``nan`` for an id without flows).
+
+    Raises
+    ------
+    CommschedError
+        If the three columns differ in length.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Def. 3.3, Eq. 2.
+    """
     t = flow_tardiness(finish, ideal)
     g = _vec(group, np.int64)
     if len(g) != len(t):
@@ -207,8 +296,31 @@ def echelon_tardiness(finish: ArrayLike, ideal: ArrayLike,
 
 def objective(finish: ArrayLike, ideal: ArrayLike, group: Sequence[int] | np.ndarray,
               weight: ArrayLike | None = None) -> float:
-    """Eqs. 3-4 and the weighted sum: ``sum_g weight[g] * t_g`` over the EchelonFlows
-    that have flows (one EchelonFlow: Eq. 3; unit weights: Eq. 4)."""
+    """The scheduling objective ``sum_g weight[g] * t_g`` over the EchelonFlows with flows.
+
+    Parameters
+    ----------
+    finish, ideal : array_like
+        Per flow.
+    group : sequence of int
+        Per flow, its EchelonFlow.
+    weight : array_like, optional
+        Per EchelonFlow (default: unit weights).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    CommschedError
+        If the columns differ in length or the weights do not match the EchelonFlows.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eqs. 3-4 (one EchelonFlow: Eq. 3;
+    unit weights: Eq. 4).
+    """
     t = echelon_tardiness(finish, ideal, group)
     w = np.ones(len(t)) if weight is None else _vec(weight, float)
     if len(w) != len(t):
@@ -219,13 +331,22 @@ def objective(finish: ArrayLike, ideal: ArrayLike, group: Sequence[int] | np.nda
 
 @dataclass(frozen=True, eq=False)
 class EchelonRun:
-    """Outcome of :func:`simulate_echelonflows`."""
+    """Outcome of :func:`simulate_echelonflows`.
+
+    Parameters
+    ----------
+    table : FlowTable
+        The flows run.
+    result : FlowResult
+        The flow simulator's result.
+    """
 
     table: FlowTable
     result: FlowResult
 
     @property
     def finish(self) -> np.ndarray:
+        """Finish time per flow."""
         return self.result.finish
 
     @property
@@ -241,9 +362,33 @@ class EchelonRun:
 
 def simulate_echelonflows(net: Network, echelonflows: Sequence[EchelonFlow] | FlowTable,
                           policy: Policy, record: bool = False) -> EchelonRun:
-    """Run static EchelonFlows on ``net`` under ``policy`` (flows added with their meta
-    columns; ``record`` keeps the segments for
-    :func:`commsched.sim.flow.check_flow_schedule`)."""
+    """Run static EchelonFlows on ``net`` under ``policy``.
+
+    Parameters
+    ----------
+    net : Network
+        The fabric.
+    echelonflows : sequence of EchelonFlow or FlowTable
+        The flows (added with their meta columns, module docstring).
+    policy : Policy
+        A flow policy (:data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`).
+    record : bool
+        Keep the segments for :func:`commsched.sim.flow.check_flow_schedule`.
+
+    Returns
+    -------
+    EchelonRun
+
+    Raises
+    ------
+    CommschedError
+        As :func:`flow_table`.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2 (Eqs. 1-4 on the simulated finish
+    times) and Sec. 3.3.
+    """
     tab = echelonflows if isinstance(echelonflows, FlowTable) else flow_table(echelonflows)
     sim = FlowSim(net, policy, record=record)
     sim.add(tab.src, tab.dst, tab.size, tab.release, **tab.meta())

@@ -7,7 +7,7 @@ into an op graph that the priority simulator, ``commsched validate`` and the Cha
 * task ``i`` -> op ``t<i>`` (kind ``compute``, resource ``host<h>`` of capacity 1,
   ``rank`` = its host, ``duration`` = its compute time, ``name`` = its label, ``iteration``);
   consecutive tasks of a host are chained by control edges (a host runs its tasks in
-  creation order, as :func:`commsched.echelon.jobs.run_jobs` does);
+  creation order, as :func:`commsched.echelon.cluster_sim.run_jobs` does);
 * flow ``j`` -> op ``f<j>`` (kind ``transfer``, ``src``/``dst`` hosts, ``bytes``, resource
   ``link:<src>-><dst>``, ``duration`` = bytes / ``bandwidth_Bps``, ``group`` = its
   EchelonFlow's label, ``offset`` = its arrangement offset);

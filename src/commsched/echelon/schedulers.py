@@ -150,8 +150,29 @@ def _pace(now: float, links: np.ndarray, rem: np.ndarray, ideal: np.ndarray,
 
 
 class EchelonScheduler:
-    """EchelonFlow scheduling (Property 4) with ``intra`` in :data:`INTRA` and ``rank``
-    in :data:`RANKS` (module docstring)."""
+    """EchelonFlow scheduling (Property 4), one of its readings (module docstring).
+
+    A flow policy: called with the flow simulator's
+    :class:`~commsched.sim.flow.View`, it returns the rate of every active flow, reading
+    the meta columns ``group``, ``ideal`` and ``index``.
+
+    Parameters
+    ----------
+    intra : str
+        How flows of one EchelonFlow share: one of :data:`INTRA`.
+    rank : str
+        How EchelonFlows are ordered: one of :data:`RANKS`.
+
+    Raises
+    ------
+    CommschedError
+        If ``intra`` or ``rank`` is unknown.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.3, Property 4 (the scheduling rule), Sec.
+    3.2, Eqs. 1-4 (the tardiness it minimises).
+    """
 
     def __init__(self, intra: str = "madd", rank: str = "total") -> None:
         if intra not in INTRA or rank not in RANKS:
@@ -228,7 +249,16 @@ class EchelonScheduler:
 
 
 class Eiff:
-    """Earliest ideal finish first across all EchelonFlows (module docstring)."""
+    """Earliest ideal finish first across all EchelonFlows (module docstring).
+
+    A flow policy: strict priority by each flow's ideal finish time (meta column
+    ``ideal``), max-min among equal ones weighted by the remaining bytes.
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.2, Eq. 1 (the ideal finish times);
+    a baseline of ours, not the paper's.
+    """
 
     def __call__(self, view: View) -> np.ndarray:
         if len(view.active) == 0:

@@ -24,20 +24,19 @@ Run as ``python -m commsched.echelon.experiments.core --seed 0 --instances 30 --
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.echelon import arrangement as arr
 from commsched.echelon.exact import POLICIES, optimality_gaps, solve_exact
 from commsched.echelon.model import EchelonFlow, simulate_echelonflows
-from commsched.errors import CommschedError
-from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 from commsched.sim.flow import big_switch
 
@@ -50,16 +49,28 @@ OPTIMAL_TOL = 1e-6
 
 
 @dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting."""
+class FigureConfig(driver.FigureConfig):
+    """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting.
+
+    Parameters
+    ----------
+    fig2 : str
+        The Fig. 2 table (:func:`fig2_table`).
+    gaps : str
+        The optimality gaps table (:func:`commsched.echelon.exact.optimality_gaps`).
+    figure : str
+        The PDF to write (the PNG is written beside it).
+
+    Raises
+    ------
+    CommschedError
+        If a table does not exist or ``figure`` is not a PDF path.
+    """
 
     fig2: str
     gaps: str
-    figure: str  # the PDF; the PNG is written beside it
-
-    def __post_init__(self) -> None:
-        check_figure_inputs("echelon core", {"fig2": self.fig2, "gaps": self.gaps},
-                            self.figure, "run the echelon_core rule first")
+    WHAT: ClassVar[str] = "echelon core"
+    HINT: ClassVar[str] = "run the echelon_core rule first"
 
 
 def fig2(offset: np.ndarray, t: float = 1.0, b: float = 1.0) -> EchelonFlow:
@@ -117,8 +128,21 @@ def gap_metrics(gaps: pd.DataFrame) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.core",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    """Write Table 1, Fig. 2 per policy, the optimality gaps and their metrics.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--seed S --instances N --hosts H --groups G --flows-per-group F --table1 T.csv
+        --fig2 F.csv --gaps G.csv --metrics M.csv`` (the ``echelon_core`` config section
+        as flags, checked against the config schema).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (a value the schema rejects).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--instances", type=int, required=True, help="random instances for gaps")
     p.add_argument("--hosts", type=int, required=True)
@@ -129,35 +153,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--gaps", required=True, help="output CSV: per instance and policy")
     p.add_argument("--metrics", required=True, help="output CSV: metrics")
     a = p.parse_args(argv)
-    cfg = {"seed": a.seed, "instances": a.instances, "hosts": a.hosts, "groups": a.groups,
-           "flows_per_group": a.flows_per_group}
-    try:
-        if a.instances < 1:
-            raise CommschedError("echelon_core: --instances must be >= 1")
+
+    def body() -> None:
+        cfg = driver.config_section("echelon_core", {
+            "seed": a.seed, "instances": a.instances, "hosts": a.hosts, "groups": a.groups,
+            "flows_per_group": a.flows_per_group})
         t1 = arr.table1(extended=True)
         f2 = fig2_table()
         gaps = optimality_gaps(a.seed, a.instances, a.hosts, a.groups, a.flows_per_group)
-    except CommschedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    metrics = table1_metrics(t1)
-    for row in f2.itertuples(index=False):
-        metrics[f"echelon_core.fig2.{row.policy}.tardiness_s"] = float(row.tardiness_s)
-        metrics[f"echelon_core.fig2.{row.policy}.phase_end_s"] = float(row.phase_end_s)
-    opt = float(f2.set_index("policy").loc["optimum", "tardiness_s"])
-    for row in f2.itertuples(index=False):
-        metrics[f"echelon_core.fig2.{row.policy}.excess_over_optimum_s"] = \
-            float(row.tardiness_s) - opt
-    end = f2.set_index("policy")["phase_end_s"]
-    metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
-        end["sebf"] / end["fair"])
-    metrics.update(gap_metrics(gaps))
-    write_table(t1, a.table1, cfg)
-    write_table(f2, a.fig2, cfg)
-    write_table(gaps, a.gaps, cfg)
-    write_metrics(metrics, a.metrics, cfg)
-    return 0
+        metrics = table1_metrics(t1)
+        for row in f2.itertuples(index=False):
+            metrics[f"echelon_core.fig2.{row.policy}.tardiness_s"] = float(row.tardiness_s)
+            metrics[f"echelon_core.fig2.{row.policy}.phase_end_s"] = float(row.phase_end_s)
+        opt = float(f2.set_index("policy").loc["optimum", "tardiness_s"])
+        for row in f2.itertuples(index=False):
+            metrics[f"echelon_core.fig2.{row.policy}.excess_over_optimum_s"] = \
+                float(row.tardiness_s) - opt
+        end = f2.set_index("policy")["phase_end_s"]
+        metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
+            end["sebf"] / end["fair"])
+        metrics.update(gap_metrics(gaps))
+        write_table(t1, a.table1, cfg)
+        write_table(f2, a.fig2, cfg)
+        write_table(gaps, a.gaps, cfg)
+        write_metrics(metrics, a.metrics, cfg)
 
+    return driver.run("echelon_core", body)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -48,33 +48,24 @@ commsched.echelon.experiments.eval metrics --jobs-table J.csv --iterations-table
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from commsched.echelon.jobs import (
-    PARADIGMS,
-    JobGraph,
-    JobSpec,
-    LayerProfile,
-    build_job,
-    layer_profile,
-    run_jobs,
-)
+from commsched import driver
+from commsched.echelon.cluster_sim import run_jobs
+from commsched.echelon.jobs import JobGraph, JobSpec, build_job
+from commsched.echelon.profile import LayerProfile, layer_profile
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
-from commsched.io.structured import read_yaml
 from commsched.model.traced import load_trace
-from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
 from commsched.sim.flow import two_tier
 
@@ -103,20 +94,14 @@ class Scenario:
 
 
 def _section(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    need = ["seeds", "schedulers", "racks", "hosts_per_rack", "link_Bps", "oversubscription",
-            "jobs", "mean_interarrival_s", "compute_scale", "iterations", "mix"]
-    missing = [k for k in need if k not in cfg]
-    if missing:
-        raise CommschedError(f"echelon_eval config: missing {', '.join(missing)}")
+    """The ``echelon_eval`` section, checked against the config schema and the scheduler
+    registry (which the schema cannot name)."""
+    cfg = driver.config_section("echelon_eval", cfg)
     unknown = [s for s in cfg["schedulers"] if s not in FLOW_SCHEDULERS]
     if unknown:
         raise CommschedError(f"echelon_eval config: unknown schedulers {', '.join(unknown)}; "
                              f"known: {', '.join(FLOW_SCHEDULERS)}")
-    for m in cfg["mix"]:
-        if m.get("paradigm") not in PARADIGMS:
-            raise CommschedError(f"echelon_eval config: mix entry {m}: paradigm must be one "
-                                 f"of {', '.join(PARADIGMS)}")
-    return dict(cfg)
+    return cfg
 
 
 def make_jobs(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile],
@@ -216,52 +201,58 @@ def headline_metrics(jobs: pd.DataFrame, iterations: pd.DataFrame) -> dict[str, 
     return out
 
 
-@dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of ``notebooks/echelon_eval.ipynb``, checked before plotting."""
-
-    jobs: str
-    iterations: str
-    figure: str  # the PDF; the PNG is written beside it
-    kind: str = "iterations"
-
-    def __post_init__(self) -> None:
-        check_figure_inputs("echelon_eval", {"jobs": self.jobs, "iterations": self.iterations},
-                            self.figure, "run snakemake echelon_eval first")
-        if self.kind not in FIGURE_KINDS:
-            raise CommschedError(f"echelon_eval figure: kind {self.kind!r} is not one of "
-                                 f"{', '.join(FIGURE_KINDS)}")
-
-
 #: The figures of the notebook: iteration-time distributions per paradigm, their ratios to
 #: fair sharing per scenario, and slowdown and tardiness against load and oversubscription.
 FIGURE_KINDS = ("iterations", "ratios", "sweep")
 
 
-def _config(args: argparse.Namespace) -> dict[str, Any]:
-    if args.config_json is not None:
-        try:
-            data = json.loads(args.config_json)
-        except json.JSONDecodeError as e:
-            raise CommschedError(f"--config-json: invalid JSON: {e.msg}") from None
-    else:
-        data = read_yaml(args.config)
-        if not isinstance(data, dict) or "echelon_eval" not in data:
-            raise CommschedError(f"{args.config}: no 'echelon_eval' section")
-        data = data["echelon_eval"]
-    if not isinstance(data, dict):
-        raise CommschedError("echelon_eval config: expected a mapping")
-    return data
+@dataclass(frozen=True)
+class FigureConfig(driver.KindFigureConfig):
+    """Parameters of ``notebooks/echelon_eval.ipynb``, checked before plotting.
+
+    Parameters
+    ----------
+    jobs : str
+        The per-job table (:func:`run_sweep`).
+    iterations : str
+        The per-iteration table.
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    kind : str
+        The figure, one of :data:`FIGURE_KINDS` (default ``"iterations"``).
+
+    Raises
+    ------
+    CommschedError
+        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
+    """
+
+    jobs: str
+    iterations: str
+    kind: str = "iterations"
+    WHAT: ClassVar[str] = "echelon_eval"
+    HINT: ClassVar[str] = "run snakemake echelon_eval first"
+    KINDS: ClassVar[tuple[str, ...]] = FIGURE_KINDS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.eval",
-                                description=__doc__.splitlines()[0] if __doc__ else None)
+    """Run the sweep (``run``) or summarize its tables as metrics (``metrics``).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``run --config-json J --traces ... --jobs-table J.csv --iterations-table I.csv``
+        or ``metrics --jobs-table J.csv --iterations-table I.csv --metrics M.csv``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (a config the schema rejects, an unknown
+        scheduler, a missing trace or table).
+    """
+    p = driver.parser(__name__, __doc__)
     p.add_argument("step", choices=["run", "metrics"])
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--config", default="config/config.yaml",
-                     help="config file with an 'echelon_eval' section (default %(default)s)")
-    src.add_argument("--config-json", help="the 'echelon_eval' section as a JSON object")
+    driver.add_config_options(p, "echelon_eval")
     p.add_argument("--trace-dir", default="data/traces",
                    help="where the mix's trace names live (default %(default)s)")
     p.add_argument("--traces", nargs="+", help="trace files (default: the mix's, in --trace-dir)")
@@ -269,26 +260,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--iterations-table", required=True, help="per-iteration table (CSV)")
     p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         if args.step == "metrics":
             if not args.metrics:
                 raise CommschedError("metrics needs --metrics")
             jobs, its = read_table(args.jobs_table), read_table(args.iterations_table)
             write_metrics(headline_metrics(jobs, its), args.metrics,
                           {"jobs": args.jobs_table, "iterations": args.iterations_table})
-            return 0
-        cfg = _config(args)
+            return
+        cfg = _section(driver.section_from_options(args, "echelon_eval"))
         traces = args.traces or [str(Path(args.trace_dir) / f"{m['trace']}.json.gz")
-                                 for m in cfg.get("mix", [])]
+                                 for m in cfg["mix"]]
         jobs, its = run_sweep(cfg, traces, progress=lambda s: print(s, file=sys.stderr,
                                                                     flush=True))
         write_table(jobs, args.jobs_table, cfg)
         write_table(its, args.iterations_table, cfg)
-    except CommschedError as e:
-        print(f"echelon_eval {args.step}: error: {e}", file=sys.stderr)
-        return 2
-    return 0
 
+    return driver.run(f"echelon_eval {args.step}", body)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,7 @@ job), and the controller's update latency per flow event (sender's event to the 
 classes in force).
 
 Prediction (:func:`predict`): the coupled compute + flow simulator
-(:func:`commsched.echelon.jobs.run_jobs`) runs the same three jobs (the job graphs the
+(:func:`commsched.echelon.cluster_sim.run_jobs`) runs the same three jobs (the job graphs the
 live flows were matched to) on :func:`~commsched.echelon.live.topology.network` with the
 *measured* core rate (one TCP stream across the core before the runs; the host links
 scaled by the same ratio) and compute times *traced* from the live runs (per job and
@@ -36,19 +36,20 @@ M.csv`` (``--reuse``: re-analyse the ``run.json`` a run left in ``DIR``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.cluster.net import parse_rate
-from commsched.echelon.jobs import ClusterRun, build_job, run_jobs
+from commsched.echelon.cluster_sim import ClusterRun, run_jobs
+from commsched.echelon.jobs import build_job
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.launch import LAUNCHERS
@@ -57,7 +58,6 @@ from commsched.echelon.live.tc import check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
 from commsched.errors import CommschedError
-from commsched.plotting import check_figure_inputs
 from commsched.results import write_metrics, write_table
 
 __all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
@@ -365,27 +365,37 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class FigureConfig:
-    """Parameters of ``notebooks/echelon_live.ipynb``, checked before plotting."""
+class FigureConfig(driver.KindFigureConfig):
+    """Parameters of ``notebooks/echelon_live.ipynb``, checked before plotting.
+
+    Parameters
+    ----------
+    summary : str
+        The summary table (:func:`summarize`).
+    jobs : str
+        The per-job table.
+    figure : str
+        The PDF to write (the PNG is written beside it).
+    kind : str
+        The figure, one of :data:`FIGURE_KINDS` (default ``"jct"``).
+
+    Raises
+    ------
+    CommschedError
+        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
+    """
 
     summary: str
     jobs: str
-    figure: str
     kind: str = "jct"
-
-    def __post_init__(self) -> None:
-        check_figure_inputs("echelon_live", {"summary": self.summary, "jobs": self.jobs},
-                            self.figure, "run rule echelon_live_run first")
-        if self.kind not in FIGURE_KINDS:
-            raise CommschedError(f"echelon_live figure: kind {self.kind!r} is not one of "
-                                 f"{', '.join(FIGURE_KINDS)}")
+    WHAT: ClassVar[str] = "echelon_live"
+    HINT: ClassVar[str] = "run rule echelon_live_run first"
+    KINDS: ClassVar[tuple[str, ...]] = FIGURE_KINDS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the live experiment (module docstring); one-line errors, exit 2."""
-    ap = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.live",
-                                 description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = driver.parser(__name__, __doc__)
     ap.add_argument("--config-json", required=True, help="the echelon_live config section")
     ap.add_argument("--workdir", required=True, help="worker configs, logs, records")
     ap.add_argument("--reuse", action="store_true",
@@ -393,8 +403,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in (*TABLES, "metrics"):
         ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
     args = ap.parse_args(argv)
-    try:
-        raw = json.loads(args.config_json)
+
+    def body() -> None:
+        raw = driver.config_section("echelon_live", args.config_json)
         params = Params.from_config(raw)
         reason = None if args.reuse else skipped_reason(params)
         if reason:
@@ -403,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in TABLES:
                 write_table(skip, getattr(args, name), {**raw, "skipped": reason})
             write_metrics({}, args.metrics, {**raw, "skipped": reason})
-            return 0
+            return
         work = Path(args.workdir)
         if args.reuse:
             path = work / "run.json"
@@ -429,13 +440,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_metrics(metrics(s, t["updates"]), args.metrics, raw)
         print(s[["policy", "job", "jct_s", "predicted_jct_s", "error_median"]].to_string(
             index=False), file=sys.stderr)
-    except CommschedError as e:
-        print(f"echelon_live: error: {e}", file=sys.stderr)
-        return 2
+
+    try:
+        return driver.run("echelon_live", body)
     except KeyboardInterrupt:  # the cluster was torn down on the way out
         print("echelon_live: interrupted", file=sys.stderr)
         return 130
-    return 0
 
 
 if __name__ == "__main__":

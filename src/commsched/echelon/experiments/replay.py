@@ -22,7 +22,6 @@ Usage: ``python -m commsched.echelon.experiments.replay metrics --tables fair=F 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from commsched import driver
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.plotting import check_figure_inputs
 from commsched.results import read_table, write_metrics, write_table
@@ -98,47 +99,72 @@ def bins_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class FigureConfig:
-    """Parameters of ``notebooks/echelon_replay.ipynb``, checked before plotting."""
+    """Parameters of ``notebooks/echelon_replay.ipynb``, checked before plotting.
 
-    tables: str  # comma-separated name=path CCT tables
+    Not a :class:`commsched.driver.FigureConfig`: the notebook's ``tables`` parameter (a
+    comma-separated list) would shadow that class' ``tables()``.
+
+    Parameters
+    ----------
+    tables : str
+        Comma-separated ``scheduler=path`` CCT tables (one per replay).
+    bins : str
+        The bins table (:func:`bins_table`).
+    figure : str
+        The PDF to write (the PNG is written beside it).
+
+    Raises
+    ------
+    CommschedError
+        If ``tables`` is not a list of ``scheduler=path``, a table does not exist or
+        ``figure`` is not a PDF path.
+    """
+
+    tables: str
     bins: str
-    figure: str  # the PDF; the PNG is written beside it
+    figure: str
 
     def parsed(self) -> dict[str, str]:
-        return _pairs(self.tables.split(","))
+        """``{scheduler: path}`` of :attr:`tables`."""
+        return _pairs(self.tables.split(","), "tables")
 
     def __post_init__(self) -> None:
         check_figure_inputs("echelon replay", {**self.parsed(), "bins": self.bins},
                             self.figure, "run the echelon_replay rules first")
 
 
-def _pairs(items: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for it in items:
-        name, sep, path = it.partition("=")
-        if not sep or not name or not path:
-            raise CommschedError(f"expected name=path, not {it!r}")
-        out[name] = path
-    return out
+def _pairs(items: Sequence[str] | None, flag: str = "--tables") -> dict[str, str]:
+    return driver.named_paths(list(items) if items else None, tuple(FLOW_SCHEDULERS), flag)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m commsched.echelon.experiments.replay")
+    """Write the replay's metrics and its Varys-bins table from the per-scheduler CCT tables.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``metrics --tables SCHEDULER=CSV ... --metrics M.csv --bins B.csv``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error (a malformed pair, a missing table, no ``sebf``
+        table, tables of different Coflows).
+    """
+    p = driver.parser(__name__, __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("metrics", help="metrics and bins tables from the CCT tables")
     m.add_argument("--tables", nargs="+", required=True, help="scheduler=path ...")
     m.add_argument("--metrics", required=True)
     m.add_argument("--bins", required=True)
     args = p.parse_args(argv)
-    try:
+
+    def body() -> None:
         tables = _load(_pairs(args.tables))
         write_metrics(metrics(tables), args.metrics, {"tables": args.tables})
         write_table(bins_table(tables), args.bins, {"tables": args.tables})
-    except CommschedError as e:
-        print(f"echelon_replay: error: {e}", file=sys.stderr)
-        return 2
-    return 0
 
+    return driver.run("echelon_replay", body)
 
 if __name__ == "__main__":
     sys.exit(main())

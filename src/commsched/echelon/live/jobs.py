@@ -60,8 +60,9 @@ import numpy as np
 import torch
 
 from commsched.echelon.arrangement import _stage_order
-from commsched.echelon.jobs import JobSpec, LayerProfile, build_job
+from commsched.echelon.jobs import JobSpec, build_job
 from commsched.echelon.live.transport import FlowInfo, TaggedTransport, Transport
+from commsched.echelon.profile import LayerProfile
 from commsched.errors import CommschedError
 
 __all__ = [
@@ -223,7 +224,7 @@ def profile_compute(job: LiveJob, reps: int = 3) -> LayerProfile:
 
 
 def simulator_profile(job: LiveJob, fwd: list[float], bwd: list[float]) -> LayerProfile:
-    """A :class:`~commsched.echelon.jobs.LayerProfile` of ``job`` with the given forward
+    """A :class:`~commsched.echelon.profile.LayerProfile` of ``job`` with the given forward
     and backward times (per block; pipelines: per stage and micro-batch) and the job's
     own parameter and activation bytes (FSDP shards padded to a multiple of ``world``)."""
     W, d = job.world, job.width
