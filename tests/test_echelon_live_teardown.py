@@ -153,7 +153,8 @@ def test_teardown_when_interrupted_or_a_process_dies(tmp_path: Path, how: str) -
 
 def test_time_limit_ends_the_run(tmp_path: Path) -> None:
     before = _ecl_runs()
-    cfg = _config(jobs=[{**_config()["jobs"][0], "iterations": 400}], timeout_s=25)
+    # far more iterations than 25 s allow on any machine: the time limit must end the run
+    cfg = _config(jobs=[{**_config()["jobs"][0], "iterations": 100_000}], timeout_s=25)
     p = _start(tmp_path, cfg)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 2 and "time limit of 25 s" in err.strip().splitlines()[-1], err

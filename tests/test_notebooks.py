@@ -60,6 +60,8 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
                                             "metrics": _f("tictac_metrics.csv")}),
     ("live", "live", {"summary": _f("live_skipped.csv"), "steps": _f("live_skipped.csv"),
                       "transfers": _f("live_skipped.csv"), "kind": "gain"}),
+    ("echelon_live", "echelon_live", {"summary": _f("echelon_live_summary.csv"),
+                                      "jobs": _f("echelon_live_jobs.csv"), "kind": "jct"}),
     ("allreduce_fit", "allreduce_fit", {"summary": _f("allreduce_summary.csv"),
                                         "fit": _f("allreduce_fit.csv")}),
     ("grad_sizes", "grad_sizes", {"table": _f("grad_sizes.csv")}),

@@ -109,8 +109,9 @@ def test_generate_random_cli(tmp_path):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["generate", "seq", "--n", "0"], "n must be an integer >= 1"),
-    (["generate", "random", "--edge-prob", "1.5"], "edge_prob must be a probability"),
+    (["generate", "seq", "--n", "0"], "argument --n: must be an integer >= 1"),
+    (["generate", "random", "--edge-prob", "1.5"],
+     "argument --edge-prob: must be a finite number >= 0 and <= 1"),
     (["generate", "random", "--tensor-size", "9", "3"], "tensor_size must be a range"),
 ])
 def test_generate_errors(tmp_path, capsys, args, msg):

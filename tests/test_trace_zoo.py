@@ -35,7 +35,7 @@ def test_cli_unknown_model_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]
     assert main(["trace", "--model", "vgg16", "--size", "64"]) == 2
     assert "needs input size 224" in capsys.readouterr().err
     assert main(["trace", "--model", "thesis_cnn", "--iters", "0"]) == 2
-    assert "iterations >= 1" in capsys.readouterr().err
+    assert "argument --iters: must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_zoo_covers_the_papers() -> None:
