@@ -110,10 +110,14 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
     """Every case executed once, in parallel (a kernel per notebook)."""
     out = tmp_path_factory.mktemp("notebooks")
     env_backend = os.environ.pop("MPLBACKEND", None)  # as in JupyterLab: no backend forced
+    # papermill changes the process's working directory around each run (cwd=notebooks/);
+    # from several threads the restores interleave, so put it back for the tests after
+    cwd = os.getcwd()
     try:
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
             results = list(pool.map(lambda c: _execute(c, out), CASES))
     finally:
+        os.chdir(cwd)
         if env_backend is not None:
             os.environ["MPLBACKEND"] = env_backend
     return {c[0]: r for c, r in zip(CASES, results, strict=True)}
