@@ -6,7 +6,7 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.commsched-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test bootstrap clean-results record-benchmarks
+.PHONY: reproduce test bootstrap clean-results record-benchmarks record-reference
 
 bootstrap: $(STAMP)
 
@@ -36,3 +36,14 @@ clean-results:
 record-benchmarks:
 	@ls results/benchmarks/*.tsv >/dev/null 2>&1 || { echo "record-benchmarks: no results/benchmarks/*.tsv; run the pipeline first" >&2; exit 2; }
 	cp -v results/benchmarks/*.tsv benchmarks/results/
+
+# The last full run's claims table, metrics and PNG figures into the committed reference run
+# results/reference/ (`commsched claims compare` compares a run with it); only on request.
+record-reference:
+	@test -f results/claims.csv || { echo "record-reference: no results/claims.csv; run make reproduce first" >&2; exit 2; }
+	rm -rf results/reference.new && mkdir -p results/reference.new/metrics results/reference.new/figures
+	cp results/claims.csv results/claims.md results/reference.new/
+	cp results/metrics/*.csv results/reference.new/metrics/
+	cp results/figures/*.png results/reference.new/figures/
+	rm -rf results/reference && mv results/reference.new results/reference
+	@echo "record-reference: results/reference/ holds the run of $$(sed -n 's/^# git_revision: //p' results/claims.csv)"

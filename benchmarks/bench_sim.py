@@ -9,16 +9,21 @@ runs), validates one schedule with :func:`commsched.sim.check_schedule`, and wri
 ``benchmarks/results/sim.json``.
 
 Run: ``python benchmarks/bench_sim.py`` (about 15 s on 2 cores, mostly building the graph).
+``--growth 10000,100000,1000000 --repeat 3`` measures the cost growth instead (two edges per
+op; the target is 1M ops / 2M edges in under 5 s) and writes
+``benchmarks/results/sim_growth.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 from benchlib import timed, write_result
@@ -28,6 +33,7 @@ from commsched.sim import check_schedule, simulate_compiled
 
 RESOURCES = {"cpu": 4, "gpu": 2, "net": 1, "pcie": 1}
 TARGET_S = 2.0
+GROWTH_TARGET_S = 5.0  # issue 25: 1M ops / 2M edges
 
 
 def random_dag(ops: int, edges: int, window: int, seed: int) -> nx.DiGraph:
@@ -48,37 +54,30 @@ def random_dag(ops: int, edges: int, window: int, seed: int) -> nx.DiGraph:
     return g
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--ops", type=int, default=100_000)
-    p.add_argument("--edges", type=int, default=200_000)
-    p.add_argument("--window", type=int, default=1000, help="max distance of an edge")
-    p.add_argument("--repeat", type=int, default=5, choices=range(1, 101), metavar="1..100")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "sim.json"))
-    args = p.parse_args(argv)
-
+def measure(ops: int, edges: int, window: int, seed: int, repeat: int) -> dict[str, Any]:
+    """Build the seeded DAG, time compile + simulate (median of ``repeat``), validate one
+    schedule; the result record (without the machine and provenance)."""
     t = time.perf_counter()
-    g = random_dag(args.ops, args.edges, args.window, args.seed)
+    g = random_dag(ops, edges, window, seed)
     build_s = time.perf_counter() - t
-    compile_times, cg = timed(lambda: compile_graph(g), args.repeat)
-    fifo_times, sched = timed(lambda: simulate_compiled(cg), args.repeat)
-    rand_times, _ = timed(lambda: simulate_compiled(cg, tie="random", seed=1), args.repeat)
+    compile_times, cg = timed(lambda: compile_graph(g), repeat)
+    fifo_times, sched = timed(lambda: simulate_compiled(cg), repeat)
+    rand_times, _ = timed(lambda: simulate_compiled(cg, tie="random", seed=1), repeat)
     t = time.perf_counter()
     check_schedule(cg, sched)
     check_s = time.perf_counter() - t
 
     med = statistics.median
     total = med(compile_times) + med(fifo_times)
-    result = {
+    return {
         "benchmark": "priority simulator (commsched.sim.priority)",
         "ops": g.number_of_nodes(),
         "edges": g.number_of_edges(),
         "resources": RESOURCES,
         "prioritized_ops": sum(1 for _, a in g.nodes(data="priority") if a is not None),
-        "seed": args.seed,
-        "window": args.window,
-        "repeat": args.repeat,
+        "seed": seed,
+        "window": window,
+        "repeat": repeat,
         "seconds": {
             "compile_graph_median": med(compile_times),
             "simulate_fifo_median": med(fifo_times),
@@ -90,15 +89,60 @@ def main(argv: list[str] | None = None) -> int:
             "simulate_fifo_runs": fifo_times,
             "simulate_random_runs": rand_times,
         },
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "makespan": sched.makespan,
         "schedule_valid": True,
-        "target": f"< {TARGET_S:g} s for compile_graph + simulate_compiled",
-        "target_met": total < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"{result['ops']} ops, {result['edges']} edges: compile {med(compile_times):.3f} s "
-          f"+ simulate {med(fifo_times):.3f} s = {total:.3f} s (target < {TARGET_S:g} s: "
-          f"{'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--ops", type=int, default=100_000)
+    p.add_argument("--edges", type=int, default=200_000)
+    p.add_argument("--window", type=int, default=1000, help="max distance of an edge")
+    p.add_argument("--repeat", type=int, default=5, choices=range(1, 101), metavar="1..100")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--growth", metavar="N,N,...",
+                   help="instead: the cost growth over these op counts (two edges per op), "
+                        "written to results/sim_growth.json")
+    p.add_argument("--out", help="result file (default results/sim.json, with --growth "
+                                 "results/sim_growth.json)")
+    args = p.parse_args(argv)
+    results = Path(__file__).parent / "results"
+    if args.growth:
+        sizes = [int(x) for x in args.growth.split(",")]
+        runs = []
+        for n in sizes:
+            r = measure(n, 2 * n, args.window, args.seed, args.repeat)
+            sec = r["seconds"]["compile_plus_simulate_fifo"]
+            r["us_per_op"] = 1e6 * sec / n
+            runs.append(r)
+            print(f"{n} ops, {r['edges']} edges: compile + simulate {sec:.3f} s "
+                  f"({r['us_per_op']:.2f} us/op), peak RSS {r['peak_rss_mib']:.0f} MiB",
+                  flush=True)
+        per_op = [r["us_per_op"] for r in runs]
+        growth = {
+            "benchmark": "priority simulator cost growth (commsched.sim.priority)",
+            "sizes": sizes,
+            "runs": runs,
+            "us_per_op": per_op,
+            "per_op_ratio_largest_to_smallest": per_op[-1] / per_op[0],
+            "target": f"< {GROWTH_TARGET_S:g} s for compile_graph + simulate_compiled at "
+                      f"the largest size",
+            "target_met": runs[-1]["seconds"]["compile_plus_simulate_fifo"] < GROWTH_TARGET_S,
+        }
+        write_result(args.out or results / "sim_growth.json", growth)
+        return 0
+    result = measure(args.ops, args.edges, args.window, args.seed, args.repeat)
+    total = result["seconds"]["compile_plus_simulate_fifo"]
+    result["target"] = f"< {TARGET_S:g} s for compile_graph + simulate_compiled"
+    result["target_met"] = total < TARGET_S
+    out = args.out or results / "sim.json"
+    write_result(out, result)
+    print(f"{result['ops']} ops, {result['edges']} edges: compile "
+          f"{result['seconds']['compile_graph_median']:.3f} s + simulate "
+          f"{result['seconds']['simulate_fifo_median']:.3f} s = {total:.3f} s (target < "
+          f"{TARGET_S:g} s: {'met' if result['target_met'] else 'MISSED'}); wrote {out}")
     return 0
 
 
