@@ -47,7 +47,7 @@ def worker_argv(launcher: str, config: str, cfg: WorkerConfig, port: int,
     ...                    out="o", master="10.0.0.2")
     >>> worker_argv("direct", "c.json", cfg, 29500)[1]["RANK"]
     '1'
-    >>> worker_argv("torchrun", "c.json", cfg, 29500)[0][-8:-2]
+    >>> worker_argv("torchrun", "c.json", cfg, 29500)[0][-7:-1]
     ['--local-addr', '10.0.0.2', '--max-restarts', '0', '-m', 'commsched.echelon.live.worker']
     """
     world = len(cfg.peers)

@@ -124,7 +124,8 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
     workdir : pathlib.Path
         Plans, worker configs, logs and results go to ``workdir/<trace>``.
     mode : {"run", "reuse", "prepare"}
-        ``run`` live on the emulated cluster, ``reuse`` the results an earlier run (or
+        ``run`` live on the emulated cluster (``params.hosts`` unused), ``reuse`` the
+        results an earlier run (or
         the hosts) left in ``workdir``, or ``prepare`` the worker config for real hosts
         (``worker.json``: rank and rendezvous from torchrun, :func:`host_commands`).
 
@@ -137,9 +138,8 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
     Raises
     ------
     CommschedError
-        If the trace is not a PyTorch training trace, ``reuse`` finds no finished run,
-        ``run`` is asked for real hosts (they run their own commands), or a worker failed
-        or ran past ``timeout_s``.
+        If the trace is not a PyTorch training trace, ``reuse`` finds no finished run, or
+        a worker failed or ran past ``timeout_s``.
     """
     trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
     meta = trace.graph["meta"]
@@ -177,10 +177,6 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
         if not all(p.is_file() for p in outs):
             raise CommschedError(f"--reuse: no finished run of {lm.trace} in {work}")
         return {**run, "results": [json.loads(p.read_text()) for p in outs]}
-    if params.hosts is not None:
-        raise CommschedError("pace_live.hosts is set: the workers run on those hosts "
-                             "(--prepare prints each host's command; --reuse analyses "
-                             "their results)")
     cl = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
                        burst="256kb", servers=False)
     with emulated_cluster(cl, timeout=params.timeout_s) as cluster:
@@ -307,8 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = [n for n in (*TABLES, "metrics") if not getattr(args, n)]
         if missing:
             raise CommschedError(f"--{missing[0]} is required (unless --prepare)")
-        # real hosts: run_model says how to run them, whatever this machine supports
-        reason = None if args.reuse or params.hosts is not None else skipped_reason(params)
+        if params.hosts is not None and not args.reuse:
+            raise CommschedError("pace_live.hosts is set: the workers run on those hosts "
+                                 "(--prepare prints each host's command; --reuse analyses "
+                                 "their results)")
+        reason = None if args.reuse else skipped_reason(params)
         if reason:
             print(f"pace_live skipped: {reason}", file=sys.stderr)
             skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
