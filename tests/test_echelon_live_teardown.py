@@ -108,8 +108,9 @@ def _wait_for(pred: Any, timeout: float) -> None:
 
 
 def test_short_live_run_end_to_end(tmp_path: Path) -> None:
+    """As the pipeline runs it: every process under torchrun (c10d, one agent per host)."""
     before = _ecl_runs()
-    p = _start(tmp_path, _config())
+    p = _start(tmp_path, _config(launcher="torchrun"))
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     summary = (tmp_path / "summary.csv").read_text()

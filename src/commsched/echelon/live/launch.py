@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
+from commsched.cluster.procs import ProcRecord, end_processes, last_error, spawn, start_time
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.echelon.live.worker import WorkerConfig
 from commsched.errors import CommschedError
 
-__all__ = ["SpawnProcess", "last_error", "launch", "worker_argv"]
+__all__ = ["SpawnProcess", "launch", "worker_argv"]
 
 #: ``spawn(role, argv, log, env)``: start one process (see :func:`launch`).
 SpawnProcess = Callable[[str, list[str], Path, Mapping[str, str]], "subprocess.Popen[bytes]"]
@@ -62,16 +62,6 @@ def worker_argv(launcher: str, config: str, cfg: WorkerConfig, port: int,
                 {"RANK": str(cfg.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(world),
                  "MASTER_ADDR": cfg.master, "MASTER_PORT": str(port)})
     raise CommschedError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS)}")
-
-
-def last_error(log: Path) -> str:
-    """The last line of ``log`` that says ``error``, else its last line."""
-    try:
-        lines = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    errs = [x for x in lines if "error" in x.lower() and "Traceback" not in x]
-    return (errs or lines or ["(empty log)"])[-1].strip()[:300]
 
 
 def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, timeout: float,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
+from commsched.cluster.procs import ProcRecord, end_processes, last_error, spawn, start_time
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.errors import CommschedError
 from commsched.pace.live.ddp import WorkerConfig
@@ -33,15 +33,6 @@ MODULE = "commsched.pace.live.ddp"
 
 #: ``spawn_worker(rank, argv, log, env)``: start one worker process (see :func:`launch`).
 SpawnWorker = Callable[[int, list[str], Path, Mapping[str, str]], "subprocess.Popen[bytes]"]
-
-
-def _last_error(log: Path) -> str:
-    try:
-        lines = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    errs = [x for x in lines if "error:" in x]
-    return (errs or lines or ["(empty log)"])[-1].strip()[:300]
 
 
 def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeout: float,
@@ -125,7 +116,7 @@ def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeou
             for r, code in sorted(codes.items()):
                 if code not in (None, 0):
                     raise CommschedError(f"ddp worker {r} failed (exit {code}): "
-                                         f"{_last_error(started[r][2])}")
+                                         f"{last_error(started[r][2])}")
             if all(c == 0 for c in codes.values()):
                 break
             if time.monotonic() > deadline:
