@@ -21,6 +21,7 @@ from typing import Any
 
 import networkx as nx
 import pytest
+from conftest import procs_with
 
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, emulated_cluster
@@ -108,17 +109,6 @@ def test_prepare_prints_every_hosts_command_and_run_refuses_real_hosts(
     assert "pace_live.hosts is null" in capsys.readouterr().err
 
 
-def _procs_with(text: str) -> list[int]:
-    out = []
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode():
-                out.append(int(d.name))
-        except OSError:
-            continue
-    return [p for p in out if p != os.getpid()]
-
-
 REASON = net.check_support()
 
 
@@ -151,7 +141,7 @@ def test_a_host_list_of_namespaces_runs_the_printed_commands(
         logs = [(tmp_path / f"host{i}.log").read_text()[-600:] for i in range(2)]
         assert codes == [0, 0], logs
     assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
-    assert _procs_with(str(work)) == []
+    assert procs_with(str(work)) == []
     results = [json.loads((work / TRACE / f"result{r}.json").read_text()) for r in range(2)]
     assert [r["rank"] for r in results] == [0, 1]
     for r in results:
