@@ -139,3 +139,15 @@ def kill_when(cmd: list[str], cwd: Path, env: dict[str, str], ready: Callable[[]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+def procs_with(text: str) -> list[int]:
+    """PIDs of the processes (other than this one) whose command line contains ``text``."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return [p for p in out if p != os.getpid()]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import procs_with
 
 from commsched.cluster import net
 from commsched.cluster.state import run_base
@@ -33,22 +34,11 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _procs_with(text: str) -> list[int]:
-    out = []
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode():
-                out.append(int(d.name))
-        except OSError:
-            continue
-    return [p for p in out if p != os.getpid()]
-
-
 def _assert_nothing_left(run_ids: list[str], workdir: Path) -> None:
     for rid in run_ids:
         assert net.list_namespaces(f"{net.NS_PREFIX}{rid}-") == []
         assert not (run_base() / rid).exists()
-    assert _procs_with(str(workdir)) == []
+    assert procs_with(str(workdir)) == []
 
 
 def _ecl_runs() -> set[str]:
@@ -108,8 +98,9 @@ def _wait_for(pred: Any, timeout: float) -> None:
 
 
 def test_short_live_run_end_to_end(tmp_path: Path) -> None:
+    """As the pipeline runs it: every process under torchrun (c10d, one agent per host)."""
     before = _ecl_runs()
-    p = _start(tmp_path, _config())
+    p = _start(tmp_path, _config(launcher="torchrun"))
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     summary = (tmp_path / "summary.csv").read_text()
@@ -125,7 +116,7 @@ def test_teardown_when_interrupted_or_a_process_dies(tmp_path: Path, how: str) -
     cfg = _config(jobs=[{**_config()["jobs"][0], "iterations": 400}], phase_timeout_s=20)
     p = _start(tmp_path, cfg)
     work = tmp_path / "run"
-    _wait_for(lambda: _procs_with(f"{work}/repeat0/pp-r1.json"), 120)
+    _wait_for(lambda: procs_with(f"{work}/repeat0/pp-r1.json"), 120)
     new = list(_ecl_runs() - before)
     time.sleep(3.0)  # inside a phase
     if how == "sigterm":
@@ -135,11 +126,11 @@ def test_teardown_when_interrupted_or_a_process_dies(tmp_path: Path, how: str) -
         os.kill(p.pid, signal.SIGINT)
         want = "interrupted"
     elif how == "controller":
-        for pid in _procs_with(f"{work}/repeat0/controller-config.json"):
+        for pid in procs_with(f"{work}/repeat0/controller-config.json"):
             os.kill(pid, signal.SIGKILL)
         want = "the controller failed"
     else:
-        for pid in _procs_with(f"{work}/repeat0/pp-r1.json"):
+        for pid in procs_with(f"{work}/repeat0/pp-r1.json"):
             os.kill(pid, signal.SIGKILL)
         want = "pp-r"
     t0 = time.monotonic()

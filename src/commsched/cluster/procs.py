@@ -21,7 +21,7 @@ from typing import Any
 
 from commsched.errors import CommschedError
 
-__all__ = ["ProcRecord", "alive", "end_processes", "spawn", "start_time"]
+__all__ = ["ProcRecord", "alive", "end_processes", "last_error", "spawn", "start_time"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -137,3 +137,31 @@ def end_processes(
             "could not end processes " + ", ".join(f"{r.role} (pid {r.pid})" for r in still)
         )
     return running
+
+
+def last_error(log: str | os.PathLike[str]) -> str:
+    """Why a process failed, from its log: the last line in the one-line error format
+    (``...: error: ...``), else the last line that mentions an error (not a traceback's
+    header), else the last line; at most 300 characters.
+
+    A torchrun agent's log holds its worker's output, then the agent's own failure
+    summary (``ChildFailedError``, ``error_file``, a link to ``errors.html``): the worker's
+    one-line error is what this returns.
+
+    Parameters
+    ----------
+    log : path
+        The log file.
+
+    Returns
+    -------
+    str
+        The line, or ``(no log)`` / ``(empty log)``.
+    """
+    try:
+        lines = Path(log).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    ours = [x for x in lines if "error:" in x]
+    errs = [x for x in lines if "error" in x.lower() and "Traceback" not in x]
+    return (ours or errs or lines or ["(empty log)"])[-1].strip()[:300]

@@ -48,11 +48,11 @@ import pandas as pd
 
 from commsched import driver
 from commsched.cluster.net import parse_rate
+from commsched.cluster.torchrun import LAUNCHERS
 from commsched.echelon.cluster_sim import ClusterRun, run_jobs
 from commsched.echelon.jobs import build_job
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
-from commsched.echelon.live.launch import LAUNCHERS
 from commsched.echelon.live.runner import JobPlacement, run_live
 from commsched.echelon.live.tc import check_htb
 from commsched.echelon.live.topology import network

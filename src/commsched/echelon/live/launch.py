@@ -1,10 +1,12 @@
 """Start the processes of live jobs (``torchrun`` or directly), bound them, end them.
 
-:func:`worker_argv` is the command of one job process: ``torchrun --nnodes W
---nproc-per-node 1 --node-rank R --master-addr A --master-port P -m
-commsched.echelon.live.worker CONFIG`` (one torchrun agent and one worker per host, as on
-real hosts), or the worker module alone with torchrun's environment set by the launcher
-(``direct``: half the processes, for tests). :func:`launch` starts every process through
+:func:`worker_argv` is the command of one job process: torchrun with the c10d rendezvous
+at rank 0's host (:func:`commsched.cluster.torchrun.torchrun_argv`: one torchrun agent and
+one worker per host, the command a real host runs; the job's name is the rendezvous id,
+the rank's data address its ``--local-addr``), or the worker module alone with torchrun's
+environment set by the launcher (``direct``: half the processes, for tests). Under
+torchrun a process keeps the rank of its config (its peers and DSCP tags are its own),
+whatever number c10d gives its agent. :func:`launch` starts every process through
 ``spawn`` (default: on this machine), waits for all of them with a deadline and, on every
 exit path (success, a process's error, the deadline, an exception or Ctrl-C), ends every
 process it started that still runs (SIGTERM, then SIGKILL, by PID). A failed process is
@@ -23,46 +25,43 @@ from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
+from commsched.cluster.procs import ProcRecord, end_processes, last_error, spawn, start_time
+from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.echelon.live.worker import WorkerConfig
 from commsched.errors import CommschedError
 
-__all__ = ["LAUNCHERS", "SpawnProcess", "last_error", "launch", "worker_argv"]
-
-#: How job processes are started.
-LAUNCHERS = ("torchrun", "direct")
+__all__ = ["SpawnProcess", "launch", "worker_argv"]
 
 #: ``spawn(role, argv, log, env)``: start one process (see :func:`launch`).
 SpawnProcess = Callable[[str, list[str], Path, Mapping[str, str]], "subprocess.Popen[bytes]"]
 
 
-def worker_argv(launcher: str, config: str, rank: int, world: int, master: str,
-                port: int) -> tuple[list[str], dict[str, str]]:
+def worker_argv(launcher: str, config: str, cfg: WorkerConfig, port: int,
+                log_dir: str | None = None) -> tuple[list[str], dict[str, str]]:
     """Command and extra environment of one job process (module docstring).
 
-    >>> worker_argv("direct", "c.json", 1, 3, "10.0.0.2", 29500)[1]["RANK"]
+    ``config`` is the file of ``cfg``; ``port`` the job's rendezvous port on rank 0's
+    host (``cfg.master``); ``log_dir`` torchrun's log directory.
+
+    >>> cfg = WorkerConfig(job={"name": "j"}, rank=1, peers=[["10.0.0.2", 7000]] * 3,
+    ...                    out="o", master="10.0.0.2")
+    >>> worker_argv("direct", "c.json", cfg, 29500)[1]["RANK"]
     '1'
+    >>> worker_argv("torchrun", "c.json", cfg, 29500)[0][-7:-1]
+    ['--local-addr', '10.0.0.2', '--max-restarts', '0', '-m', 'commsched.echelon.live.worker']
     """
+    world = len(cfg.peers)
     if launcher == "torchrun":
-        return ([sys.executable, "-m", "torch.distributed.run", "--nnodes", str(world),
-                 "--nproc-per-node", "1", "--node-rank", str(rank), "--master-addr", master,
-                 "--master-port", str(port), "--max-restarts", "0", "-m",
-                 "commsched.echelon.live.worker", config], {})
+        return (torchrun_argv(world, cfg.rank, f"{cfg.master}:{port}",
+                              str(cfg.peers[cfg.rank][0]), "commsched.echelon.live.worker",
+                              [config],
+                              run_id=str(cfg.job.get("name", "commsched")),
+                              join_timeout=cfg.join_timeout, log_dir=log_dir), {})
     if launcher == "direct":
         return ([sys.executable, "-m", "commsched.echelon.live.worker", config],
-                {"RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(world),
-                 "MASTER_ADDR": master, "MASTER_PORT": str(port)})
+                {"RANK": str(cfg.rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(world),
+                 "MASTER_ADDR": cfg.master, "MASTER_PORT": str(port)})
     raise CommschedError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS)}")
-
-
-def last_error(log: Path) -> str:
-    """The last line of ``log`` that says ``error``, else its last line."""
-    try:
-        lines = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    errs = [x for x in lines if "error" in x.lower() and "Traceback" not in x]
-    return (errs or lines or ["(empty log)"])[-1].strip()[:300]
 
 
 def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, timeout: float,
@@ -93,8 +92,7 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
                 atomic_write_text(path, json.dumps(asdict(cfg)) + "\n")
                 log = work / f"{role}.log"
                 log.unlink(missing_ok=True)
-                argv, env = worker_argv(launcher, str(path), cfg.rank, len(cfgs), cfg.master,
-                                        port)
+                argv, env = worker_argv(launcher, str(path), cfg, port, str(work / "torchrun"))
                 env = {**env0, **env}
                 if not env["GLOO_SOCKET_IFNAME"]:
                     del env["GLOO_SOCKET_IFNAME"]

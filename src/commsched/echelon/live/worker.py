@@ -1,15 +1,16 @@
 """One process (host) of a live EchelonFlow job: ``python -m commsched.echelon.live.worker
 CONFIG.json``, under ``torchrun`` or started directly.
 
-The process joins its job's gloo process group (``env://``: ``RANK``, ``WORLD_SIZE``,
-``MASTER_ADDR``, ``MASTER_PORT`` from torchrun or from the launcher), opens its end of the
-bulk-data network (:mod:`commsched.echelon.live.transport`: tagged lanes, or gloo
-point-to-point with ``backend: gloo``), then runs one *phase* per entry of ``phases``
-(the same job, from the same seed, under the policy the controller enforces in that
-phase): before each phase it waits at the cluster-wide phase barrier in the controller's
-store (a :class:`torch.distributed.TCPStore`; without a store, a gloo barrier). It writes
-``out`` (JSON): per phase the computations, iteration ends and flow records. Every wait
-is bounded (``timeout``, ``join_timeout``); any failure is one line on stderr and exit 2.
+The process joins its job's gloo process group as the rank of its config (``env://``:
+``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` from torchrun or from the launcher),
+opens its end of the bulk-data network (:mod:`commsched.echelon.live.transport`: tagged
+lanes, or gloo point-to-point with ``backend: gloo``), then runs one *phase* per entry of
+``phases`` (the same job, from the same seed, under the policy the controller enforces in
+that phase): before each phase it waits at the cluster-wide phase barrier in the
+controller's store (a :class:`torch.distributed.TCPStore`; without a store, a gloo
+barrier). It writes ``out`` (JSON): per phase the computations, iteration ends and flow
+records. Every wait is bounded (``timeout``, ``join_timeout``); any failure is one line
+on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ class WorkerConfig:
     ``controller``: the controller's UDP address; ``store``: its phase-barrier store;
     ``profile``: ``{"fwd": [...], "bwd": [...]}`` compute times that set the flows'
     EchelonFlow offsets (:func:`commsched.echelon.live.jobs.flow_meta`; default: the
-    profile measured here). ``rank``/``world``/``master``/``port`` are overridden by a
-    torchrun environment. ``dump``: ``torch.save`` the final parameters there."""
+    profile measured here). Under torchrun the process group joins through torchrun's
+    store (``master``/``port`` overridden), with ``rank`` as given. ``dump``:
+    ``torch.save`` the final parameters there."""
 
     job: dict[str, Any]
     rank: int
@@ -79,9 +81,13 @@ class WorkerConfig:
 
 
 def _with_env(data: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The config with the rendezvous of a torchrun (or ``direct``) environment: the
+    process group joins through its store (``master = "env"``) with the config's own rank
+    (the rank's peers and tags are in the config; torchrun's c10d rendezvous numbers its
+    agents by address, not in the job's rank order)."""
     out = dict(data)
     if "RANK" in env and "WORLD_SIZE" in env:
-        out.update(rank=int(env["RANK"]), master="env")
+        out.update(master="env")
     for key in ("out", "dump"):
         if isinstance(out.get(key), str):
             out[key] = out[key].replace("{rank}", str(out["rank"]))

@@ -46,15 +46,21 @@ Gains: ``gain of A over B = median step of B / median step of A - 1``.
 
 Without root or namespace support (and with ``enabled: false``) nothing runs: every table
 holds one row ``skipped: <reason>`` and the metrics are empty, so the claims stay pending.
-Run as ``python -m commsched.pace.experiments.live --config-json '{...}' --workdir DIR
---steps S.csv --allreduces A.csv --link L.csv --summary Y.csv --metrics M.csv``;
-``--reuse`` re-analyses the results a run left in ``DIR``; ``--prepare`` only writes each
-model's plans and a worker config for ``torchrun`` on real hosts (docs/scale-out.md).
+The workers run under ``torchrun`` (``launcher: torchrun``: one agent and one worker per
+namespace, c10d rendezvous at the first host, the command a real host runs,
+:mod:`commsched.cluster.torchrun`) or alone (``direct``). Run as ``python -m
+commsched.pace.experiments.live --config-json '{...}' --workdir DIR --steps S.csv
+--allreduces A.csv --link L.csv --summary Y.csv --metrics M.csv``; ``--reuse``
+re-analyses the results a run left in ``DIR``. On real hosts (``pace_live.hosts``: their
+addresses) ``--prepare`` writes each model's plans and worker config and prints the
+command of every host (docs/scale-out.md); once they have run, ``--reuse`` analyses
+their results.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -67,17 +73,19 @@ from commsched import driver
 from commsched.atomic import atomic_write_text
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, emulated_cluster
+from commsched.cluster.torchrun import RDZV_PORT, hosts_argv
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.pace.experiments.live_analysis import metrics, summarize, tables
 from commsched.pace.experiments.live_plans import LiveModel, Params, make_plans
 from commsched.pace.live.ddp import NO_COMM, WorkerConfig
-from commsched.pace.live.launch import launch
+from commsched.pace.live.launch import MODULE, launch
 from commsched.pace.plan import save_plan
 from commsched.pace.sim import Workload
 from commsched.results import write_metrics, write_table
 
-__all__ = ["FIGURE_KINDS", "TABLES", "FigureConfig", "main", "run_model", "skipped_reason"]
+__all__ = ["FIGURE_KINDS", "TABLES", "FigureConfig", "host_commands", "main", "run_model",
+           "skipped_reason"]
 
 
 def skipped_reason(params: Params) -> str | None:
@@ -116,9 +124,10 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
     workdir : pathlib.Path
         Plans, worker configs, logs and results go to ``workdir/<trace>``.
     mode : {"run", "reuse", "prepare"}
-        ``run`` live on the emulated cluster, ``reuse`` the results an earlier run left in
-        ``workdir``, or ``prepare`` the worker config for real hosts (``worker.json``: rank
-        and rendezvous from torchrun, docs/scale-out.md).
+        ``run`` live on the emulated cluster (``params.hosts`` unused), ``reuse`` the
+        results an earlier run (or
+        the hosts) left in ``workdir``, or ``prepare`` the worker config for real hosts
+        (``worker.json``: rank and rendezvous from torchrun, :func:`host_commands`).
 
     Returns
     -------
@@ -148,10 +157,11 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
            "bandwidth_Bps": lm.bandwidth_Bps, "trace_graph": trace, "workload": w,
            "plans": plans}
     outs = [work / f"result{r}.json" for r in range(params.n_workers)]
+    out = str(work / "result{rank}.json")  # the rank from torchrun, or the config's
 
     def config(rank: int, master: str, out: str, **kw: Any) -> WorkerConfig:
         return WorkerConfig(
-            rank=rank, world=params.n_workers, master=master, port=29500, out=out,
+            rank=rank, world=params.n_workers, master=master, port=RDZV_PORT, out=out,
             model=meta["model"], batch=int(meta["batch"]), size=int(meta["size"]),
             policies=[NO_COMM, *plans], plans=files, warmup=params.warmup,
             iterations=params.iterations, rounds=params.rounds, seed=params.seed,
@@ -160,7 +170,7 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
             sample_interval=params.sample_ms / 1e3, **kw)
 
     if mode == "prepare":
-        cfg = config(0, "env", str(work / "result{rank}.json"))
+        cfg = config(0, "env", out)
         atomic_write_text(work / "worker.json", json.dumps(asdict(cfg), indent=1) + "\n")
         return run
     if mode == "reuse":
@@ -170,15 +180,53 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
     cl = ClusterConfig(n_ps=0, n_workers=params.n_workers, bandwidth=lm.bandwidth,
                        burst="256kb", servers=False)
     with emulated_cluster(cl, timeout=params.timeout_s) as cluster:
-        master = cluster.spec["worker"][0].split(":")[0]
-        cfgs = [config(r, master, str(outs[r]), cpu=r, sample_dev="eth0")
+        hosts = [a.split(":")[0] for a in cluster.spec["worker"]]
+        cfgs = [config(r, hosts[0], out, cpu=r, sample_dev="eth0")
                 for r in range(params.n_workers)]
 
         def spawn(rank: int, argv: list[str], log: Path, env: Mapping[str, str]) -> Any:
             return cluster.spawn_client(rank, argv, log, env)
 
-        results = launch(cfgs, work, params.timeout_s, spawn, ifname="eth0")
+        results = launch(cfgs, work, params.timeout_s, spawn, ifname="eth0",
+                         launcher=params.launcher, hosts=hosts)
     return {**run, "results": results}
+
+
+def host_commands(params: Params, workdir: Path, lm: LiveModel) -> list[str]:
+    """The command line of every host of ``pace_live.hosts`` for one model, in its order.
+
+    Each runs ``torchrun`` (from the host's environment) with the c10d rendezvous at the
+    first host (:func:`commsched.cluster.torchrun.hosts_argv`; the rendezvous waits at
+    most ``timeout_s``) and the worker config ``--prepare`` wrote
+    (``workdir/<trace>/worker.json``; every host needs it at the same path).
+
+    Parameters
+    ----------
+    params : Params
+        The run; ``hosts`` must be set.
+    workdir : pathlib.Path
+        As given to ``--prepare``.
+    lm : LiveModel
+        The model.
+
+    Returns
+    -------
+    list of str
+        One shell line per host.
+
+    Raises
+    ------
+    CommschedError
+        If ``pace_live.hosts`` is not set.
+    """
+    if params.hosts is None:
+        raise CommschedError("pace_live.hosts is null: --prepare prints the commands of a "
+                             "host list")
+    work = workdir / lm.trace
+    return [shlex.join(a) for a in hosts_argv(
+        params.hosts, MODULE, [str(work / "worker.json")], run_id=lm.trace,
+        join_timeout=params.timeout_s, log_dir=str(work / "torchrun"),
+        torchrun=("torchrun",))]
 
 
 TABLES = ("steps", "allreduces", "link", "summary")
@@ -234,8 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reuse", action="store_true",
                     help="re-analyse the workers' results an earlier run left in --workdir")
     ap.add_argument("--prepare", action="store_true",
-                    help="only write each model's plans and worker.json (real hosts: "
-                         "docs/scale-out.md)")
+                    help="real hosts (pace_live.hosts): write each model's plans and "
+                         "worker.json and print every host's torchrun command "
+                         "(docs/scale-out.md)")
     for name in (*TABLES, "metrics"):
         ap.add_argument(f"--{name}", help=f"{name} table (CSV) to write")
     args = ap.parse_args(argv)
@@ -244,13 +293,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = Params.from_config(args.config_json)
         raw = params.raw
         if args.prepare:
+            lines = []
             for lm in params.models:
+                cmds = host_commands(params, Path(args.workdir), lm)
                 run_model(params, lm, Path(args.workdir), "prepare")
-                print(f"{Path(args.workdir) / lm.trace / 'worker.json'}")
+                lines += [f"# {lm.trace}: line i on host i of {len(cmds)}", *cmds]
+            print("\n".join(lines))
             return
         missing = [n for n in (*TABLES, "metrics") if not getattr(args, n)]
         if missing:
             raise CommschedError(f"--{missing[0]} is required (unless --prepare)")
+        if params.hosts is not None and not args.reuse:
+            raise CommschedError("pace_live.hosts is set: the workers run on those hosts "
+                                 "(--prepare prints each host's command; --reuse analyses "
+                                 "their results)")
         reason = None if args.reuse else skipped_reason(params)
         if reason:
             print(f"pace_live skipped: {reason}", file=sys.stderr)

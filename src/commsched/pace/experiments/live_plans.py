@@ -74,13 +74,19 @@ class Params:
         The user's plan (policy ``plan``).
     timeout_s, seed, trace_dir
         Bound on a model's run, the seed of the inputs, where the traces are.
+    launcher : {"torchrun", "direct"}
+        How the emulated run starts its workers (:func:`commsched.pace.live.launch.launch`).
+    hosts : tuple of str or None
+        Real hosts, one worker each (``n_workers`` of them): their addresses as the others
+        reach them; the first serves the rendezvous. ``None``: the emulated cluster.
     raw : dict
         The section as given (recorded in the tables' provenance).
 
     Raises
     ------
     CommschedError
-        If policy ``plan`` has no ``plan_file``.
+        If policy ``plan`` has no ``plan_file``, or ``hosts`` does not name ``n_workers``
+        hosts.
     """
 
     enabled: bool
@@ -101,12 +107,17 @@ class Params:
     timeout_s: float = 900.0
     seed: int = 0
     trace_dir: str = "data/traces"
+    launcher: str = "torchrun"
+    hosts: tuple[str, ...] | None = None
     raw: dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         # across keys, which the config schema cannot express
         if USER_PLAN in self.policies and not self.plan_file:
             raise CommschedError("pace_live: policy 'plan' needs pace_live.plan_file")
+        if self.hosts is not None and len(self.hosts) != self.n_workers:
+            raise CommschedError(f"pace_live: hosts names {len(self.hosts)} hosts but "
+                                 f"n_workers is {self.n_workers}")
 
     @staticmethod
     def from_config(cfg: Mapping[str, Any] | str) -> Params:
@@ -125,12 +136,13 @@ class Params:
         Raises
         ------
         CommschedError
-            One line naming the first key the config schema rejects, or policy ``plan``
-            without ``plan_file``.
+            One line naming the first key the config schema rejects, policy ``plan``
+            without ``plan_file``, or ``hosts`` of another length than ``n_workers``.
         """
         raw = driver.config_section("pace_live", cfg)
         args = dict(raw, models=tuple(LiveModel(**m) for m in raw["models"]),
-                    policies=tuple(raw["policies"]))
+                    policies=tuple(raw["policies"]),
+                    hosts=None if raw["hosts"] is None else tuple(raw["hosts"]))
         return Params(**args, raw=raw)
 
 

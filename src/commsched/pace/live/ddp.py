@@ -375,9 +375,10 @@ def from_torchrun(data: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m commsched.pace.live.ddp CONFIG.json``: run one worker (one-line errors).
 
-    Under ``torchrun`` (``torchrun --nnodes W --nproc-per-node 1 --node-rank R
-    --master-addr HOST --master-port PORT -m commsched.pace.live.ddp CONFIG.json`` on each
-    host) the rank and the rendezvous come from torchrun (:func:`from_torchrun`).
+    Under ``torchrun`` (on each host the command of
+    :func:`commsched.cluster.torchrun.torchrun_argv`, c10d rendezvous; ``python -m
+    commsched.pace.experiments.live --prepare`` prints them for ``pace_live.hosts``) the
+    rank and the rendezvous come from torchrun (:func:`from_torchrun`).
 
     Parameters
     ----------
