@@ -1,14 +1,23 @@
 """A pipeline run leaves the checkout clean (benchmark records go to results/benchmarks/,
-`make record-benchmarks` copies them into the committed benchmarks/results/), and a run
-killed mid-way is finished by running scripts/reproduce.sh again."""
+`make record-benchmarks` copies them into the committed benchmarks/results/), a run killed
+mid-way is finished by running scripts/reproduce.sh again, and the jobs of a killed
+Snakemake end with it (scripts/job-shell)."""
 
 from __future__ import annotations
 
 import subprocess
+import time
 
 import pandas as pd
 import pytest
-from conftest import SMALL_CONFIG, kill_when, pipeline_env, run_ok, scratch_checkout
+from conftest import (
+    SMALL_CONFIG,
+    kill_when,
+    pipeline_env,
+    processes_in,
+    run_ok,
+    scratch_checkout,
+)
 
 from commsched.results import read_table
 
@@ -59,4 +68,35 @@ def test_killed_run_finishes_when_run_again(local_pipeline_run, tmp_path):
     for name in ("results/tables/toys_makespans.csv", "results/metrics/toys.csv"):
         pd.testing.assert_frame_equal(read_table(local_pipeline_run / name),
                                       read_table(checkout / name), obj=name)
+    assert _porcelain(checkout) == ""
+
+
+def test_notebook_job_ends_with_a_killed_snakemake(tmp_path):
+    """SIGKILL only snakemake (not its jobs) while the toys' notebook runs in papermill:
+    within 60 s no process of the run is left (papermill, its kernel, job-shell), the
+    figures the notebook would have drawn never appear and the executed notebook is not
+    written after the kill; running scripts/reproduce.sh again makes them."""
+    checkout = scratch_checkout(tmp_path / "repo")
+    env = pipeline_env(checkout)
+    cmd = ["bash", "scripts/reproduce.sh", "--cores", "1", "toys", "--configfile", SMALL_CONFIG]
+
+    def kernel_runs() -> bool:
+        return any("ipykernel" in c for c in processes_in(checkout).values())
+
+    killed_at = kill_when(cmd, checkout, env, kernel_runs, "the toys notebook's kernel",
+                          only_snakemake=True)
+    deadline = time.monotonic() + 60
+    while (left := processes_in(checkout)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes of the killed run still there after 60 s: {left}"
+    figures = [checkout / f"results/figures/toys_makespan.{ext}" for ext in ("pdf", "png")]
+    assert not any(f.exists() for f in figures)
+    notebook = checkout / "results/notebooks/toys.ipynb"
+    # (papermill saves it after each cell: one save may be under way at the kill)
+    assert not notebook.exists() or notebook.stat().st_mtime < killed_at + 1.0
+
+    r = run_ok(cmd, checkout, env)
+    assert "removing the stale lock" in r.stderr
+    assert all(f.exists() for f in figures) and notebook.stat().st_mtime > killed_at
+    assert not processes_in(checkout)
     assert _porcelain(checkout) == ""
