@@ -30,8 +30,8 @@ else:
 # SIGTERM or SIGKILL: SIGTERM first (the live runs tear their cluster down), SIGKILL after
 # 30 s. It runs under Snakemake's Python and checks that this Snakemake is still alive.
 shell.executable(str(Path(workflow.basedir) / "scripts" / "job-shell"))
-os.environ["COMMSCHED_JOB_PYTHON"] = sys.executable
-os.environ["COMMSCHED_JOB_PARENT"] = str(os.getpid())
+# (set here for the jobs, not read: no `envvars:` directive)
+os.environ.update(COMMSCHED_JOB_PYTHON=sys.executable, COMMSCHED_JOB_PARENT=str(os.getpid()))
 
 # Final outputs of every area; rule files extend it, rule `all` requests it.
 ALL_TARGETS = []
