@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -126,9 +127,10 @@ def local_pipeline_run(tmp_path_factory):
 
 
 def processes_in(directory: Path) -> dict[int, str]:
-    """Living processes (not this one) whose working directory or command line is in
-    ``directory``: PID -> command line."""
+    """Living processes (not this one) whose working directory is in ``directory`` or with
+    an argument that is a path in it: PID -> command line."""
     found = {}
+    inside = re.compile(rf"(^|[\s'\"=]){re.escape(str(directory))}(/|[\s'\"]|$)")
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
@@ -137,7 +139,7 @@ def processes_in(directory: Path) -> dict[int, str]:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if Path(cwd).is_relative_to(directory) or str(directory) in cmdline:
+        if Path(cwd).is_relative_to(directory) or inside.search(cmdline):
             found[int(proc.name)] = cmdline
     return found
 
