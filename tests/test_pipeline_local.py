@@ -5,6 +5,7 @@ Snakemake end with it (scripts/job-shell)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
@@ -19,6 +20,7 @@ from conftest import (
     scratch_checkout,
 )
 
+from commsched.cluster import check_support
 from commsched.results import read_table
 
 pytestmark = pytest.mark.slow
@@ -100,3 +102,44 @@ def test_notebook_job_ends_with_a_killed_snakemake(tmp_path):
     assert all(f.exists() for f in figures) and notebook.stat().st_mtime > killed_at
     assert not processes_in(checkout)
     assert _porcelain(checkout) == ""
+
+
+def _namespace_of(pid: int) -> str | None:
+    r = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True)
+    return r.stdout.strip() or None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_live_job_tears_down_when_snakemake_is_killed(tmp_path):
+    """SIGKILL only snakemake while a small PACE live run's DDP workers run in their
+    namespaces: the driver gets SIGTERM from job-shell and tears its cluster down (the
+    workers' namespaces are gone), and no process of the run is left within 60 s."""
+    reason = check_support()
+    if reason:
+        pytest.skip(reason)
+    checkout = scratch_checkout(tmp_path / "repo")
+    (checkout / "live.yaml").write_text(
+        "pace_live:\n  enabled: true\n"
+        "  models: [{trace: alexnet-torch-cpu-train-b8, bandwidth: 1gbit}]\n"
+        "  policies: [ddp]\n  warmup: 1\n  iterations: 50\n  rounds: 3\n")
+    env = pipeline_env(checkout)
+    cmd = ["bash", "scripts/reproduce.sh", "--cores", "2", "results/metrics/pace_live.csv",
+           "--configfile", SMALL_CONFIG, "live.yaml"]
+    namespaces: set[str] = set()
+
+    def workers_run() -> bool:
+        for pid, c in processes_in(checkout).items():
+            if "commsched.pace.live.ddp" in c and (ns := _namespace_of(pid)):
+                namespaces.add(ns)
+        return len(namespaces) >= 2
+
+    kill_when(cmd, checkout, env, workers_run, "the DDP workers", timeout=600,
+              only_snakemake=True)
+    deadline = time.monotonic() + 60
+    while (left := processes_in(checkout)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes of the killed run still there after 60 s: {left}"
+    existing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                              check=True).stdout.split()
+    assert not namespaces & set(existing), "the live run's namespaces were not torn down"
+    assert "interrupted by SIGTERM" in (checkout / "logs/pace_live/run.log").read_text()
