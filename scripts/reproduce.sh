@@ -42,6 +42,22 @@ live_procs() {
 }
 live_snakemakes() { live_procs '[/ ]snakemake( |$)|-m snakemake'; }
 
+# wait (at most 60 s) until no scripts/job-shell of this checkout is left: the jobs of a
+# snakemake that ended are ending (SIGTERM, SIGKILL after 30 s)
+wait_for_ending_jobs() {
+  local ending
+  ending=$(live_procs '/scripts/job-shell -c ')
+  [ -n "$ending" ] || return 0
+  echo "reproduce: waiting for the jobs of $1 to end: $(echo $ending)" >&2
+  for _ in $(seq 120); do
+    ending=$(live_procs '/scripts/job-shell -c ')
+    [ -z "$ending" ] && return 0
+    sleep 0.5
+  done
+  echo "reproduce: jobs $(echo $ending) still there after 60 s" >&2
+  return 1
+}
+
 slurm_profile=false
 for a in "$@"; do case $a in *slurm*) slurm_profile=true ;; esac; done
 
@@ -65,16 +81,7 @@ if [ -z "$(live_snakemakes)" ]; then
       [ -z "$left" ] || { echo "reproduce: SLURM jobs $left still there after 60 s" >&2; exit 1; }
     fi
   fi
-  ending=$(live_procs '/scripts/job-shell -c ')
-  if [ -n "$ending" ]; then
-    echo "reproduce: waiting for the jobs of a dead run to end: $(echo $ending)" >&2
-    for _ in $(seq 120); do
-      ending=$(live_procs '/scripts/job-shell -c ')
-      [ -z "$ending" ] && break
-      sleep 0.5
-    done
-    [ -z "$ending" ] || { echo "reproduce: jobs $(echo $ending) still there after 60 s" >&2; exit 1; }
-  fi
+  wait_for_ending_jobs "a dead run" || exit 1
 fi
 
 # Not exec: after a Ctrl-C (which reaches snakemake and every job's scripts/job-shell from
@@ -84,7 +91,9 @@ trap 'interrupted=true' INT
 rc=0
 snakemake --rerun-incomplete "$@" || rc=$?
 if $interrupted; then
-  echo "reproduce: interrupted; every job's processes were ended. A traceback above ending in \`RuntimeError: Cannot close a running event loop\` is Snakemake's own (a second Ctrl-C while jobs end; Snakemake 9 closes each job thread's event loop at exit, snakemake/snakemake#3911). Run \`make reproduce\` again to resume." >&2
+  ended="every job's processes have ended"
+  wait_for_ending_jobs "the interrupted run" || ended="some jobs are still ending"
+  echo "reproduce: interrupted; $ended. A traceback above ending in \`RuntimeError: Cannot close a running event loop\` is Snakemake's own (a second Ctrl-C while jobs end; Snakemake 9 closes each job thread's event loop at exit, snakemake/snakemake#3911). Run \`make reproduce\` again to resume." >&2
   exit 130
 fi
 exit "$rc"
