@@ -26,8 +26,8 @@ else:
 
 # Every job's shell command runs under scripts/job-shell (`job-shell -c CMD`, which runs it
 # with bash): the job gets its own session and process group, and all its processes (a
-# notebook's kernel, a live run's servers and workers) end when Snakemake ends, by Ctrl-C,
-# SIGTERM or SIGKILL: SIGTERM first (the live runs tear their cluster down), SIGKILL after
+# notebook's kernel, a live run's servers and workers) end when Snakemake dies (SIGKILL
+# too) or on a Ctrl-C: SIGTERM first (the live runs tear their cluster down), SIGKILL after
 # 30 s. It runs under Snakemake's Python and checks that this Snakemake is still alive.
 shell.executable(str(Path(workflow.basedir) / "scripts" / "job-shell"))
 # (set here for the jobs, not read: no `envvars:` directive)
