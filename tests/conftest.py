@@ -3,7 +3,9 @@ checkouts of this tree in which the pipeline runs without touching the tree itse
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -124,21 +126,64 @@ def local_pipeline_run(tmp_path_factory):
     return checkout
 
 
+def processes_in(directory: Path) -> dict[int, str]:
+    """Living processes (not this one) whose working directory is in ``directory`` or with
+    an argument that is a path in it: PID -> command line."""
+    found = {}
+    inside = re.compile(rf"(^|[\s'\"=]){re.escape(str(directory))}(/|[\s'\"]|$)")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(proc / "cwd")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if Path(cwd).is_relative_to(directory) or inside.search(cmdline):
+            found[int(proc.name)] = cmdline
+    return found
+
+
+def _snakemake_below(pid: int) -> int:
+    """PID of the snakemake process that ``pid`` started (a script running it as a child)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if ppid == pid and any(a.endswith(b"snakemake") for a in cmdline[:2]):
+            return int(proc.name)
+    raise AssertionError(f"no snakemake started by pid {pid}")
+
+
 def kill_when(cmd: list[str], cwd: Path, env: dict[str, str], ready: Callable[[], bool],
-              what: str, timeout: float = 300) -> None:
+              what: str, timeout: float = 300, only_snakemake: bool = False) -> float:
     """Start ``cmd`` in its own session, wait (at most ``timeout`` s) until ``ready()``,
-    then SIGKILL its whole process group, as a crash or a lost terminal would."""
+    then SIGKILL its whole process group, as a crash or a lost terminal would; with
+    ``only_snakemake``, SIGKILL only the snakemake process ``cmd`` started (as the kernel's
+    OOM killer might), not its jobs. Returns the time (``time.time()``) of the kill."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    killed_at = None
     try:
         deadline = time.monotonic() + timeout
         while not ready():
             assert proc.poll() is None, f"the run ended before {what}"
             assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
             time.sleep(0.2)
+        if only_snakemake:
+            victim = _snakemake_below(proc.pid)
+            killed_at = time.time()
+            os.kill(victim, signal.SIGKILL)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if killed_at is None:  # the whole group, or a test that failed before the kill
+            killed_at = time.time()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+    return killed_at
 
 
 def procs_with(text: str) -> list[int]:

@@ -24,6 +24,15 @@ if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
 else:
     shell.prefix(f'export MPLBACKEND=agg PATH={shlex.quote(str(VENV_BIN))}:"$PATH"; ')
 
+# Every job's shell command runs under scripts/job-shell (`job-shell -c CMD`, which runs it
+# with bash): the job gets its own session and process group, and all its processes (a
+# notebook's kernel, a live run's servers and workers) end when Snakemake dies (SIGKILL
+# too) or on a Ctrl-C: SIGTERM first (the live runs tear their cluster down), SIGKILL after
+# 30 s. It runs under Snakemake's Python and checks that this Snakemake is still alive.
+shell.executable(str(Path(workflow.basedir) / "scripts" / "job-shell"))
+# (set here for the jobs, not read: no `envvars:` directive)
+os.environ.update(COMMSCHED_JOB_PYTHON=sys.executable, COMMSCHED_JOB_PARENT=str(os.getpid()))
+
 # Final outputs of every area; rule files extend it, rule `all` requests it.
 ALL_TARGETS = []
 # Metrics tables that the claims table reads; rule files extend it.
