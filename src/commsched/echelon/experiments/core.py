@@ -52,19 +52,14 @@ OPTIMAL_TOL = 1e-6
 class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.FigureConfig`.
+
     Parameters
     ----------
     fig2 : str
         The Fig. 2 table (:func:`fig2_table`).
     gaps : str
         The optimality gaps table (:func:`commsched.echelon.exact.optimality_gaps`).
-    figure : str
-        The PDF to write (the PNG is written beside it).
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist or ``figure`` is not a PDF path.
     """
 
     fig2: str

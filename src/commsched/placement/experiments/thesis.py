@@ -364,21 +364,16 @@ FIGURE_KINDS = ("makespan", "traffic", "partition_time", "gantt", "executable")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/placement_*.ipynb`` notebooks, checked first.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     table : str
         The run table (bars) or the Gantt table (seven).
     kind : str
         One of :data:`FIGURE_KINDS`: the bars of Figs. 7.1-7.8 or Figs. 7.9, 7.10.
     semantics : str
         Which semantics' rows the bars show (``thesis`` by default).
-
-    Raises
-    ------
-    CommschedError
-        If the table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
 
     References
     ----------

@@ -98,19 +98,14 @@ FIGURE_KINDS = ("steptime_cdf", "gain", "prediction", "transfers")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/live.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Attributes
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     summary, steps, transfers : str
         The tables of rule ``live_run``.
     kind : str
         One of :data:`FIGURE_KINDS`.
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     summary: str
