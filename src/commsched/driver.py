@@ -44,7 +44,7 @@ import sys
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import jsonschema
 import pandas as pd
@@ -59,6 +59,7 @@ __all__ = [
     "SCHEMA_PATH",
     "FigureConfig",
     "KindFigureConfig",
+    "SectionParams",
     "add_config_options",
     "add_table_options",
     "add_trace_options",
@@ -148,6 +149,75 @@ def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
         module = spec.name if spec is not None else module
     return argparse.ArgumentParser(prog=f"python -m {module}",
                                    description=doc.splitlines()[0] if doc else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class SectionParams:
+    """A driver's parameters: one config section, checked against the schema, flattened.
+
+    A frozen dataclass subclass declares its fields, sets :attr:`SECTION` and overrides
+    :meth:`_fields`; :meth:`from_mapping` and :meth:`from_file` build it.
+
+    Parameters
+    ----------
+    raw : dict
+        The section as given (keyword only; recorded in the tables' provenance).
+    """
+
+    SECTION: ClassVar[str] = ""
+    raw: dict[str, Any] = dataclasses.field(compare=False, repr=False, default_factory=dict,
+                                            kw_only=True)
+
+    @classmethod
+    def _fields(cls, m: dict[str, Any]) -> dict[str, Any]:
+        """The subclass's fields from its checked section (and checks across keys, which
+        the schema cannot state, as :class:`CommschedError`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, Any] | str) -> Self:
+        """The parameters of a :attr:`SECTION` section.
+
+        Parameters
+        ----------
+        m : mapping or str
+            The section, or its JSON text (what ``--config-json`` gives).
+
+        Returns
+        -------
+        SectionParams
+            The flattened section; ``raw`` keeps it as given.
+
+        Raises
+        ------
+        CommschedError
+            One line naming the first key the config schema rejects, or a relation
+            between keys the subclass checks.
+        """
+        section = config_section(cls.SECTION, m)
+        return cls(**cls._fields(section), raw=section)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Self:
+        """The parameters of the :attr:`SECTION` section of a YAML (or JSON) config file.
+
+        Parameters
+        ----------
+        path : str or Path
+            The config file (``config/config.yaml``).
+
+        Returns
+        -------
+        SectionParams
+            As :meth:`from_mapping` returns them.
+
+        Raises
+        ------
+        CommschedError
+            If the file is missing or malformed, has no such section, or the section is
+            invalid (:func:`load_section`, :meth:`from_mapping`).
+        """
+        return cls.from_mapping(load_section(path, cls.SECTION))
 
 
 def add_config_options(p: argparse.ArgumentParser, section: str) -> None:
@@ -360,7 +430,7 @@ def write_skipped(name: str, reason: str, tables: list[str], metrics_path: str,
     config : mapping
         The driver's config section.
     """
-    print(f"{name} skipped: {reason}", file=sys.stderr)
+    say(f"{name} skipped: {reason}")
     skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
     write_outputs(dict.fromkeys(tables, skip), {}, metrics_path, {**config, "skipped": reason})
 
