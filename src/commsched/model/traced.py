@@ -205,8 +205,10 @@ def example_trace() -> nx.DiGraph:
     """
     t = graph.new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
                         meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
-    for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
-                           ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]:
+    ops: list[tuple[str, float, dict[str, Any]]] = [
+        ("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
+        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]
+    for name, d, extra in ops:
         graph.add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
                      "out_bytes": 4, "is_gradient": False, **extra})
     t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)

@@ -37,7 +37,6 @@ from commsched import driver
 from commsched.echelon import arrangement as arr
 from commsched.echelon.exact import POLICIES, optimality_gaps, solve_exact
 from commsched.echelon.model import EchelonFlow, simulate_echelonflows
-from commsched.results import write_metrics, write_table
 from commsched.sim.flow import big_switch
 
 __all__ = ["OPTIMAL_TOL", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
@@ -168,10 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
             end["sebf"] / end["fair"])
         metrics.update(gap_metrics(gaps))
-        write_table(t1, a.table1, cfg)
-        write_table(f2, a.fig2, cfg)
-        write_table(gaps, a.gaps, cfg)
-        write_metrics(metrics, a.metrics, cfg)
+        driver.write_outputs({a.table1: t1, a.fig2: f2, a.gaps: gaps}, metrics, a.metrics, cfg)
 
     return driver.run("echelon_core", body)
 
