@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from benchlib import timed, write_result
+from benchlib import report, timed
 from chakra.schema.protobuf import et_def_pb2 as pb
 
 from commsched.io.chakra import export_chakra, import_chakra, write_et
@@ -77,11 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         "target": f"import < {TARGET_S:g} s",
         "target_met": statistics.median(times) < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"{args.nodes} nodes, {n_deps} dependencies: import {result['import_s']:.2f} s, "
-          f"export {result['export_s']:.2f} s (target import < {TARGET_S:g} s: "
-          f"{'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")
-    return 0
+    return report(args.out, result,
+                  f"{args.nodes} nodes, {n_deps} dependencies: import "
+                  f"{result['import_s']:.2f} s, export {result['export_s']:.2f} s",
+                  f"import < {TARGET_S:g} s")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchlib import timed, write_result
+from benchlib import report, timed
 
 from commsched.echelon.cluster_sim import run_jobs
 from commsched.echelon.experiments.eval import PROFILE_BLOCKS, Scenario, make_jobs
@@ -64,10 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "target": f"< {TARGET_S:g} s validated", "target_met": wall < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"validated run {wall:.2f} s (target < {TARGET_S:g} s: "
-          f"{'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")
-    return 0
+    return report(args.out, result, f"validated run {wall:.2f} s", f"< {TARGET_S:g} s")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_tictac import largest_training_trace
-from benchlib import write_result
+from benchlib import report
 
 from commsched.tictac.experiments.sweep_config import Params
 from commsched.tictac.experiments.sweep_setting import load_models, trace_file
@@ -154,11 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         "target": f"< {TARGET_S:g} s for {args.iterations} iterations of {args.workers} workers",
         "target_met": seconds < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"{model.name}/{model.mode}: {seconds:.1f} s (target < {TARGET_S:g} s: "
-          f"{'met' if result['target_met'] else 'MISSED'}); full graph would take "
-          f"{fine_per_iter * args.iterations:.0f} s; wrote {args.out}")
-    return 0
+    return report(args.out, result, f"{model.name}/{model.mode}: {seconds:.1f} s",
+                  f"< {TARGET_S:g} s",
+                  f"; full graph would take {fine_per_iter * args.iterations:.0f} s")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import timed, write_result
+from benchlib import report, timed
 
 from commsched.cost.allreduce import allreduce_cost
 from commsched.model.traced import load_trace
@@ -87,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                   "policy",
         "target_met": worst < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"slowest validated simulation {worst * 1e3:.1f} ms (target < {TARGET_S * 1e3:g} ms: "
-          f"{'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")
-    return 0
+    return report(args.out, result, f"slowest validated simulation {worst * 1e3:.1f} ms",
+                  f"< {TARGET_S * 1e3:g} ms")
 
 
 if __name__ == "__main__":

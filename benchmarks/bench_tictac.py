@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import networkx as nx
-from benchlib import timed, write_result
+from benchlib import report, timed
 
 from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate_compiled
@@ -131,11 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         "target": f"< {TARGET_S:g} s each (authors: about 10 s)",
         "target_met": med(tic_times) < TARGET_S and med(tac_times) < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"{source['kind']} graph, {result['ops']} ops, {result['recvs']} recvs: "
-          f"TIC {med(tic_times):.3f} s, TAC {med(tac_times):.3f} s (target < {TARGET_S:g} s "
-          f"each: {'met' if result['target_met'] else 'MISSED'}); wrote {args.out}")
-    return 0
+    return report(args.out, result,
+                  f"{source['kind']} graph, {result['ops']} ops, {result['recvs']} recvs: "
+                  f"TIC {med(tic_times):.3f} s, TAC {med(tac_times):.3f} s",
+                  f"< {TARGET_S:g} s each")
 
 
 if __name__ == "__main__":

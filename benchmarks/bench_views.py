@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchlib import timed, write_result
+from benchlib import report, timed
 
 from commsched.cost import LinkModel, RingAllReduce
 from commsched.model.traced import load_trace
@@ -62,11 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         "target": f"< {TARGET_S:g} s per view of the largest trace",
         "target_met": worst < TARGET_S,
     }
-    write_result(args.out, result)
-    print(f"largest trace {largest['trace']}: slowest view {worst:.3f} s "
-          f"(target < {TARGET_S:g} s: {'met' if result['target_met'] else 'MISSED'}); "
-          f"wrote {args.out}")
-    return 0
+    return report(args.out, result, f"largest trace {largest['trace']}: slowest view {worst:.3f} s",
+                  f"< {TARGET_S:g} s")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import networkx as nx
 from commsched.atomic import atomic_write_text
 from commsched.results import provenance
 
-__all__ = ["cpu_model", "machine", "timed", "write_result"]
+__all__ = ["cpu_model", "machine", "report", "timed", "write_result"]
 
 T = TypeVar("T")
 
@@ -63,3 +63,16 @@ def write_result(path: str | os.PathLike[str], result: dict[str, Any]) -> None:
     del prov["config"]
     record = {**result, "machine": machine(), **prov}
     atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+
+
+def report(path: str | os.PathLike[str], result: dict[str, Any], summary: str, target: str,
+           after: str = "") -> int:
+    """Write ``result`` (:func:`write_result`) and print the benchmark's one line.
+
+    The line reads ``<summary> (target <target>: met|MISSED)<after>; wrote <path>``, by
+    ``result["target_met"]``. Returns 0, the benchmark's exit status.
+    """
+    write_result(path, result)
+    print(f"{summary} (target {target}: {'met' if result['target_met'] else 'MISSED'})"
+          f"{after}; wrote {path}")
+    return 0

@@ -8,9 +8,16 @@ rule runs as ``python -m``. Each one
    config schema (``commsched/schemas/config.schema.yaml``, the same file Snakemake
    validates ``config/config.yaml`` with), so no driver checks its config a second time
    by hand;
-3. computes, and writes tables and metrics with provenance (:mod:`commsched.results`);
+3. computes, reporting progress with :func:`say`, and writes its tables and metrics with
+   provenance (:func:`write_outputs`, :mod:`commsched.results`);
 4. returns through :func:`run`, which turns a :class:`~commsched.errors.CommschedError`
-   into one line on stderr and exit status 2.
+   into one line on stderr and exit status 2 (:func:`run_interruptible` for live drivers,
+   where Ctrl-C tears a cluster down and exits 130).
+
+Drivers that read traces take :func:`add_trace_options`; drivers with a ``metrics`` step
+that summarizes their own tables take :func:`add_table_options` and end that step with
+:func:`write_metrics_step`; live drivers that cannot run here write
+:func:`write_skipped` tables instead.
 
 Drivers that also run by hand take their section from a config file or as JSON
 (:func:`add_config_options`, :func:`section_from_options`), and ``NAME=CSV`` lists with
@@ -37,27 +44,37 @@ import sys
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import jsonschema
+import pandas as pd
 import yaml
 
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.plotting import check_figure_inputs
+from commsched.results import read_table, write_metrics, write_table
 
 __all__ = [
     "SCHEMA_PATH",
     "FigureConfig",
     "KindFigureConfig",
+    "SectionParams",
     "add_config_options",
+    "add_table_options",
+    "add_trace_options",
     "config_section",
     "load_section",
     "named_paths",
     "parser",
     "run",
+    "run_interruptible",
+    "say",
     "schema",
     "section_from_options",
+    "write_metrics_step",
+    "write_outputs",
+    "write_skipped",
 ]
 
 #: The config schema of the pipeline, shipped with the package.
@@ -132,6 +149,75 @@ def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
         module = spec.name if spec is not None else module
     return argparse.ArgumentParser(prog=f"python -m {module}",
                                    description=doc.splitlines()[0] if doc else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class SectionParams:
+    """A driver's parameters: one config section, checked against the schema, flattened.
+
+    A frozen dataclass subclass declares its fields, sets :attr:`SECTION` and overrides
+    :meth:`_fields`; :meth:`from_mapping` and :meth:`from_file` build it.
+
+    Parameters
+    ----------
+    raw : dict
+        The section as given (keyword only; recorded in the tables' provenance).
+    """
+
+    SECTION: ClassVar[str] = ""
+    raw: dict[str, Any] = dataclasses.field(compare=False, repr=False, default_factory=dict,
+                                            kw_only=True)
+
+    @classmethod
+    def _fields(cls, m: dict[str, Any]) -> dict[str, Any]:
+        """The subclass's fields from its checked section (and checks across keys, which
+        the schema cannot state, as :class:`CommschedError`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, Any] | str) -> Self:
+        """The parameters of a :attr:`SECTION` section.
+
+        Parameters
+        ----------
+        m : mapping or str
+            The section, or its JSON text (what ``--config-json`` gives).
+
+        Returns
+        -------
+        SectionParams
+            The flattened section; ``raw`` keeps it as given.
+
+        Raises
+        ------
+        CommschedError
+            One line naming the first key the config schema rejects, or a relation
+            between keys the subclass checks.
+        """
+        section = config_section(cls.SECTION, m)
+        return cls(**cls._fields(section), raw=section)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Self:
+        """The parameters of the :attr:`SECTION` section of a YAML (or JSON) config file.
+
+        Parameters
+        ----------
+        path : str or Path
+            The config file (``config/config.yaml``).
+
+        Returns
+        -------
+        SectionParams
+            As :meth:`from_mapping` returns them.
+
+        Raises
+        ------
+        CommschedError
+            If the file is missing or malformed, has no such section, or the section is
+            invalid (:func:`load_section`, :meth:`from_mapping`).
+        """
+        return cls.from_mapping(load_section(path, cls.SECTION))
 
 
 def add_config_options(p: argparse.ArgumentParser, section: str) -> None:
@@ -240,6 +326,118 @@ def named_paths(items: list[str] | None, allowed: tuple[str, ...], flag: str = "
     return out
 
 
+def add_trace_options(p: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--trace-dir DIR`` (default ``data/traces``) and ``--traces FILE ...`` to ``p``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A driver's parser (:func:`parser`).
+    what : str
+        The traces the config names, for the help texts (``"the config's traces"``).
+    """
+    p.add_argument("--trace-dir", default="data/traces",
+                   help=f"where {what} live (default %(default)s)")
+    p.add_argument("--traces", nargs="+", help=f"trace files instead of {what} in --trace-dir")
+
+
+def add_table_options(p: argparse.ArgumentParser, name: str, what: str) -> None:
+    """Add ``--table CSV``, ``--tables NAME=CSV ...`` and ``--metrics CSV`` to ``p``.
+
+    For a driver whose steps each write one ``--table`` and whose ``metrics`` step
+    summarizes those tables (:func:`write_metrics_step`).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A driver's parser (:func:`parser`).
+    name : str
+        What a table is named by, upper case for the metavar (``"FIGURE"``).
+    what : str
+        The tables, for the help text (``"figure"``).
+    """
+    p.add_argument("--table", help="result table to write (CSV)")
+    p.add_argument("--tables", nargs="+", metavar=f"{name}=CSV",
+                   help=f"metrics: the {what} tables to summarize")
+    p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
+
+
+def write_metrics_step(args: argparse.Namespace, name: str, allowed: tuple[str, ...],
+                       headline: Callable[[dict[str, pd.DataFrame]], Mapping[str, float]]
+                       ) -> None:
+    """The ``metrics`` step of :func:`add_table_options`: summarize ``--tables``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with ``tables`` and ``metrics``.
+    name : str
+        The metavar's name, as given to :func:`add_table_options` (for the message).
+    allowed : tuple of str
+        The table names the driver knows.
+    headline : callable
+        ``{name: table}`` to ``{metric: value}``.
+
+    Raises
+    ------
+    CommschedError
+        If ``--metrics`` or ``--tables`` is missing, a name is unknown or a table
+        unreadable.
+    """
+    if not args.metrics:
+        raise CommschedError(f"metrics needs --tables {name}=CSV ... and --metrics")
+    tables = {k: read_table(path) for k, path in named_paths(args.tables, allowed).items()}
+    write_metrics(headline(tables), args.metrics, {"tables": args.tables})
+
+
+def write_outputs(tables: Mapping[str, pd.DataFrame], metrics: Mapping[str, float],
+                  metrics_path: str, config: Mapping[str, Any]) -> None:
+    """Write a driver's tables, then its metrics, all with the same provenance.
+
+    Parameters
+    ----------
+    tables : mapping of str to pandas.DataFrame
+        ``{path: table}``, written in order.
+    metrics : mapping of str to float
+        The headline numbers.
+    metrics_path : str
+        The metrics table to write.
+    config : mapping
+        What the provenance records as the config.
+    """
+    for path, df in tables.items():
+        write_table(df, path, config)
+    write_metrics(metrics, metrics_path, config)
+
+
+def write_skipped(name: str, reason: str, tables: list[str], metrics_path: str,
+                  config: Mapping[str, Any]) -> None:
+    """Say on stderr why a live run is skipped, and write tables that say it too.
+
+    Each table gets one row ``status=skipped, reason=...``, the metrics table none; the
+    provenance records ``skipped: reason``.
+
+    Parameters
+    ----------
+    name : str
+        The driver, for the message (``"pace_live"``).
+    reason : str
+        Why the run cannot happen here.
+    tables : list of str
+        The table paths.
+    metrics_path : str
+        The metrics table.
+    config : mapping
+        The driver's config section.
+    """
+    say(f"{name} skipped: {reason}")
+    skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
+    write_outputs(dict.fromkeys(tables, skip), {}, metrics_path, {**config, "skipped": reason})
+
+
+def say(msg: str) -> None:
+    """Print a progress line on stderr, flushed (a Snakemake log shows it at once)."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 def run(name: str, body: Callable[[], int | None]) -> int:
@@ -258,6 +456,23 @@ def run(name: str, body: Callable[[], int | None]) -> int:
         return 2
 
 
+def run_interruptible(name: str, body: Callable[[], int | None]) -> int:
+    """:func:`run` for a live driver: Ctrl-C prints ``<name>: interrupted``, exit 130.
+
+    The body's context managers have torn its cluster down by then.
+
+    Returns
+    -------
+    int
+        As :func:`run`, or 130 after a :class:`KeyboardInterrupt`.
+    """
+    try:
+        return run(name, body)
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+
+
 @dataclasses.dataclass(frozen=True)
 class FigureConfig:
     """A notebook's parameters, checked before anything is plotted.
@@ -265,6 +480,16 @@ class FigureConfig:
     Subclasses add their input tables as ``str`` fields and set :attr:`WHAT` (the figure's
     name in messages) and :attr:`HINT` (which target makes the inputs). Every non-empty
     table must exist and ``figure`` must be the PDF path (the PNG is written beside it).
+
+    Parameters
+    ----------
+    figure : str
+        The PDF to write (the PNG is written beside it).
+
+    Raises
+    ------
+    CommschedError
+        If a table does not exist or ``figure`` is not a PDF path.
     """
 
     figure: str  # the PDF; the PNG is written beside it

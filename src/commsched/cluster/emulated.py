@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from commsched.cluster import net
 from commsched.cluster.procs import ProcRecord, alive, end_processes, spawn, start_time
@@ -47,11 +47,13 @@ __all__ = [
     "ClusterInterrupted",
     "EmulatedCluster",
     "HostCluster",
+    "UpDown",
     "attach",
     "down",
     "emulated_cluster",
     "guard",
     "status",
+    "up_inside",
 ]
 
 
@@ -308,15 +310,42 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-@contextmanager
-def emulated_cluster(config: ClusterConfig, run_id: str | None = None,
-                     timeout: float | None = None) -> Iterator[EmulatedCluster]:
-    """An :class:`EmulatedCluster` that is up inside the block and always torn down.
+class UpDown(Protocol):
+    """A cluster that :func:`up_inside` can bring up and tear down."""
 
-    ``timeout`` (s) bounds the whole block, start-up included. Teardown runs with
-    SIGINT/SIGTERM/SIGHUP/SIGALRM blocked, so a second Ctrl-C cannot interrupt it.
+    def up(self) -> None:
+        """Start the cluster."""
+
+    def down(self) -> None:
+        """Tear the cluster down (idempotent)."""
+
+
+C = TypeVar("C", bound=UpDown)
+
+
+@contextmanager
+def up_inside(c: C, timeout: float | None = None) -> Iterator[C]:
+    """Bring ``c`` up for the block and always tear it down, under :func:`guard`.
+
+    Parameters
+    ----------
+    c : cluster
+        Anything with ``up()`` and ``down()`` (:class:`EmulatedCluster`,
+        :class:`commsched.echelon.live.topology.LiveCluster`).
+    timeout : float, optional
+        Seconds that bound the whole block, start-up included (SIGALRM).
+
+    Yields
+    ------
+    cluster
+        ``c``, up. Teardown runs with SIGINT/SIGTERM/SIGHUP/SIGALRM blocked, so a second
+        Ctrl-C cannot interrupt it.
+
+    Raises
+    ------
+    ClusterInterrupted
+        On SIGTERM/SIGHUP or when ``timeout`` runs out.
     """
-    c = EmulatedCluster(config, run_id)
     with guard(timeout):
         try:
             c.up()
@@ -326,6 +355,15 @@ def emulated_cluster(config: ClusterConfig, run_id: str | None = None,
                 signal.setitimer(signal.ITIMER_REAL, 0)
             with _signals_blocked():
                 c.down()
+
+
+@contextmanager
+def emulated_cluster(config: ClusterConfig, run_id: str | None = None,
+                     timeout: float | None = None) -> Iterator[EmulatedCluster]:
+    """An :class:`EmulatedCluster` that is up inside the block and always torn down
+    (:func:`up_inside`; ``timeout`` in s bounds the whole block, start-up included)."""
+    with up_inside(EmulatedCluster(config, run_id), timeout) as c:
+        yield c
 
 
 @dataclass

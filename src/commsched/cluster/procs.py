@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from commsched.errors import CommschedError
 
-__all__ = ["ProcRecord", "alive", "end_processes", "last_error", "spawn", "start_time"]
+__all__ = ["ProcRecord", "alive", "config_main", "end_processes", "last_error", "owner_alive",
+           "spawn", "start_time", "wait_all"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -61,6 +64,25 @@ def start_time(pid: int) -> int | None:
 def alive(rec: ProcRecord) -> bool:
     """True when the recorded process still runs (same PID and same start time)."""
     return start_time(rec.pid) == rec.start_time
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the owner a server or controller was started for still runs.
+
+    Parameters
+    ----------
+    owner : str or None
+        ``"PID:START_TIME"`` (:func:`start_time`) of the owning process; None or empty
+        for none (then always True).
+
+    Returns
+    -------
+    bool
+    """
+    if not owner:
+        return True
+    pid, _, st = owner.partition(":")
+    return start_time(int(pid)) == int(st)
 
 
 def _pdeathsig() -> None:  # runs in the child between fork and exec
@@ -165,3 +187,88 @@ def last_error(log: str | os.PathLike[str]) -> str:
     ours = [x for x in lines if "error:" in x]
     errs = [x for x in lines if "error" in x.lower() and "Traceback" not in x]
     return (ours or errs or lines or ["(empty log)"])[-1].strip()[:300]
+
+
+def wait_all(procs: Mapping[Any, tuple[subprocess.Popen[bytes], Path]], timeout: float,
+             poll: float, last_error: Callable[[Path], str], label: str = "{}",
+             all_label: str | None = None,
+             extra: Sequence[tuple[str, subprocess.Popen[bytes]]] = ()) -> None:
+    """Wait until every process of ``procs`` has exited with status 0.
+
+    Parameters
+    ----------
+    procs : mapping
+        ``{key: (process, log)}`` (keys sort: ranks or role names).
+    timeout : float
+        Seconds from now after which the wait ends with an error.
+    poll : float
+        Seconds between two looks.
+    last_error : callable
+        A log file to the line that explains a failure.
+    label : str
+        ``label.format(key)`` names a process in messages.
+    all_label : str, optional
+        Names the processes still running at the time limit (default: their labels).
+    extra : sequence of (str, subprocess.Popen)
+        Other processes to watch (a controller); a failure of one ends the wait.
+
+    Raises
+    ------
+    CommschedError
+        ``<label> failed (exit N): <last_error>`` for the first process (in key order)
+        that failed, ``<role> failed (exit N) while the jobs ran`` for an ``extra`` one,
+        or ``<labels> still running after <timeout> s; ended``. The caller ends the
+        processes (:func:`end_processes`).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        for role, p in extra:
+            if p.poll() not in (None, 0):
+                raise CommschedError(f"{role} failed (exit {p.returncode}) while the jobs ran")
+        codes = {k: p.poll() for k, (p, _) in procs.items()}
+        for k, code in sorted(codes.items()):
+            if code not in (None, 0):
+                raise CommschedError(f"{label.format(k)} failed (exit {code}): "
+                                     f"{last_error(procs[k][1])}")
+        if all(c == 0 for c in codes.values()):
+            return
+        if time.monotonic() > deadline:
+            late = all_label or ", ".join(label.format(k) for k, c in sorted(codes.items())
+                                          if c is None)
+            raise CommschedError(f"{late} still running after {timeout:g} s; ended")
+        time.sleep(poll)
+
+
+def config_main(argv: Sequence[str] | None, module: str, what: str,
+                body: Callable[[dict[str, Any]], object]) -> int:
+    """The ``main`` of a process started as ``python -m <module> CONFIG.json``.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        The arguments (None: ``sys.argv[1:]``); exactly one, the JSON config file.
+    module : str
+        The module, for the usage line.
+    what : str
+        The process, for error lines (``"echelon live worker"``).
+    body : callable
+        Runs the process on the parsed config.
+
+    Returns
+    -------
+    int
+        0, or 2 after a usage line or a one-line error ``<what>: error: <first line>``
+        (a :class:`CommschedError`, an unreadable or malformed file, a bad key, a
+        runtime failure).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {module} CONFIG.json", file=sys.stderr)
+        return 2
+    try:
+        body(json.loads(Path(args[0]).read_text()))
+    except (CommschedError, OSError, TypeError, ValueError, RuntimeError) as e:
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        print(f"{what}: error: {msg[:300]}", file=sys.stderr)
+        return 2
+    return 0

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from commsched.cluster.procs import start_time
+from commsched.cluster.procs import owner_alive
 
 __all__ = ["main", "session_config"]
 
@@ -38,13 +38,6 @@ def session_config(threads: int = 1) -> object:
     rw = cfg.graph_options.rewrite_options
     rw.disable_meta_optimizer = True
     return cfg
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner:
-        return True
-    pid, _, st = owner.partition(":")
-    return start_time(int(pid)) == int(st)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.ready).parent.mkdir(parents=True, exist_ok=True)
         Path(args.ready).write_text(f"{os.getpid()}\n")
     t0 = time.monotonic()
-    while _owner_alive(args.owner) and (args.ttl <= 0 or time.monotonic() - t0 < args.ttl):
+    while owner_alive(args.owner) and (args.ttl <= 0 or time.monotonic() - t0 < args.ttl):
         time.sleep(0.5)
     print(f"server {args.job}:{args.task} exiting (owner gone or ttl reached)", flush=True)
     return 0

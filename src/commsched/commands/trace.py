@@ -29,6 +29,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
 from commsched.model import graph
@@ -167,11 +169,17 @@ def run(args: argparse.Namespace) -> int:
         min_coverage=args.min_coverage,
     )
     save_raw(raw, raw_out)
+    return _save(g, out, "variables", f"; raw trace {raw_out}")
+
+
+def _save(g: nx.DiGraph, out: Path, variables: str, tail: str = "") -> int:
+    """Save a traced graph and print its one-line summary (``variables``: what the
+    framework calls them)."""
     graph.save(g, out)
     meta = g.graph["meta"]
-    print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} variables, "
+    print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} {variables}, "
           f"coverage {meta['coverage']:.1%}, step {statistics.median(meta['step_wall_s']):.4g} s "
-          f"(median of {len(meta['step_wall_s'])}); raw trace {raw_out}")
+          f"(median of {len(meta['step_wall_s'])}){tail}")
     return 0
 
 
@@ -190,9 +198,4 @@ def _trace_torch(args: argparse.Namespace) -> int:
         iterations=args.iters, threads=args.intra_threads or 1, device=args.device,
         seed=args.seed, min_coverage=args.min_coverage,
     )
-    graph.save(g, out)
-    meta = g.graph["meta"]
-    print(f"{out}: {g.number_of_nodes()} ops, {len(g.graph['variables'])} parameters, "
-          f"coverage {meta['coverage']:.1%}, step {statistics.median(meta['step_wall_s']):.4g} s "
-          f"(median of {len(meta['step_wall_s'])})")
-    return 0
+    return _save(g, out, "parameters")

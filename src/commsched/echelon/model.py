@@ -300,10 +300,8 @@ def objective(finish: ArrayLike, ideal: ArrayLike, group: Sequence[int] | np.nda
 
     Parameters
     ----------
-    finish, ideal : array_like
-        Per flow.
-    group : sequence of int
-        Per flow, its EchelonFlow.
+    finish, ideal, group
+        As in :func:`echelon_tardiness`.
     weight : array_like, optional
         Per EchelonFlow (default: unit weights).
 

@@ -77,6 +77,7 @@ __all__ = [
     "attribute",
     "check_graph",
     "check_trace",
+    "example_trace",
     "gradient_ops",
     "grads_of",
     "load_raw",
@@ -183,6 +184,35 @@ def _check_traced(g: nx.DiGraph, where: str) -> None:
                              "false")
         number(a["bytes"], f"{where}edge {short(u)} -> {short(v)}: bytes", 0, MAX_BYTES,
                integer=True)
+
+
+def example_trace() -> nx.DiGraph:
+    """The smallest traced training iteration, the start of the views' and simulators'
+    docstring examples.
+
+    Returns
+    -------
+    networkx.DiGraph
+        Ops ``read`` (0 s, reads variable ``w`` of 100 bytes) -> ``mm`` (1 s) -> ``grad``
+        (1 s, the gradient of ``w``), one sample each, 4 bytes on every edge and out of
+        every op; meta: model ``toy``, mode ``train``, batch 1, 1 iteration.
+
+    Examples
+    --------
+    >>> t = example_trace()
+    >>> list(t.edges), grads_of(t)
+    ([('read', 'mm'), ('mm', 'grad')], {'w': 'grad'})
+    """
+    t = graph.new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
+                        meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
+    ops: list[tuple[str, float, dict[str, Any]]] = [
+        ("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
+        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]
+    for name, d, extra in ops:
+        graph.add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
+                     "out_bytes": 4, "is_gradient": False, **extra})
+    t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)
+    return t
 
 
 def load_trace(path: str | os.PathLike[str]) -> nx.DiGraph:

@@ -60,15 +60,9 @@ one can be (its release is no earlier).
 Examples
 --------
 >>> from commsched.cost import LinearModel
->>> from commsched.model.graph import add_op, new_graph
+>>> from commsched.model.traced import example_trace
 >>> from commsched.pace.plan import Group, Partition, Plan
->>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
-...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
->>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
-...                        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]:
-...     add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
-...            "out_bytes": 4, "is_gradient": False, **extra})
->>> t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)
+>>> t = example_trace()  # read -> mm -> grad (of w, 100 B)
 >>> plan = Plan("wfbp", (Group((("w", 100),), (Partition(0, 60, 0), Partition(60, 40, 1))),))
 >>> r = simulate_plan(t, plan, LinearModel(0.5, 0.01))
 >>> [(p.offset, p.start, p.end) for p in r.partitions]

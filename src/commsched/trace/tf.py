@@ -50,9 +50,7 @@ Training step
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import platform
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -61,12 +59,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from commsched import __version__
 from commsched.errors import CommschedError
 from commsched.model import graph
 from commsched.model.traced import FUNCTIONAL_OPS, RAW_FIELDS, RAW_FORMAT, samples_from_raw
 from commsched.progress import progress
 from commsched.trace import zoo
+from commsched.trace.common import check_args, check_coverage, cpu_model, op_time_sums, run_meta
 
 __all__ = ["ROUTE", "count_model", "trace_model"]
 
@@ -89,14 +87,7 @@ def _device_model(device: str) -> str:
         gpus = [d.physical_device_desc for d in device_lib.list_local_devices()
                 if d.device_type == "GPU"]
         return "; ".join(gpus) or "GPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_model()
 
 
 def _nbytes(tf: Any, dtype: Any, shape: Any) -> int | None:
@@ -178,18 +169,11 @@ def _session_config(tf: Any, intra: int, inter: int, device: str) -> Any:
 
 def _check_args(batch: int, mode: str, warmup: int, iterations: int, intra: int, inter: int,
                 device: str, min_coverage: float) -> None:
-    if batch < 1:
-        raise CommschedError(f"batch must be >= 1, got {batch}")
-    if mode not in ("train", "infer"):
-        raise CommschedError(f"mode must be 'train' or 'infer', got {mode!r}")
-    if warmup < 0 or iterations < 1:
-        raise CommschedError(f"need warmup >= 0 and iterations >= 1, got {warmup}, {iterations}")
+    check_args(batch, mode, warmup, iterations, min_coverage)
     if intra < 1 or inter < 1:
         raise CommschedError(f"thread counts must be >= 1, got intra {intra}, inter {inter}")
     if device not in ("cpu", "gpu"):
         raise CommschedError(f"device must be 'cpu' or 'gpu', got {device!r}")
-    if not 0.0 <= min_coverage <= 1.0:
-        raise CommschedError(f"min_coverage must be in [0, 1], got {min_coverage}")
 
 
 @dataclass
@@ -359,10 +343,7 @@ def trace_model(
         "keras_version": keras.__version__, "intra_threads": intra_threads,
         "inter_threads": inter_threads, "warmup": warmup, "iterations": iterations,
         "route": ROUTE, "onednn": os.environ["TF_ENABLE_ONEDNN_OPTS"],
-        "time": "all_end_rel_nanos, min over iterations",
-        "optimizer": f"SGD lr={lr}" if mode == "train" else None, "seed": seed,
-        "commsched_version": __version__,
-        "created_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": "all_end_rel_nanos, min over iterations", **run_meta(mode, lr, seed),
     }
     raw = {"format": RAW_FORMAT, "version": 1, "meta": meta, "fields": list(RAW_FIELDS),
            "iterations": iterations_raw}
@@ -432,13 +413,8 @@ def trace_model(
     meta["unattributed_events"] = sum(unattributed.values())
     meta["step_wall_s"] = [it["wall_s"] for it in iterations_raw]
     meta["warmup_wall_s"] = [round(w, 9) for w in warm_wall]
-    meta["sum_op_s"] = [round(sum(s[k] for s in samples.values() if len(s) > k), 9)
-                        for k in range(iterations)]
-    if meta["coverage"] < min_coverage:
-        raise CommschedError(
-            f"{model} ({mode}): only {meta['coverage']:.1%} of {counted} ops got a time "
-            f"(need {min_coverage:.0%}); untimed: {', '.join(meta['untimed_ops'][:5])}"
-        )
+    meta["sum_op_s"] = op_time_sums(samples, iterations)
+    check_coverage(meta, model, mode, counted, min_coverage)
     return out_g, raw
 
 

@@ -48,9 +48,6 @@ Threads: ``torch.set_num_threads(threads)`` (1 by default, as each live DDP work
 
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import platform
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,10 +58,10 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from commsched import __version__
 from commsched.errors import CommschedError
 from commsched.model import graph
 from commsched.trace import torch_models
+from commsched.trace.common import check_args, check_coverage, cpu_model, op_time_sums, run_meta
 
 __all__ = ["ROUTE", "trace_file_name", "trace_model"]
 
@@ -121,32 +118,18 @@ def _nbytes(t: torch.Tensor | None) -> int:
 def _device_model(device: str) -> str:
     if device == "cuda":
         return str(torch.cuda.get_device_name(0))
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} cores)"
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_model()
 
 
 def _check_args(batch: int, mode: str, warmup: int, iterations: int, threads: int,
                 device: str, min_coverage: float) -> None:
-    if batch < 1:
-        raise CommschedError(f"batch must be >= 1, got {batch}")
-    if mode not in ("train", "infer"):
-        raise CommschedError(f"mode must be 'train' or 'infer', got {mode!r}")
-    if warmup < 0 or iterations < 1:
-        raise CommschedError(f"need warmup >= 0 and iterations >= 1, got {warmup}, {iterations}")
+    check_args(batch, mode, warmup, iterations, min_coverage)
     if threads < 1:
         raise CommschedError(f"threads must be >= 1, got {threads}")
     if device not in ("cpu", "cuda"):
         raise CommschedError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
         raise CommschedError("trace device 'cuda' asked for, but PyTorch sees no GPU")
-    if not 0.0 <= min_coverage <= 1.0:
-        raise CommschedError(f"min_coverage must be in [0, 1], got {min_coverage}")
 
 
 def _events_tree(events: Iterator[Any]) -> list[Any]:
@@ -269,9 +252,7 @@ def trace_model(
         "iterations": iterations, "route": ROUTE,
         "time": ("kernel time (profiler correlation), min over iterations" if device == "cuda"
                  else "CPU time of the op's profiler events, min over iterations"),
-        "optimizer": f"SGD lr={lr}" if mode == "train" else None, "seed": seed,
-        "commsched_version": __version__,
-        "created_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        **run_meta(mode, lr, seed),
     }
     res = "cuda" if device == "cuda" else "cpu"
     g = graph.new_graph({res: 1}, variables=variables, meta=meta)
@@ -331,13 +312,8 @@ def trace_model(
     meta["unattributed_s"] = unattributed
     meta["step_wall_s"] = walls
     meta["warmup_wall_s"] = warm_wall
-    meta["sum_op_s"] = [round(sum(s[k] for s in samples.values() if len(s) > k), 9)
-                        for k in range(iterations)]
-    if meta["coverage"] < min_coverage:
-        raise CommschedError(
-            f"{model} ({mode}): only {meta['coverage']:.1%} of {g.number_of_nodes()} ops got "
-            f"a time (need {min_coverage:.0%}); untimed: {', '.join(meta['untimed_ops'][:5])}"
-        )
+    meta["sum_op_s"] = op_time_sums(samples, iterations)
+    check_coverage(meta, model, mode, g.number_of_nodes(), min_coverage)
     return g
 
 

@@ -74,14 +74,8 @@ def allreduce_view(
     Examples
     --------
     >>> from commsched.cost import LinearModel
-    >>> from commsched.model.graph import new_graph, add_op
-    >>> t = new_graph({"cpu": 1}, variables={"w": {"bytes": 100}},
-    ...               meta={"model": "toy", "mode": "train", "batch": 1, "iterations": 1})
-    >>> for name, d, extra in [("read", 0.0, {"reads": ["w"]}), ("mm", 1.0, {}),
-    ...                        ("grad", 1.0, {"grad_of": ["w"], "is_gradient": True})]:
-    ...     add_op(t, name, "compute", "cpu", d, **{"op_type": "Op", "samples": [d],
-    ...            "out_bytes": 4, "is_gradient": False, **extra})
-    >>> t.add_edges_from([("read", "mm"), ("mm", "grad")], control=False, bytes=4)
+    >>> from commsched.model.traced import example_trace
+    >>> t = example_trace()  # read -> mm -> grad (of w, 100 B)
     >>> v = allreduce_view(t, LinearModel(0.5, 0.01))
     >>> for e in sorted(v.edges): print(*e)
     allreduce:grad next:read

@@ -37,7 +37,6 @@ from commsched import driver
 from commsched.echelon import arrangement as arr
 from commsched.echelon.exact import POLICIES, optimality_gaps, solve_exact
 from commsched.echelon.model import EchelonFlow, simulate_echelonflows
-from commsched.results import write_metrics, write_table
 from commsched.sim.flow import big_switch
 
 __all__ = ["OPTIMAL_TOL", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
@@ -52,19 +51,14 @@ OPTIMAL_TOL = 1e-6
 class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/echelon_core.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.FigureConfig`.
+
     Parameters
     ----------
     fig2 : str
         The Fig. 2 table (:func:`fig2_table`).
     gaps : str
         The optimality gaps table (:func:`commsched.echelon.exact.optimality_gaps`).
-    figure : str
-        The PDF to write (the PNG is written beside it).
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist or ``figure`` is not a PDF path.
     """
 
     fig2: str
@@ -173,10 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
             end["sebf"] / end["fair"])
         metrics.update(gap_metrics(gaps))
-        write_table(t1, a.table1, cfg)
-        write_table(f2, a.fig2, cfg)
-        write_table(gaps, a.gaps, cfg)
-        write_metrics(metrics, a.metrics, cfg)
+        driver.write_outputs({a.table1: t1, a.fig2: f2, a.gaps: gaps}, metrics, a.metrics, cfg)
 
     return driver.run("echelon_core", body)
 

@@ -210,21 +210,16 @@ FIGURE_KINDS = ("iterations", "ratios", "sweep")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/echelon_eval.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
     jobs : str
         The per-job table (:func:`run_sweep`).
     iterations : str
         The per-iteration table.
-    figure : str
-        The PDF to write (the PNG is written beside it).
     kind : str
         The figure, one of :data:`FIGURE_KINDS` (default ``"iterations"``).
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     jobs: str
@@ -253,9 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = driver.parser(__name__, __doc__)
     p.add_argument("step", choices=["run", "metrics"])
     driver.add_config_options(p, "echelon_eval")
-    p.add_argument("--trace-dir", default="data/traces",
-                   help="where the mix's trace names live (default %(default)s)")
-    p.add_argument("--traces", nargs="+", help="trace files (default: the mix's, in --trace-dir)")
+    driver.add_trace_options(p, "the mix's traces")
     p.add_argument("--jobs-table", required=True, help="per-job table (CSV)")
     p.add_argument("--iterations-table", required=True, help="per-iteration table (CSV)")
     p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
@@ -272,8 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = _section(driver.section_from_options(args, "echelon_eval"))
         traces = args.traces or [str(Path(args.trace_dir) / f"{m['trace']}.json.gz")
                                  for m in cfg["mix"]]
-        jobs, its = run_sweep(cfg, traces, progress=lambda s: print(s, file=sys.stderr,
-                                                                    flush=True))
+        jobs, its = run_sweep(cfg, traces, progress=driver.say)
         write_table(jobs, args.jobs_table, cfg)
         write_table(its, args.iterations_table, cfg)
 

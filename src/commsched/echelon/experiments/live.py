@@ -58,7 +58,6 @@ from commsched.echelon.live.tc import check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
 from commsched.errors import CommschedError
-from commsched.results import write_metrics, write_table
 
 __all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
            "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
@@ -368,21 +367,16 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/echelon_live.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
     summary : str
         The summary table (:func:`summarize`).
     jobs : str
         The per-job table.
-    figure : str
-        The PDF to write (the PNG is written beside it).
     kind : str
         The figure, one of :data:`FIGURE_KINDS` (default ``"jct"``).
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     summary: str
@@ -409,11 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = Params.from_config(raw)
         reason = None if args.reuse else skipped_reason(params)
         if reason:
-            print(f"echelon_live skipped: {reason}", file=sys.stderr)
-            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
-            for name in TABLES:
-                write_table(skip, getattr(args, name), {**raw, "skipped": reason})
-            write_metrics({}, args.metrics, {**raw, "skipped": reason})
+            driver.write_skipped("echelon_live", reason, [getattr(args, n) for n in TABLES],
+                                 args.metrics, raw)
             return
         work = Path(args.workdir)
         if args.reuse:
@@ -435,17 +426,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = summarize(params, t, float(run["core_Bps_measured"]),
                       parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]))
         t["summary"] = s
-        for name in TABLES:
-            write_table(t[name], getattr(args, name), raw)
-        write_metrics(metrics(s, t["updates"]), args.metrics, raw)
+        driver.write_outputs({getattr(args, n): t[n] for n in TABLES}, metrics(s, t["updates"]),
+                             args.metrics, raw)
         print(s[["policy", "job", "jct_s", "predicted_jct_s", "error_median"]].to_string(
             index=False), file=sys.stderr)
 
-    try:
-        return driver.run("echelon_live", body)
-    except KeyboardInterrupt:  # the cluster was torn down on the way out
-        print("echelon_live: interrupted", file=sys.stderr)
-        return 130
+    return driver.run_interruptible("echelon_live", body)
 
 
 if __name__ == "__main__":

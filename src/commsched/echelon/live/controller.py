@@ -41,14 +41,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch.distributed as dist
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import start_time
+from commsched.cluster.procs import config_main, owner_alive
 from commsched.echelon.live.tc import HtbLink, enforce
 from commsched.echelon.live.topology import CORE_DEV, network
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
@@ -162,13 +161,6 @@ class PhaseState:
         return out
 
 
-def _owner_alive(owner: str | None) -> bool:
-    if not owner:
-        return True
-    pid, _, st = owner.partition(":")
-    return start_time(int(pid)) == int(st)
-
-
 def _events(sock: socket.socket, wait: float) -> list[tuple[float, dict[str, Any]]]:
     out = []
     r, _, _ = select.select([sock], [], [], wait)
@@ -225,7 +217,7 @@ def run(cfg: ControllerConfig) -> dict[str, Any]:
     def wait_ready(p: int) -> None:
         deadline = time.monotonic() + cfg.timeout
         while count(p) < cfg.n_workers:
-            if not _owner_alive(cfg.owner):
+            if not owner_alive(cfg.owner):
                 raise CommschedError("the controller's owner is gone")
             if time.monotonic() > deadline:
                 raise CommschedError(f"only {count(p)} of {cfg.n_workers} processes reached "
@@ -248,7 +240,7 @@ def run(cfg: ControllerConfig) -> dict[str, Any]:
                 if time.monotonic() > next_check:
                     if count(p + 1) >= cfg.n_workers:
                         break
-                    if time.monotonic() > deadline or not _owner_alive(cfg.owner):
+                    if time.monotonic() > deadline or not owner_alive(cfg.owner):
                         raise CommschedError(f"phase {p} ({name}) not over within "
                                              f"{cfg.timeout:g} s")
                     next_check = time.monotonic() + 0.1
@@ -284,18 +276,9 @@ def run(cfg: ControllerConfig) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m commsched.echelon.live.controller CONFIG.json`` (one-line errors)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m commsched.echelon.live.controller CONFIG.json", file=sys.stderr)
-        return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        run(ControllerConfig(**json.loads(Path(args[0]).read_text())))
-    except (CommschedError, OSError, TypeError, ValueError, RuntimeError) as e:
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        print(f"echelon live controller: error: {msg[:300]}", file=sys.stderr)
-        return 2
-    return 0
+    return config_main(argv, "commsched.echelon.live.controller", "echelon live controller",
+                       lambda data: run(ControllerConfig(**data)))
 
 
 if __name__ == "__main__":

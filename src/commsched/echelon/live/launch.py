@@ -18,14 +18,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import ProcRecord, end_processes, last_error, spawn, start_time
+from commsched.cluster.procs import (
+    ProcRecord,
+    end_processes,
+    last_error,
+    spawn,
+    start_time,
+    wait_all,
+)
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.echelon.live.worker import WorkerConfig
 from commsched.errors import CommschedError
@@ -99,24 +105,8 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
                 p = start(role, argv, log, env)
                 started[role] = (p, ProcRecord(p.pid, start_time(p.pid) or 0, role, None,
                                                str(log)), log)
-        deadline = time.monotonic() + timeout
-        while True:
-            for role, p in extra:
-                if p.poll() not in (None, 0):
-                    raise CommschedError(f"{role} failed (exit {p.returncode}) while the jobs "
-                                         "ran")
-            codes = {r: p.poll() for r, (p, _, _) in started.items()}
-            for r, code in sorted(codes.items()):
-                if code not in (None, 0):
-                    raise CommschedError(f"{r} failed (exit {code}): "
-                                         f"{last_error(started[r][2])}")
-            if all(c == 0 for c in codes.values()):
-                break
-            if time.monotonic() > deadline:
-                late = sorted(r for r, c in codes.items() if c is None)
-                raise CommschedError(f"{', '.join(late)} still running after {timeout:g} s; "
-                                     "ended")
-            time.sleep(poll)
+        wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
+                 last_error, extra=extra)
     finally:
         end_processes([rec for _, rec, _ in started.values()],
                       popens={p.pid: p for p, _, _ in started.values()})

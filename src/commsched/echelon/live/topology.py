@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from commsched.cluster import net
-from commsched.cluster.emulated import down, guard
+from commsched.cluster.emulated import down, up_inside
 from commsched.cluster.procs import spawn, start_time
 from commsched.cluster.state import RunState, run_base
 from commsched.echelon.live.tc import HtbLink, check_htb
@@ -169,12 +167,5 @@ class LiveCluster:
 def live_cluster(topo: Topology, timeout: float | None = None) -> Iterator[LiveCluster]:
     """A :class:`LiveCluster` that is up inside the block and always torn down;
     ``timeout`` bounds the whole block (SIGALRM)."""
-    c = LiveCluster(topo)
-    with guard(timeout):
-        try:
-            c.up()
-            yield c
-        finally:
-            if timeout and threading.current_thread() is threading.main_thread():
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            c.down()
+    with up_inside(LiveCluster(topo), timeout) as c:
+        yield c

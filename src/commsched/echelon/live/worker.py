@@ -22,13 +22,13 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from commsched.atomic import atomic_write_text
+from commsched.cluster.procs import config_main
 from commsched.echelon.live.jobs import LiveJob, profile_compute, run_rank, simulator_profile
 from commsched.echelon.live.transport import GlooTransport, TaggedTransport, Transport
 from commsched.errors import CommschedError
@@ -170,18 +170,8 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m commsched.echelon.live.worker CONFIG.json`` (one-line errors, exit 2)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m commsched.echelon.live.worker CONFIG.json", file=sys.stderr)
-        return 2
-    try:
-        data = json.loads(Path(args[0]).read_text())
-        run_worker(WorkerConfig(**_with_env(data, os.environ)))
-    except (CommschedError, OSError, TypeError, ValueError, RuntimeError) as e:
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        print(f"echelon live worker: error: {msg[:300]}", file=sys.stderr)
-        return 2
-    return 0
+    return config_main(argv, "commsched.echelon.live.worker", "echelon live worker",
+                       lambda data: run_worker(WorkerConfig(**_with_env(data, os.environ))))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import pandas as pd
 
 from commsched import driver
 from commsched.cost.allreduce import fit_table, summarize
-from commsched.results import read_provenance, read_table, write_metrics, write_table
+from commsched.results import read_provenance, read_table
 
 __all__ = ["FigureConfig", "main", "metrics"]
 
@@ -76,17 +76,12 @@ def metrics(fits: pd.DataFrame) -> dict[str, float]:
 class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/allreduce_fit.ipynb``, checked before anything is plotted.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.FigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     summary, fit : str
         The summary and fit tables of :func:`main`.
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist or ``figure`` is not a PDF path.
     """
 
     summary: str = ""
@@ -122,9 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fits = fit_table(summary, relative=not args.ols)
         config = {"measurement": args.measurement, "relative": not args.ols,
                   "measurement_provenance": read_provenance(args.measurement)}
-        write_table(summary, args.summary, config)
-        write_table(fits, args.fit, config)
-        write_metrics(metrics(fits), args.metrics, config)
+        driver.write_outputs({args.summary: summary, args.fit: fits}, metrics(fits),
+                             args.metrics, config)
         print(fits.to_string(index=False))
 
     return driver.run("allreduce_fit", body)

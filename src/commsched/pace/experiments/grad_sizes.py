@@ -31,7 +31,6 @@ import pandas as pd
 from commsched import driver
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.results import write_metrics, write_table
 from commsched.views.common import grad_producers, variable_bytes
 
 __all__ = ["FigureConfig", "grad_rows", "main", "size_metrics"]
@@ -113,17 +112,12 @@ def size_metrics(df: pd.DataFrame) -> dict[str, float]:
 class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/grad_sizes.ipynb``, checked before anything is plotted.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.FigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     table : str
         The table of :func:`main`.
-
-    Raises
-    ------
-    CommschedError
-        If the table does not exist or ``figure`` is not a PDF path.
     """
 
     table: str = ""
@@ -161,8 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  .drop_duplicates("model")["trace"])
         df = df[df["trace"].isin(set(first))].reset_index(drop=True)
         config = {"traces": sorted(args.traces)}
-        write_table(df, args.table, config)
-        write_metrics(size_metrics(df), args.metrics, config)
+        driver.write_outputs({args.table: df}, size_metrics(df), args.metrics, config)
         print(df[df["kind"] == "tensor"].groupby("model")["bytes"].describe().to_string())
 
     return driver.run("grad_sizes", body)

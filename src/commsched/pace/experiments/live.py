@@ -82,7 +82,6 @@ from commsched.pace.live.ddp import NO_COMM, WorkerConfig
 from commsched.pace.live.launch import MODULE, launch
 from commsched.pace.plan import save_plan
 from commsched.pace.sim import Workload
-from commsched.results import write_metrics, write_table
 
 __all__ = ["FIGURE_KINDS", "TABLES", "FigureConfig", "host_commands", "main", "run_model",
            "skipped_reason"]
@@ -238,19 +237,14 @@ FIGURE_KINDS = ("steptime", "utilisation")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/pace_live.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF of the figure (the PNG goes beside it).
     kind : str
         ``steptime`` or ``utilisation`` (:data:`FIGURE_KINDS`).
     summary, link, allreduces : str
         The tables of rule ``pace_live_run``.
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     kind: str = "steptime"
@@ -309,33 +303,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "their results)")
         reason = None if args.reuse else skipped_reason(params)
         if reason:
-            print(f"pace_live skipped: {reason}", file=sys.stderr)
-            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
-            for name in TABLES:
-                write_table(skip, getattr(args, name), {**raw, "skipped": reason})
-            write_metrics({}, args.metrics, {**raw, "skipped": reason})
+            driver.write_skipped("pace_live", reason, [getattr(args, n) for n in TABLES],
+                                 args.metrics, raw)
             return
         parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
         for lm in params.models:
-            print(f"pace_live: {lm.trace} at {lm.bandwidth}", file=sys.stderr, flush=True)
+            driver.say(f"pace_live: {lm.trace} at {lm.bandwidth}")
             run = run_model(params, lm, Path(args.workdir), "reuse" if args.reuse else "run")
             t = tables(run, params.sample_ms / 1e3)
             for name, df in t.items():
                 parts[name].append(df)
             parts["summary"].append(summarize(run, t["steps"], t["allreduces"], params))
         out = {name: pd.concat(dfs, ignore_index=True) for name, dfs in parts.items()}
-        for name in TABLES:
-            write_table(out[name], getattr(args, name), raw)
-        write_metrics(metrics(out["summary"]), args.metrics, raw)
+        driver.write_outputs({getattr(args, n): out[n] for n in TABLES}, metrics(out["summary"]),
+                             args.metrics, raw)
         s = out["summary"]
         print(s[["model", "policy", "measured_s", "predicted_s", "error"]].to_string(
             index=False), file=sys.stderr)
 
-    try:
-        return driver.run("pace_live", body)
-    except KeyboardInterrupt:  # the cluster was torn down on the way out
-        print("pace_live: interrupted", file=sys.stderr)
-        return 130
+    return driver.run_interruptible("pace_live", body)
 
 
 if __name__ == "__main__":

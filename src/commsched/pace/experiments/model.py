@@ -47,7 +47,6 @@ from commsched.pace.lp import (
 from commsched.pace.model import PaceModel, build_model
 from commsched.pace.schedule import jackson, objective
 from commsched.pace.slots import SlotProblem, to_problem
-from commsched.results import write_metrics, write_table
 
 __all__ = ["main", "random_problem", "solver_rows", "table_rows"]
 
@@ -255,8 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = driver.config_section("pace", args.config_json)
             df, metrics = solver_rows(args.traces, cfg)
         config = {"what": args.what, "traces": args.traces, "pace": cfg}
-        write_table(df, args.table, config)
-        write_metrics(metrics, args.metrics, config)
+        driver.write_outputs({args.table: df}, metrics, args.metrics, config)
         print(df.to_string(index=False))
 
     return driver.run("pace_model", body)

@@ -76,7 +76,7 @@ from commsched.errors import CommschedError
 from commsched.pace.experiments.fig2 import run_fig2
 from commsched.pace.experiments.sim_metrics import headline_metrics
 from commsched.pace.experiments.sim_sweeps import SWEEPS, Params, load_models, run_experiment
-from commsched.results import read_table, write_metrics, write_table
+from commsched.results import write_table
 
 __all__ = ["EXPERIMENTS", "FIGURE_KINDS", "FigureConfig", "main"]
 
@@ -93,19 +93,14 @@ FIGURE_KINDS = SWEEPS
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/pace_*.ipynb`` notebooks, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     kind : str
         The experiment whose table is drawn, one of :data:`FIGURE_KINDS`.
     table : str
         That experiment's table.
-
-    Raises
-    ------
-    CommschedError
-        If the table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     kind: str = "workers"
@@ -132,27 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = driver.parser("commsched.pace.experiments.sim", __doc__)
     p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
     driver.add_config_options(p, "pace_sim")
-    p.add_argument("--trace-dir", default="data/traces",
-                   help="where the config's traces live (default %(default)s)")
-    p.add_argument("--traces", nargs="+", help="trace files (named <trace>.json.gz) instead "
-                   "of --trace-dir")
-    p.add_argument("--table", help="result table to write (CSV)")
-    p.add_argument("--tables", nargs="+", metavar="EXPERIMENT=CSV",
-                   help="metrics: the experiment tables to summarize")
-    p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
+    driver.add_trace_options(p, "the config's traces (named <trace>.json.gz)")
+    driver.add_table_options(p, "EXPERIMENT", "experiment")
     args = p.parse_args(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
 
     def body() -> None:
         if args.experiment == "metrics":
-            if not args.metrics:
-                raise CommschedError("metrics needs --tables EXPERIMENT=CSV ... and --metrics")
-            tables = {exp: read_table(path)
-                      for exp, path in driver.named_paths(args.tables, EXPERIMENTS).items()}
-            write_metrics(headline_metrics(tables), args.metrics, {"tables": args.tables})
-            return
+            return driver.write_metrics_step(args, "EXPERIMENT", EXPERIMENTS, headline_metrics)
         if not args.table:
             raise CommschedError(f"{args.experiment} needs --table")
         if args.experiment == "fig2":
@@ -160,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         params = Params.from_mapping(driver.section_from_options(args, "pace_sim"))
         models = load_models(params, args.trace_dir, args.traces)
-        df = run_experiment(args.experiment, models, params, progress=say)
+        df = run_experiment(args.experiment, models, params, progress=driver.say)
         write_table(df, args.table, {**params.raw, "experiment": args.experiment})
 
     return driver.run(f"pace_sim {args.experiment}", body)

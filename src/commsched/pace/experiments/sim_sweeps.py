@@ -73,10 +73,10 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(driver.SectionParams):
     """The ``pace_sim:`` config section (schema: ``src/commsched/schemas/config.schema.yaml``).
 
-    Build it with :meth:`from_mapping` (from a file: :func:`commsched.driver.load_section`),
+    Build it with :meth:`from_mapping` (from a file: :meth:`from_file`),
     which checks the section against the schema (:func:`commsched.driver.config_section`).
 
     Parameters
@@ -117,30 +117,12 @@ class Params:
     scale_bandwidth_gbps: float
     scale_slowdowns: tuple[float, ...]
     scale_policies: tuple[str, ...]
-    raw: dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
+    SECTION = "pace_sim"
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any] | str) -> Params:
-        """The parameters of a ``pace_sim`` section.
-
-        Parameters
-        ----------
-        m : mapping or str
-            The section, or its JSON text.
-
-        Returns
-        -------
-        Params
-            The parameters; ``raw`` holds the section as given.
-
-        Raises
-        ------
-        CommschedError
-            One line naming the first key the config schema rejects.
-        """
-        m = driver.config_section("pace_sim", m)
+    def _fields(cls, m: dict[str, Any]) -> dict[str, Any]:
         wk, bw, us, sc = m["workers"], m["bandwidth"], m["usage"], m["scale"]
-        return cls(
+        return dict(
             models=tuple(ModelSpec(x["name"], x["trace"], x["batch"], x["unit"],
                                    float(x["gpu_step_ms"])) for x in m["models"]),
             gpu_slowdown=float(m["gpu_slowdown"]),
@@ -161,7 +143,6 @@ class Params:
             scale_bandwidth_gbps=float(sc["bandwidth_gbps"]),
             scale_slowdowns=tuple(sc["slowdowns"]),
             scale_policies=tuple(sc["policies"]),
-            raw=m,
         )
 
 

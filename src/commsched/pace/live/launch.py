@@ -13,14 +13,20 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import ProcRecord, end_processes, last_error, spawn, start_time
+from commsched.cluster.procs import (
+    ProcRecord,
+    end_processes,
+    last_error,
+    spawn,
+    start_time,
+    wait_all,
+)
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.errors import CommschedError
 from commsched.pace.live.ddp import WorkerConfig
@@ -110,18 +116,8 @@ def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeou
             p = start(cfg.rank, argv, log, env)
             started[cfg.rank] = (p, ProcRecord(p.pid, start_time(p.pid) or 0,
                                                f"ddp-w{cfg.rank}", None, str(log)), log)
-        deadline = time.monotonic() + timeout
-        while True:
-            codes = {r: p.poll() for r, (p, _, _) in started.items()}
-            for r, code in sorted(codes.items()):
-                if code not in (None, 0):
-                    raise CommschedError(f"ddp worker {r} failed (exit {code}): "
-                                         f"{last_error(started[r][2])}")
-            if all(c == 0 for c in codes.values()):
-                break
-            if time.monotonic() > deadline:
-                raise CommschedError(f"ddp workers still running after {timeout:g} s; ended")
-            time.sleep(poll)
+        wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
+                 last_error, label="ddp worker {}", all_label="ddp workers")
     finally:
         end_processes([rec for _, rec, _ in started.values()],
                       popens={p.pid: p for p, _, _ in started.values()})

@@ -150,7 +150,7 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
                                  "edges": p.n_edges, "devices": n_devices})
                     if r == 0 and sem == "thesis":
                         keep[f"{name}|{x.partitioner}|{x.scheduler}"] = x
-            print(f"{log}: {name} run {r} done", file=sys.stderr, flush=True)
+            driver.say(f"{log}: {name} run {r} done")
     return pd.DataFrame(rows), keep
 
 
@@ -177,8 +177,8 @@ def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
     problems = _trace_problems(s["traces"], trace_dir)
     for csv in s["thesis_csv"]:
         if not Path(csv).is_file():
-            print(f"tensorflow: thesis-format graph {csv} not found, skipped (optional, "
-                  "not redistributable)", file=sys.stderr, flush=True)
+            driver.say(f"tensorflow: thesis-format graph {csv} not found, skipped (optional, "
+                       "not redistributable)")
             continue
         problems[f"{Path(csv).stem} (thesis csv)"] = Problem.from_thesis(read_graph(csv))
     return _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "tensorflow")[0]
@@ -364,21 +364,16 @@ FIGURE_KINDS = ("makespan", "traffic", "partition_time", "gantt", "executable")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/placement_*.ipynb`` notebooks, checked first.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Parameters
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     table : str
         The run table (bars) or the Gantt table (seven).
     kind : str
         One of :data:`FIGURE_KINDS`: the bars of Figs. 7.1-7.8 or Figs. 7.9, 7.10.
     semantics : str
         Which semantics' rows the bars show (``thesis`` by default).
-
-    Raises
-    ------
-    CommschedError
-        If the table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
 
     References
     ----------

@@ -34,7 +34,6 @@ import pandas as pd
 
 from commsched import driver
 from commsched.errors import CommschedError
-from commsched.results import write_metrics, write_table
 from commsched.tictac.bruteforce import (
     brute_force,
     priorities_makespan,
@@ -232,8 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = BruteForceConfig(tuple(args.sizes), args.instances, tuple(args.channels),
                                args.two_stage_instances, args.seed)
         df = run_bruteforce(cfg)
-        write_table(df, args.table, asdict(cfg))
-        write_metrics(bruteforce_metrics(df), args.metrics, asdict(cfg))
+        driver.write_outputs({args.table: df}, bruteforce_metrics(df), args.metrics, asdict(cfg))
 
     return driver.run("tictac_bruteforce", body)
 

@@ -78,10 +78,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from commsched import driver
-from commsched.results import write_metrics, write_table
 from commsched.tictac.live.analysis import analyse
 from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.runner import cluster_run, reuse_results, skipped_reason
@@ -98,19 +95,14 @@ FIGURE_KINDS = ("steptime_cdf", "gain", "prediction", "transfers")
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of ``notebooks/live.ipynb``, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Attributes
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     summary, steps, transfers : str
         The tables of rule ``live_run``.
     kind : str
         One of :data:`FIGURE_KINDS`.
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     summary: str
@@ -150,39 +142,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="analyse the job results already under --workdir instead of running")
     args = p.parse_args(argv)
 
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     def body() -> None:
         params = LiveParams.from_config(driver.section_from_options(args, "live"))
         reason = skipped_reason(params)
         if reason:
-            say(f"live experiment skipped: {reason}")
-            skip = pd.DataFrame({"status": ["skipped"], "reason": [reason]})
-            for path in (args.steps, args.transfers, args.traced, args.summary):
-                write_table(skip, path, params.raw)
-            write_metrics({}, args.metrics, {**params.raw, "skipped": reason})
+            driver.write_skipped("live experiment", reason,
+                                 [args.steps, args.transfers, args.traced, args.summary],
+                                 args.metrics, params.raw)
             return
         t = time.perf_counter()
         loads = load_workloads(params, args.traces)
         for w in loads:
-            say(f"{w.group_id}: comm/comp {w.comm_comp:.2f}, predicted "
+            driver.say(f"{w.group_id}: comm/comp {w.comm_comp:.2f}, predicted "
                 + ", ".join(f"{k} {v:.3f}s" for k, v in w.predicted.items()))
         if args.reuse:
             results = reuse_results(Path(args.workdir), loads)
         else:
-            results = cluster_run(params, loads, Path(args.workdir), say)
+            results = cluster_run(params, loads, Path(args.workdir), driver.say)
         steps, xfers = tables(results, loads, params.workers)
         traced = traced_steps(results, loads)
         summary, values = analyse(steps, xfers, traced, loads, params,
-                                  achieved_ranks(results, loads, params.workers), say)
+                                  achieved_ranks(results, loads, params.workers), driver.say)
         cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
-        write_table(steps, args.steps, cfg)
-        write_table(xfers, args.transfers, cfg)
-        write_table(traced, args.traced, cfg)
-        write_table(summary, args.summary, cfg)
-        write_metrics(values, args.metrics, cfg)
-        say(summary.to_string(index=False))
+        driver.write_outputs({args.steps: steps, args.transfers: xfers, args.traced: traced,
+                              args.summary: summary}, values, args.metrics, cfg)
+        driver.say(summary.to_string(index=False))
 
     return driver.run("live", body)
 

@@ -28,7 +28,6 @@ import pandas as pd
 from commsched import driver
 from commsched.errors import CommschedError
 from commsched.io.structured import read_json, read_yaml
-from commsched.results import write_metrics, write_table
 from commsched.trace import zoo
 
 __all__ = ["COLUMNS", "load_counts", "load_paper", "main", "model_table", "table_metrics"]
@@ -201,8 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         table = model_table(load_counts(args.counts), load_paper(args.paper))
         config = {"counts": args.counts, "paper": args.paper}
-        write_table(table, args.table, config)
-        write_metrics(table_metrics(table), args.metrics, config)
+        driver.write_outputs({args.table: table}, table_metrics(table), args.metrics, config)
         print(table.drop(columns=["note", "families"]).to_string(index=False))
 
     return driver.run("model_table", body)

@@ -6,13 +6,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from commsched import driver
-from commsched.driver import load_section
 from commsched.errors import CommschedError
 from commsched.tictac import ORDERINGS
 from commsched.tictac.sim import Interleave
@@ -31,7 +28,7 @@ SWEEPS = FIGURES[:-1]
 
 
 @dataclass(frozen=True)
-class Params:
+class Params(driver.SectionParams):
     """The ``tictac`` section of the pipeline config, checked against the schema.
 
     Build it with :meth:`from_mapping` or :meth:`from_file`; the fields are the
@@ -80,30 +77,10 @@ class Params:
     steptime_workers: int
     steptime_servers: int
     steptime_iterations: int
-    raw: dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
+    SECTION = "tictac"
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any] | str) -> Params:
-        """The parameters of a ``tictac`` section.
-
-        Parameters
-        ----------
-        m : mapping or str
-            The section (``config/config.yaml``'s ``tictac``), or its JSON text.
-
-        Returns
-        -------
-        Params
-            The flattened section; ``raw`` keeps it as given (for provenance).
-
-        Raises
-        ------
-        CommschedError
-            One line naming the key: a value the schema rejects, or ``iterations`` below
-            ``protocol.warmup + protocol.recorded`` (a relation between keys, which the
-            schema cannot state).
-        """
-        m = driver.config_section("tictac", m)
+    def _fields(cls, m: dict[str, Any]) -> dict[str, Any]:
         proto = m["protocol"]
         warmup, recorded, iterations = proto["warmup"], proto["recorded"], m["iterations"]
         if iterations < warmup + recorded:
@@ -112,7 +89,7 @@ class Params:
         noise = m["worker_noise"]
         w, s, b, r = m["workers"], m["servers"], m["batch"], m["ratio"]
         md, ax, st = m["models"], m["arxiv"], m["steptime"]
-        return cls(
+        return dict(
             traces=tuple(m["traces"]),
             seed=m["seed"],
             jitter=float(m["jitter"]),
@@ -147,28 +124,4 @@ class Params:
             steptime_workers=st["n_workers"],
             steptime_servers=st["n_servers"],
             steptime_iterations=st["iterations"],
-            raw=m,
         )
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> Params:
-        """The parameters of the ``tictac`` section of a YAML (or JSON) config file.
-
-        Parameters
-        ----------
-        path : str or Path
-            The config file (``config/config.yaml``).
-
-        Returns
-        -------
-        Params
-            As :meth:`from_mapping` returns them.
-
-        Raises
-        ------
-        CommschedError
-            If the file is missing or malformed, has no ``tictac`` section, or the
-            section is invalid (:func:`~commsched.driver.load_section`,
-            :meth:`from_mapping`).
-        """
-        return cls.from_mapping(load_section(path, "tictac"))

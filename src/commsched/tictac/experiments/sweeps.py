@@ -116,7 +116,7 @@ from dataclasses import dataclass
 
 from commsched import driver
 from commsched.errors import CommschedError
-from commsched.results import read_table, write_metrics, write_table
+from commsched.results import write_table
 from commsched.tictac.experiments.sweep_config import FIGURES, Params
 from commsched.tictac.experiments.sweep_metrics import headline_metrics
 from commsched.tictac.experiments.sweep_runs import run_figure, run_steptime
@@ -133,10 +133,10 @@ FIGURE_KINDS = ("workers", "servers", "batch", "ratio", "efficiency", "tic_vs_ta
 class FigureConfig(driver.KindFigureConfig):
     """Parameters of the ``notebooks/tictac_*.ipynb`` notebooks, checked before plotting.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.KindFigureConfig`.
+
     Attributes
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     table : str
         The figure's table (:func:`~commsched.tictac.experiments.sweep_runs.run_figure` or
         :func:`~commsched.tictac.experiments.sweep_runs.run_steptime`).
@@ -144,11 +144,6 @@ class FigureConfig(driver.KindFigureConfig):
         One of :data:`FIGURE_KINDS` (default ``steptime``).
     metrics : str, optional
         The metrics table (Fig. 12 prints R^2 and percentiles from it); empty for none.
-
-    Raises
-    ------
-    CommschedError
-        If a table does not exist, ``figure`` is not a PDF path or ``kind`` is unknown.
     """
 
     table: str
@@ -175,28 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = driver.parser(__name__, __doc__)
     p.add_argument("figure", choices=[*FIGURES, "metrics"])
     driver.add_config_options(p, "tictac")
-    p.add_argument("--trace-dir", default="data/traces",
-                   help="where the config's trace names live (default %(default)s)")
-    p.add_argument("--traces", nargs="+", help="trace files overriding the config's traces")
-    p.add_argument("--table", help="result table to write (CSV)")
-    p.add_argument("--tables", nargs="+", metavar="FIGURE=CSV",
-                   help="metrics: the figure tables to summarize")
-    p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
+    driver.add_trace_options(p, "the config's traces")
+    driver.add_table_options(p, "FIGURE", "figure")
     args = p.parse_args(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    def metrics() -> None:
-        if not args.metrics:
-            raise CommschedError("metrics needs --tables FIGURE=CSV ... and --metrics")
-        tables = {fig: read_table(path)
-                  for fig, path in driver.named_paths(args.tables, FIGURES).items()}
-        write_metrics(headline_metrics(tables), args.metrics, {"tables": args.tables})
 
     def body() -> None:
         if args.figure == "metrics":
-            return metrics()
+            return driver.write_metrics_step(args, "FIGURE", FIGURES, headline_metrics)
         if not args.table:
             raise CommschedError(f"{args.figure} needs --table")
         params = Params.from_mapping(driver.section_from_options(args, "tictac"))
@@ -207,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             df = run_steptime(load_models(paths, params), params)
         else:
             paths = args.traces or [trace_file(args.trace_dir, t) for t in params.traces]
-            df = run_figure(args.figure, load_models(paths, params), params, progress=say)
+            df = run_figure(args.figure, load_models(paths, params), params, progress=driver.say)
         write_table(df, args.table, config)
         return None
 

@@ -38,7 +38,6 @@ import pandas as pd
 from commsched import driver
 from commsched.errors import CommschedError
 from commsched.model import graph
-from commsched.results import write_metrics, write_table
 from commsched.sim import check_schedule, simulate_compiled
 from commsched.trace.synthetic import layer_order, order_priorities
 
@@ -167,17 +166,12 @@ def toy_metrics(df: pd.DataFrame) -> dict[str, float]:
 class FigureConfig(driver.FigureConfig):
     """Parameters of ``notebooks/toys.ipynb``, checked before anything is plotted.
 
+    ``figure`` and the checks: see :class:`~commsched.driver.FigureConfig`.
+
     Attributes
     ----------
-    figure : str
-        The PDF to write (the PNG is written beside it).
     table : str
         :func:`run_toys`'s table.
-
-    Raises
-    ------
-    CommschedError
-        If the table does not exist or ``figure`` is not a PDF path.
     """
 
     table: str = ""
@@ -212,8 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         df = run_toys(graphs, args.random_orders, args.seed)
         config = {"graphs": args.graphs, "random_orders": args.random_orders,
                   "seed": args.seed}
-        write_table(df, args.table, config)
-        write_metrics(toy_metrics(df), args.metrics, config)
+        driver.write_outputs({args.table: df}, toy_metrics(df), args.metrics, config)
 
     return driver.run("toys", body)
 
