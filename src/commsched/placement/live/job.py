@@ -1,0 +1,157 @@
+"""The live placement client: one traced graph, every configuration, timed on the cluster.
+
+``python -m commsched.placement.live.job --plan PLAN.json --out RESULT.json`` runs in the
+namespace of one task of the cluster (its session target). It rebuilds the traced
+iteration with the tracer's own builder (:func:`commsched.trace.tf.build_iteration`:
+same op names as the trace, random weights), and for every configuration of the plan
+(a partitioner x scheduler, or a calibration placement):
+
+1. sets each op's device and adds the order's control dependencies in the ``GraphDef``
+   (:func:`commsched.placement.live.mapping.apply`) and imports it into a fresh graph,
+   its variables in the configuration's resource container;
+2. opens a session on the target (one intra-op and one inter-op thread, no rewrite that
+   renames a node: :func:`commsched.trace.tf.keep_node_names`), initialises the
+   variables, runs ``warmup`` steps, then ``steps`` timed steps (wall clock of
+   ``Session.run`` of the iteration's targets; nothing is fetched back), then
+   ``trace_steps`` steps with ``FULL_TRACE``, whose step stats (per device: op name,
+   timeline label, start, duration, bytes allocated) are kept;
+3. resets the container (frees the variables).
+
+Every session run has a timeout (``timeout_s``). The plan: ``trace`` (model, mode, batch,
+size, seed of the traced graph), ``target``, ``devices``, ``warmup``, ``steps``,
+``timeout_s``, ``threads`` and ``configs`` (``name``, ``placed``: op -> device,
+``control``: pairs of op names, ``trace_steps``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from commsched.atomic import atomic_write_text
+from commsched.cluster.server import session_config
+from commsched.errors import CommschedError
+from commsched.placement.live.mapping import apply
+from commsched.trace import zoo
+from commsched.trace.tf import build_iteration, keep_node_names
+
+__all__ = ["main", "run_plan"]
+
+
+def _stats(md: Any) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for d in md.step_stats.dev_stats:
+        out.setdefault(d.device, []).extend(
+            {"node_name": n.node_name, "timeline_label": n.timeline_label,
+             "all_start_micros": int(n.all_start_micros),
+             "op_end_rel_micros": int(n.op_end_rel_micros),
+             "alloc_bytes": int(sum(m.total_bytes for m in n.memory))}
+            for n in d.node_stats)
+    return out
+
+
+def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run every configuration of ``plan`` (module docstring).
+
+    Parameters
+    ----------
+    plan : mapping
+        The plan (:func:`commsched.placement.experiments.live` writes it).
+
+    Returns
+    -------
+    list of dict
+        Per configuration: ``name``, ``steps_s`` (timed steps), ``init_s`` and ``traced``
+        (step stats of each traced step, by device).
+
+    Raises
+    ------
+    CommschedError
+        If the model is unknown or a configuration cannot be mapped
+        (:class:`~commsched.placement.model.PlacementError`).
+    """
+    tf, keras = zoo.load_tensorflow()
+    tf.compat.v1.disable_eager_execution()
+    tr = plan["trace"]
+    spec = zoo.get(str(tr["model"]))
+    b = build_iteration(tf, keras, spec, int(tr["batch"]), str(tr["mode"]), int(tr["size"]),
+                        int(tr["seed"]), 0.01)
+    base = b.g.as_graph_def()
+    target_names = [t.name for t in b.targets]
+    cfg = keep_node_names(tf, session_config(int(plan.get("threads", 1))))
+    ms = int(float(plan["timeout_s"]) * 1000)
+    opts = tf.compat.v1.RunOptions(timeout_in_ms=ms)
+    topts = tf.compat.v1.RunOptions(timeout_in_ms=ms,
+                                    trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    out = []
+    for c in plan["configs"]:
+        t0 = time.perf_counter()
+        gd = tf.compat.v1.GraphDef()
+        gd.CopyFrom(base)
+        container = f"pl-{c['name']}"
+        apply(gd, c["placed"], [tuple(e) for e in c["control"]], b.names, container,
+              plan["devices"][0])
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        targets = [g.get_operation_by_name(n) for n in target_names]
+        init = g.get_operation_by_name(b.init.name)
+        steps: list[float] = []
+        traced = []
+        with tf.compat.v1.Session(plan["target"], graph=g, config=cfg) as sess:
+            sess.run(init, options=opts)
+            init_s = time.perf_counter() - t0
+            for _ in range(int(plan["warmup"])):
+                sess.run(targets, options=opts)
+            for _ in range(int(plan["steps"])):
+                t = time.perf_counter()
+                sess.run(targets, options=opts)
+                steps.append(time.perf_counter() - t)
+            for _ in range(int(c.get("trace_steps", 1))):
+                md = tf.compat.v1.RunMetadata()
+                sess.run(targets, options=topts, run_metadata=md)
+                traced.append(_stats(md))
+        tf.compat.v1.Session.reset(plan["target"], [container])
+        out.append({"name": c["name"], "steps_s": steps, "init_s": init_s,
+                    "traced": traced})
+        print(f"config {c['name']}: median {sorted(steps)[len(steps) // 2]:.4f} s",
+              flush=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a plan and write its results (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--plan`` and ``--out`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr.
+    """
+    p = argparse.ArgumentParser(prog="python -m commsched.placement.live.job")
+    p.add_argument("--plan", required=True)
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as the tracer: TF's own kernels
+    with open(args.plan) as f:
+        plan = json.load(f)
+    try:
+        results = run_plan(plan)
+    except CommschedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    atomic_write_text(args.out, json.dumps({"results": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
