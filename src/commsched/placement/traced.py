@@ -18,9 +18,9 @@ makespan alone. The order of the ops by time and of the tensors by size is kept.
 * edges: every data and control dependency of the trace.
 
 With ``measured=True`` (the live placement, :mod:`commsched.placement.live`) the weights
-stay in real units instead: an op's operations are its traced time in microseconds
-(times ``time_factor``) plus ``op_overhead_us`` (devices of speed 1 then run one operation per microsecond), tensor
-sizes and memory demands are bytes.
+stay in real units instead: an op's operations are its traced time in microseconds (times
+``time_factor``) plus ``op_overhead_us`` (devices of speed 1 then run one operation per
+microsecond), tensor sizes and memory demands are bytes.
 """
 
 from __future__ import annotations
@@ -115,8 +115,9 @@ def problem_from_trace(g: nx.DiGraph, measured: bool = False, op_overhead_us: fl
                     coloc.append((index[v], index[var]))
     times = [float(a[v]["duration"]) for v in nodes]
     if measured:
-        return Problem.build(ops=[t * 1e6 * time_factor + op_overhead_us for t in times], size=raw_size,
-                             ram=raw_ram, edges=[(index[u], index[v]) for u, v in g.edges],
+        return Problem.build(ops=[t * 1e6 * time_factor + op_overhead_us for t in times],
+                             size=raw_size, ram=raw_ram,
+                             edges=[(index[u], index[v]) for u, v in g.edges],
                              colocation=coloc, ids=list(range(len(nodes))))
     return Problem.build(ops=log_range(times),
                          size=log_range(raw_size), ram=log_range(raw_ram),

@@ -14,9 +14,9 @@ one inter-op thread per task, so a task runs one op at a time like a thesis devi
    send operations); the placement gives each op its task, the simulated schedule gives
    each device's order, enforced by control dependencies
    (:mod:`commsched.placement.live.mapping`).
-2. **Run.** One client in the first worker's namespace (its task is the master) (:mod:`commsched.placement.live.job`)
-   rebuilds the graph with the tracer's builder (random weights, the traced shapes and
-   names), applies each configuration and times ``steps`` steps after ``warmup`` (the
+2. **Run.** One client in the first worker's namespace, its task the session's master
+   (:mod:`commsched.placement.live.job`), rebuilds the graph with the tracer's builder
+   (random weights, the traced shapes and names), applies each configuration and times
    median is reported), then traces ``trace_steps`` steps (op devices, transfers, bytes
    allocated). Two calibration configurations run first (:mod:`~commsched.placement.
    live.predict`). The cluster is torn down on every exit path.
@@ -48,7 +48,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from commsched import driver

@@ -11,11 +11,14 @@ same op names as the trace, random weights), and for every configuration of the 
    its variables in the configuration's resource container;
 2. opens a session on the target (one intra-op and one inter-op thread, no rewrite that
    renames a node: :func:`commsched.trace.tf.keep_node_names`), initialises the
-   variables, runs ``warmup`` steps, then ``steps`` timed steps (wall clock of
-   ``Session.run`` of the iteration's targets; nothing is fetched back), then
-   ``trace_steps`` steps with ``FULL_TRACE``, whose step stats (per device: op name,
-   timeline label, start, duration, bytes allocated) are kept;
-3. resets the container (frees the variables).
+   variables and runs ``warmup`` steps;
+3. then runs the ``steps`` timed steps of all configurations *interleaved* (step k of
+   every configuration before step k+1 of any, in an order rotated each step, so that
+   the drifts of a shared machine hit every configuration alike; wall clock of
+   ``Session.run`` of the iteration's targets, nothing fetched back), then
+   ``trace_steps`` steps per configuration with ``FULL_TRACE``, whose step stats (per
+   device: op name, timeline label, start, duration, bytes allocated) are kept;
+4. closes the sessions and resets the containers (frees the variables).
 
 Every session run has a timeout (``timeout_s``). The plan: ``trace`` (model, mode, batch,
 size, seed of the traced graph), ``target``, ``devices``, ``warmup``, ``steps``,
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -88,9 +92,8 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
     opts = tf.compat.v1.RunOptions(timeout_in_ms=ms)
     topts = tf.compat.v1.RunOptions(timeout_in_ms=ms,
                                     trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    out = []
+    built = []
     for c in plan["configs"]:
-        t0 = time.perf_counter()
         gd = tf.compat.v1.GraphDef()
         gd.CopyFrom(base)
         container = f"pl-{c['name']}"
@@ -99,27 +102,40 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
         g = tf.Graph()
         with g.as_default():
             tf.graph_util.import_graph_def(gd, name="")
-        targets = [g.get_operation_by_name(n) for n in target_names]
-        init = g.get_operation_by_name(b.init.name)
-        steps: list[float] = []
-        traced = []
-        with tf.compat.v1.Session(plan["target"], graph=g, config=cfg) as sess:
+        built.append((container, [g.get_operation_by_name(n) for n in target_names],
+                      g.get_operation_by_name(b.init.name), g))
+    sessions = [tf.compat.v1.Session(plan["target"], graph=g, config=cfg)
+                for _, _, _, g in built]
+    steps: list[list[float]] = [[] for _ in built]
+    traced: list[list[dict[str, list[dict[str, Any]]]]] = [[] for _ in built]
+    init_s = []
+    try:
+        for sess, (_, targets, init, _) in zip(sessions, built, strict=True):
+            t = time.perf_counter()
             sess.run(init, options=opts)
-            init_s = time.perf_counter() - t0
             for _ in range(int(plan["warmup"])):
                 sess.run(targets, options=opts)
-            for _ in range(int(plan["steps"])):
+            init_s.append(time.perf_counter() - t)
+        n = len(built)
+        for k in range(int(plan["steps"])):
+            for j in range(n):  # interleaved, rotated: drifts of a shared machine hit all
+                i = (j + k) % n
                 t = time.perf_counter()
-                sess.run(targets, options=opts)
-                steps.append(time.perf_counter() - t)
+                sessions[i].run(built[i][1], options=opts)
+                steps[i].append(time.perf_counter() - t)
+        for i, c in enumerate(plan["configs"]):
             for _ in range(int(c.get("trace_steps", 1))):
                 md = tf.compat.v1.RunMetadata()
-                sess.run(targets, options=topts, run_metadata=md)
-                traced.append(_stats(md))
-        tf.compat.v1.Session.reset(plan["target"], [container])
-        out.append({"name": c["name"], "steps_s": steps, "init_s": init_s,
-                    "traced": traced})
-        print(f"config {c['name']}: median {sorted(steps)[len(steps) // 2]:.4f} s",
+                sessions[i].run(built[i][1], options=topts, run_metadata=md)
+                traced[i].append(_stats(md))
+    finally:
+        for sess in sessions:
+            sess.close()
+        tf.compat.v1.Session.reset(plan["target"], [x[0] for x in built])
+    out = [{"name": c["name"], "steps_s": steps[i], "init_s": init_s[i],
+            "traced": traced[i]} for i, c in enumerate(plan["configs"])]
+    for r in out:
+        print(f"config {r['name']}: median {statistics.median(r['steps_s']):.4f} s",
               flush=True)
     return out
 

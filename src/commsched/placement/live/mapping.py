@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -89,7 +90,7 @@ def order_edges(eg: ExecGraph, s: DeviceSchedule, n_ops: int, skip: Collection[i
     edges = []
     for nodes in by_dev.values():
         nodes.sort(key=lambda v: (s.start[v], s.end[v], v))
-        edges += list(zip(nodes, nodes[1:], strict=False))
+        edges += list(pairwise(nodes))
     return edges
 
 

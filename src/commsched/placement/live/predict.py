@@ -36,8 +36,13 @@ from commsched.placement.model import TYPES, Cluster, Options, Problem
 from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.placement.traced import problem_from_trace
-from commsched.sim.devices import SEND, DeviceSchedule, ExecGraph, check_device_schedule, \
-    simulate_devices
+from commsched.sim.devices import (
+    SEND,
+    DeviceSchedule,
+    ExecGraph,
+    check_device_schedule,
+    simulate_devices,
+)
 from commsched.tictac.live.steptrace import compute_busy, transfers
 
 __all__ = ["Fit", "calibration_placements", "fit", "live_cluster", "placed_fraction",
