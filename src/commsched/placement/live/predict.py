@@ -12,8 +12,10 @@ the measured partitioner x scheduler combinations (:func:`fit`), put it back:
 * ``step_s``: per step, the session's round trips, ``calib-one``'s median step minus its
   simulated makespan;
 * ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
-  (:func:`commsched.cost.overhead.fit_link`) on every ``RecvTensor`` of ``calib-split``'s
-  traced steps (colocation units dealt round-robin over the devices in topological order).
+  (:func:`commsched.cost.overhead.fit_link`) on the ``RecvTensor`` spans of
+  ``calib-split`` (nearly every edge crosses a link), each transfer's shortest span over
+  the traced steps (a span starts when the receiver asks, which may be before the sender
+  has the tensor: the shortest is the one least inflated by that wait).
 
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
@@ -113,7 +115,12 @@ def trace_op_overhead_us(g: nx.DiGraph) -> float:
 
 
 def calibration_placements(p: Problem, k: int) -> dict[str, np.ndarray]:
-    """``calib-one`` (all on device 0) and ``calib-split`` (units round-robin by topology).
+    """``calib-one`` (every op on device 0) and ``calib-split`` (edges cross where they can).
+
+    ``calib-split`` visits the nodes in topological order and gives each new colocation
+    unit the next device in turn that holds none of the node's predecessors, so nearly
+    every tensor, large and small, crosses a link once (the link fit sees the whole range
+    of sizes).
 
     Parameters
     ----------
@@ -128,10 +135,15 @@ def calibration_placements(p: Problem, k: int) -> dict[str, np.ndarray]:
     """
     split = np.full(p.n, -1, dtype=np.int64)
     dev_of_unit: dict[int, int] = {}
+    turn = 0
     for v in p.topo:
         u = int(p.unit[v])
         if u not in dev_of_unit:
-            dev_of_unit[u] = len(dev_of_unit) % k
+            taken = {int(split[q]) for q in p.pred[v]}
+            free = [d for d in range(turn, turn + k) if d % k not in taken]
+            d = (free[0] if free else turn) % k
+            dev_of_unit[u] = d
+            turn = d + 1
         split[v] = dev_of_unit[u]
     return {CALIB_ONE: np.zeros(p.n, dtype=np.int64), CALIB_SPLIT: split}
 
@@ -236,13 +248,15 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
     traced_sum = sum(float(g.nodes[v]["duration"]) for v in g.nodes)
     busy = [compute_busy(step)[0] for step in _traced_ops(calib[CALIB_ONE], ops)]
     factor = statistics.median(busy) / traced_sum if traced_sum > 0 else 1.0
-    nbytes, span = [], []
+    shortest: dict[tuple[str, str], float] = {}
     for step in calib[CALIB_SPLIT]["traced"]:
         for ns in step.values():
             for t in transfers(ns, 0):
                 if t.src_op in ops:
-                    nbytes.append(float(g.nodes[t.src_op].get("out_bytes") or 0))
-                    span.append(t.end - t.start)
+                    key = (t.src_op, t.dst_device)
+                    shortest[key] = min(shortest.get(key, np.inf), t.end - t.start)
+    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in shortest]
+    span = list(shortest.values())
     if len(span) < 2:
         raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers to fit the link on")
     transfer_s, rate = fit_link([1] * len(span), nbytes, span)
