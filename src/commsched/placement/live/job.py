@@ -28,18 +28,14 @@ size, seed of the traced graph), ``target``, ``devices``, ``warmup``, ``steps``,
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from commsched.atomic import atomic_write_text
+from commsched.cluster.client import client_main
 from commsched.cluster.server import session_config
-from commsched.errors import CommschedError
 from commsched.placement.live.mapping import apply
 from commsched.trace import zoo
 from commsched.trace.tf import build_iteration, keep_node_names
@@ -151,22 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0, or 2 after a one-line error on stderr.
+        0, or 2 after a one-line error on stderr
+        (:func:`commsched.cluster.client.client_main`).
     """
-    p = argparse.ArgumentParser(prog="python -m commsched.placement.live.job")
-    p.add_argument("--plan", required=True)
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as the tracer: TF's own kernels
-    with open(args.plan) as f:
-        plan = json.load(f)
-    try:
-        results = run_plan(plan)
-    except CommschedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    atomic_write_text(args.out, json.dumps({"results": results}))
-    return 0
+    return client_main("commsched.placement.live.job",
+                       lambda plan, _task: {"results": run_plan(plan)}, argv)
 
 
 if __name__ == "__main__":
