@@ -36,7 +36,8 @@ the whole run.
 Without root or namespace support (or with ``placement_live.enabled: false``) nothing runs:
 the tables hold one row ``skipped: <reason>`` and the metrics table is empty. Run as
 ``python -m commsched.placement.experiments.live --config-json '{...}' --trace-dir DIR
---table T.csv --metrics M.csv``.
+--table T.csv --metrics M.csv``; ``--reuse`` re-analyses the job results an earlier run
+left in ``--workdir``.
 """
 
 from __future__ import annotations
@@ -177,6 +178,18 @@ def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, dead
     return list(json.loads(out.read_text())["results"])
 
 
+def _reused(workdir: Path, configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The job results an earlier run left in ``workdir`` (``--reuse``)."""
+    path = workdir / "result.json"
+    if not path.exists():
+        raise CommschedError(f"{path}: no job results to reuse")
+    results = list(json.loads(path.read_text())["results"])
+    missing = {c["name"] for c in configs} - {r["name"] for r in results}
+    if missing:
+        raise CommschedError(f"{path}: no results of {', '.join(sorted(missing))}")
+    return results
+
+
 def _vm_hwm(c: EmulatedCluster) -> dict[str, float]:
     """Peak resident bytes (``VmHWM``) of each server process, by host."""
     out = {}
@@ -293,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="plan, client log, job results")
     p.add_argument("--table", required=True, help="per-configuration table (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
+    p.add_argument("--reuse", action="store_true",
+                   help="analyse the job results already in --workdir instead of running")
     args = p.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -300,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         section = driver.section_from_options(args, "placement_live")
-        reason = skipped_reason(section)
+        reason = None if args.reuse else skipped_reason(section)
         if reason:
             say(f"live placement skipped: {reason}")
             write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
@@ -316,18 +331,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
         configs = plan_configs(g, section, device_names(shape))
         meta = g.graph["meta"]
-        deadline = time.monotonic() + float(section["timeout_s"])
-        with emulated_cluster(cfg, timeout=float(section["timeout_s"])) as c:
-            say(f"cluster {c.run_id} up: {c.spec}")
-            plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
-                    "target": c.targets[0], "devices": device_names(c.spec),
-                    "warmup": section["warmup"], "steps": section["steps"],
-                    "timeout_s": section["step_timeout_s"], "threads": 1,
-                    "configs": [{"name": x["name"], "placed": x["placed"],
-                                 "control": x["control"], "trace_steps": x["trace_steps"]}
-                                for x in configs]}
-            results = _run_client(c, plan, Path(args.workdir), deadline, say)
-            hwm = _vm_hwm(c)
+        hwm: dict[str, float] = {}
+        if args.reuse:
+            results = _reused(Path(args.workdir), configs)
+        else:
+            deadline = time.monotonic() + float(section["timeout_s"])
+            with emulated_cluster(cfg, timeout=float(section["timeout_s"])) as c:
+                say(f"cluster {c.run_id} up: {c.spec}")
+                plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size",
+                                                       "seed")},
+                        "target": c.targets[0], "devices": device_names(c.spec),
+                        "warmup": section["warmup"], "steps": section["steps"],
+                        "timeout_s": section["step_timeout_s"], "threads": 1,
+                        "configs": [{"name": x["name"], "placed": x["placed"],
+                                     "control": x["control"], "trace_steps": x["trace_steps"]}
+                                    for x in configs]}
+                results = _run_client(c, plan, Path(args.workdir), deadline, say)
+                hwm = _vm_hwm(c)
         table, values = _table(g, configs, results, k, say)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20

@@ -13,9 +13,11 @@ the measured partitioner x scheduler combinations (:func:`fit`), put it back:
   simulated makespan;
 * ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
   (:func:`commsched.cost.overhead.fit_link`) on the ``RecvTensor`` spans of
-  ``calib-split`` (nearly every edge crosses a link), each transfer's shortest span over
-  the traced steps (a span starts when the receiver asks, which may be before the sender
-  has the tensor: the shortest is the one least inflated by that wait).
+  ``calib-split`` (nearly every edge crosses a link): a transfer lasts from the later of
+  the receiver's request and the producer's end (all tasks share the machine's clock) to
+  the tensor's arrival; transfers that overlap another one on a host link they share
+  are left out (their time is queueing), and each transfer's shortest over the traced
+  steps is kept.
 
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
@@ -250,15 +252,22 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
     factor = statistics.median(busy) / traced_sum if traced_sum > 0 else 1.0
     shortest: dict[tuple[str, str], float] = {}
     for step in calib[CALIB_SPLIT]["traced"]:
-        for ns in step.values():
-            for t in transfers(ns, 0):
-                if t.src_op in ops:
-                    key = (t.src_op, t.dst_device)
-                    shortest[key] = min(shortest.get(key, np.inf), t.end - t.start)
+        done = {n["node_name"]: (n["all_start_micros"] + n["op_end_rel_micros"]) / 1e6
+                for ns in step.values() for n in ns if n["node_name"] in ops}
+        xs = [(t, max(t.start, done[t.src_op])) for ns in step.values()
+              for t in transfers(ns, 0) if t.src_op in done]
+        for t, begin in xs:
+            if any(o is not t and o.start < t.end and begin < o.end
+                   and {o.src_device, o.dst_device} & {t.src_device, t.dst_device}
+                   for o, _ in xs):
+                continue  # shared a host link with another transfer: queued, not fitted
+            key = (t.src_op, t.dst_device)
+            shortest[key] = min(shortest.get(key, np.inf), t.end - begin)
     nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in shortest]
     span = list(shortest.values())
     if len(span) < 2:
-        raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers to fit the link on")
+        raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
+                             "to fit the link on")
     transfer_s, rate = fit_link([1] * len(span), nbytes, span)
     partial = Fit(op_us, factor, 0.0, transfer_s, rate)
     one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
