@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +17,20 @@ import pandas as pd
 import pytest
 
 from commsched.cluster import net
+from commsched.cluster.server import session_config
 from commsched.cluster.state import run_base
 from commsched.model.graph import add_op, new_graph
+from commsched.model.traced import load_trace
 from commsched.placement.experiments import live as driver
+from commsched.placement.live.job import run_plan
 from commsched.placement.live.mapping import apply, device_names, order_edges, placed_devices
-from commsched.placement.live.predict import Fit, calibration_placements, live_cluster, predict
+from commsched.placement.live.predict import (
+    Fit,
+    calibration_placements,
+    live_cluster,
+    placed_fraction,
+    predict,
+)
 from commsched.placement.model import Options, PlacementError, Problem
 from commsched.placement.run import run_all
 from commsched.results import read_table
@@ -181,3 +191,36 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
         if f"/{run_id}/" in cmd or str(tmp_path / "run") in cmd:
             procs.append(cmd)
     assert procs == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_job_places_ops_on_in_process_servers(tmp_path):
+    """The client on two in-process servers on loopback (no namespaces, no root): every op
+    runs on its partition's task, under TensorFlow's order and under an enforced one."""
+    tf = pytest.importorskip("tensorflow")
+    g = load_trace(ROOT / "data" / "traces" / f"{TINY['trace']}.json.gz")
+    ports = [_free_port(), _free_port()]
+    spec = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    cs = tf.train.ClusterSpec(spec)
+    servers = [tf.distribute.Server(cs, job_name=j, task_index=0, config=session_config(1))
+               for j in ("ps", "worker")]
+    configs = driver.plan_configs(g, {**TINY, "partitioners": ["hashing"],
+                                      "schedulers": ["pct"]}, device_names(spec))
+    meta = g.graph["meta"]
+    plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
+            "target": servers[1].target, "devices": device_names(spec), "warmup": 0,
+            "steps": 2, "timeout_s": 60, "threads": 1,
+            "configs": [{"name": c["name"], "placed": c["placed"], "control": c["control"],
+                         "trace_steps": 1} for c in configs]}
+    results = {r["name"]: r for r in run_plan(plan)}
+    assert set(results) == {"calib-one", "calib-split", "hashing-pct"}
+    assert configs[2]["control"]  # the order was enforced by control edges
+    for c in configs:
+        assert placed_fraction(results[c["name"]], c["placed"]) == 1.0
+        assert len(results[c["name"]]["steps_s"]) == 2
