@@ -224,3 +224,18 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
     for c in configs:
         assert placed_fraction(results[c["name"]], c["placed"]) == 1.0
         assert len(results[c["name"]]["steps_s"]) == 2
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"memory_bytes": 1000}, "fits no device|memory"),
+    ({"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
+])
+def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, change, match):
+    cfg = json.dumps({**TINY, **change})
+    assert driver.main(["--config-json", cfg, "--trace-dir", str(ROOT / "data" / "traces"),
+                        "--table", str(tmp_path / "t.csv"),
+                        "--metrics", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("placement_live: error:") and "\n" not in err
+    assert re.search(match, err)
+    assert not (tmp_path / "t.csv").exists()

@@ -34,7 +34,9 @@ peak tensor memory, and the peak resident memory (``VmHWM``) of each task's proc
 the whole run.
 
 Without root or namespace support (or with ``placement_live.enabled: false``) nothing runs:
-the tables hold one row ``skipped: <reason>`` and the metrics table is empty. Run as
+the tables hold one row ``skipped: <reason>`` and the metrics table is empty; an enabled
+configuration is still planned first, so bad input (a missing trace, a device memory that
+cannot hold a colocation group) is a one-line error everywhere. Run as
 ``python -m commsched.placement.experiments.live --config-json '{...}' --trace-dir DIR
 --table T.csv --metrics M.csv``; ``--reuse`` re-analyses the job results an earlier run
 left in ``--workdir``.
@@ -277,6 +279,8 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
     values["placement_live.median_abs_error_vs_min"] = float(
         combos["error_vs_min"].abs().median())
     values["placement_live.within_15pct_frac"] = float((combos["error"].abs() <= 0.15).mean())
+    values["placement_live.sim_peak_over_live_alloc_median"] = float(
+        (combos["sim_peak_bytes"] / combos["live_alloc_bytes_max"]).median())
     values["placement_live.placed_frac_min"] = float(table["placed_frac"].min())
     values["placement_live.combinations"] = float(len(combos))
     for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
@@ -315,7 +319,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         section = driver.section_from_options(args, "placement_live")
-        reason = None if args.reuse else skipped_reason(section)
+        reason = None
+        if section["enabled"]:  # bad input is an error also where the run is skipped
+            g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
+            k = int(section["devices"])
+            # device names depend only on the cluster's shape: plan before it is up
+            shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
+            configs = plan_configs(g, section, device_names(shape))
+        if not args.reuse or not section["enabled"]:
+            reason = skipped_reason(section)
         if reason:
             say(f"live placement skipped: {reason}")
             write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
@@ -323,13 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_metrics({}, args.metrics, {**section, "skipped": reason})
             return
         t = time.perf_counter()
-        g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
-        k = int(section["devices"])
         cfg = ClusterConfig(n_ps=1, n_workers=k - 1, bandwidth=section["bandwidth"],
                             burst=section["burst"], latency=section["latency"], threads=1)
-        # the device names depend only on the cluster's shape: plan (and fail) before it is up
-        shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
-        configs = plan_configs(g, section, device_names(shape))
         meta = g.graph["meta"]
         hwm: dict[str, float] = {}
         if args.reuse:
