@@ -96,12 +96,14 @@ def test_apply_sets_devices_control_inputs_container_and_follows_colocation():
         n = gd.node.add(name=name, op=op)
         n.input.extend(inputs)
     gd.node[4].attr["_class"].list.s.append(b"loc:@w")
+    gd.node[3].attr["_class"].list.s.append(b"loc:@r")  # as tf.gradients colocates
     placed = placed_devices(["w", "r", "x", "m"], np.array([1, 1, 0, 0]), DEVS)
     apply(gd, placed, [("x", "r")], ["w", "r", "x", "m"], "pl-c", DEVS[0])
     dev = {n.name: n.device for n in gd.node}
     assert dev == {"w": DEVS[1], "r": DEVS[1], "x": DEVS[0], "m": DEVS[0],
                    "w/init": DEVS[1], "w/Assign": DEVS[1]}
     assert list(gd.node[1].input) == ["w", "^x"]
+    assert "_class" not in gd.node[3].attr and "_class" in gd.node[4].attr
     assert gd.node[0].attr["container"].s == b"pl-c"
     with pytest.raises(PlacementError, match=r"^op 'm' of the live graph is not in the trace: "
                                              r"it cannot be mapped \(1 such ops\)$"):

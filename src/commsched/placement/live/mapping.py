@@ -14,6 +14,10 @@ protobuf with ``node`` entries of ``name``, ``op``, ``input``, ``device`` and ``
 
 Ops of the graph outside the traced iteration (the variables' initialisers) follow the op
 they are colocated with (``_class: loc:@...``), else their first input, else device 0.
+Ops of the iteration lose their ``_class`` colocation: ``tf.gradients`` colocates each
+gradient op with its forward op, and TensorFlow's placer would let that override the
+placement; the colocations that matter (an op reading or updating a variable stays with
+it) are in the thesis problem already (:mod:`commsched.placement.traced`).
 
 Examples
 --------
@@ -170,6 +174,8 @@ def apply(gdef: Any, placed: Mapping[str, str], control: Sequence[tuple[str, str
     for n in gdef.node:  # GraphDef order: inputs and colocated ops come first
         if n.name in placed:
             n.device = placed[n.name]
+            if n.op != "VarHandleOp" and "_class" in n.attr:
+                del n.attr["_class"]  # the placement decides, not tf.gradients' colocation
         else:
             loc = [x.decode().removeprefix("loc:@") for x in n.attr["_class"].list.s] \
                 if "_class" in n.attr else []
