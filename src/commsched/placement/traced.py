@@ -16,6 +16,11 @@ makespan alone. The order of the ops by time and of the tensors by size is kept.
   transitively by the union-find of :class:`~commsched.placement.model.Problem`;
 * device constraint: none (our traces ran on one CPU);
 * edges: every data and control dependency of the trace.
+
+With ``measured=True`` (the live placement, :mod:`commsched.placement.live`) the weights
+stay in real units instead: an op's operations are its traced time in microseconds (times
+``time_factor``) plus ``op_overhead_us`` (devices of speed 1 then run one operation per
+microsecond), tensor sizes and memory demands are bytes.
 """
 
 from __future__ import annotations
@@ -59,8 +64,25 @@ def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[i
             for v in values]
 
 
-def problem_from_trace(g: nx.DiGraph) -> Problem:
+def problem_from_trace(g: nx.DiGraph, measured: bool = False, op_overhead_us: float = 0.0,
+                       time_factor: float = 1.0) -> Problem:
     """The thesis problem of a traced op graph; see the module docstring.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph (:mod:`commsched.model.traced`).
+    measured : bool
+        Real units (microseconds, bytes) instead of the thesis' 1-100 weights.
+    op_overhead_us : float
+        Added to every op's time under ``measured`` (the executor's per-op cost).
+    time_factor : float
+        Multiplies every traced time under ``measured`` (live op time over traced).
+
+    Returns
+    -------
+    Problem
+        Nodes in the order of ``g.nodes``.
 
     Raises
     ------
@@ -91,7 +113,13 @@ def problem_from_trace(g: nx.DiGraph) -> Problem:
             for var in a[v].get(key) or []:
                 if var in index:
                     coloc.append((index[v], index[var]))
-    return Problem.build(ops=log_range([float(a[v]["duration"]) for v in nodes]),
+    times = [float(a[v]["duration"]) for v in nodes]
+    if measured:
+        return Problem.build(ops=[t * 1e6 * time_factor + op_overhead_us for t in times],
+                             size=raw_size, ram=raw_ram,
+                             edges=[(index[u], index[v]) for u, v in g.edges],
+                             colocation=coloc, ids=list(range(len(nodes))))
+    return Problem.build(ops=log_range(times),
                          size=log_range(raw_size), ram=log_range(raw_ram),
                          edges=[(index[u], index[v]) for u, v in g.edges],
                          colocation=coloc, ids=list(range(len(nodes))))

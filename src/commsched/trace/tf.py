@@ -66,7 +66,8 @@ from commsched.progress import progress
 from commsched.trace import zoo
 from commsched.trace.common import check_args, check_coverage, cpu_model, op_time_sums, run_meta
 
-__all__ = ["ROUTE", "count_model", "trace_model"]
+__all__ = ["ROUTE", "BuiltIteration", "build_iteration", "count_model", "keep_node_names",
+           "trace_model"]
 
 ROUTE = "tf.compat.v1 Session + RunMetadata step stats (FULL_TRACE), optimizers off"
 
@@ -158,6 +159,25 @@ def _session_config(tf: Any, intra: int, inter: int, device: str) -> Any:
         intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter,
         device_count={"GPU": 0} if device == "cpu" else None,
     )
+    return keep_node_names(tf, cfg)
+
+
+def keep_node_names(tf: Any, cfg: Any) -> Any:
+    """Switch off the rewrites that rename or remove a graph's nodes (Grappler, constant
+    folding, common subexpressions, function inlining) in session config ``cfg``.
+
+    Parameters
+    ----------
+    tf : module
+        TensorFlow.
+    cfg : ConfigProto
+        Changed in place.
+
+    Returns
+    -------
+    ConfigProto
+        ``cfg``.
+    """
     cfg.graph_options.rewrite_options.disable_meta_optimizer = True
     oo = cfg.graph_options.optimizer_options
     oo.opt_level = tf.compat.v1.OptimizerOptions.L0
@@ -177,8 +197,8 @@ def _check_args(batch: int, mode: str, warmup: int, iterations: int, intra: int,
 
 
 @dataclass
-class _Built:
-    """One iteration's graph, built but not run."""
+class BuiltIteration:
+    """One iteration's graph, built but not run (:func:`build_iteration`)."""
 
     g: Any
     net: Any
@@ -189,9 +209,28 @@ class _Built:
     grad_of: dict[str, list[str]]
 
 
-def _build(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str, size: int,
-           seed: int, lr: float) -> _Built:
-    """Build the graph of one ``mode`` iteration of ``spec`` (graph mode must be on)."""
+def build_iteration(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str,
+                    size: int, seed: int, lr: float) -> BuiltIteration:
+    """Build the graph of one ``mode`` iteration of ``spec`` (graph mode must be on).
+
+    The graph the tracer measures; a graph built again with the same arguments has the
+    same op names, so a trace's ops name the ops of a rebuilt graph (the live placement,
+    :mod:`commsched.placement.live`).
+
+    Parameters
+    ----------
+    tf, keras : module
+        :func:`commsched.trace.zoo.load_tensorflow`'s modules.
+    spec : ModelSpec
+        The zoo model.
+    batch, mode, size, seed, lr
+        As in :func:`trace_model`.
+
+    Returns
+    -------
+    BuiltIteration
+        The graph, its targets, the variables' initialiser and the ops the targets need.
+    """
     g = tf.Graph()
     with g.as_default():
         tf.compat.v1.set_random_seed(seed)
@@ -229,7 +268,7 @@ def _build(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str, size
             targets = [logits.op, *state_updates]
         init = tf.compat.v1.global_variables_initializer()
     names = _closure(g.as_graph_def(), [t.name for t in targets])
-    return _Built(g, net, targets, init, names, grad_ops & set(names), dict(grad_of))
+    return BuiltIteration(g, net, targets, init, names, grad_ops & set(names), dict(grad_of))
 
 
 def count_model(
@@ -251,7 +290,7 @@ def count_model(
     tf.compat.v1.disable_eager_execution()
     out: dict[str, Any] = {"model": model, "size": size, "batch": batch}
     for mode in ("infer", "train"):
-        b = _build(tf, keras, spec, batch, mode, size, seed, 0.01)
+        b = build_iteration(tf, keras, spec, batch, mode, size, seed, 0.01)
         out[f"ops_{mode}"] = len(b.names)
         tvars = b.net.trainable_variables
         out["params"] = len(tvars)
@@ -313,7 +352,7 @@ def trace_model(
     if device == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise CommschedError("trace device 'gpu' asked for, but TensorFlow sees no GPU")
     tf.compat.v1.disable_eager_execution()
-    b = _build(tf, keras, spec, batch, mode, size, seed, lr)
+    b = build_iteration(tf, keras, spec, batch, mode, size, seed, lr)
     g, names = b.g, b.names
     ops = {n: g.get_operation_by_name(n).type for n in names}
 

@@ -39,9 +39,6 @@ variables of each config and resets its container at the end of the group.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
 import sys
 import time
@@ -49,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from commsched.atomic import atomic_write_text
+from commsched.cluster.client import client_main
 from commsched.cluster.server import session_config
 from commsched.errors import CommschedError
 from commsched.tictac.live.hooks import apply_hook, ps_variables, reads_by_variable
@@ -361,23 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0, or 2 after a one-line error on stderr.
+        0, or 2 after a one-line error on stderr
+        (:func:`commsched.cluster.client.client_main`).
     """
-    p = argparse.ArgumentParser(prog="python -m commsched.tictac.live.job")
-    p.add_argument("--plan", required=True)
-    p.add_argument("--task", type=int, required=True)
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as the tracer: TF's own kernels
-    with open(args.plan) as f:
-        plan = json.load(f)
-    try:
-        results = run_plan(plan, args.task)
-    except CommschedError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    atomic_write_text(args.out, json.dumps({"task": args.task, "results": results}))
-    return 0
+    return client_main("commsched.tictac.live.job", lambda plan, task: {
+        "task": task, "results": run_plan(plan, int(task or 0))}, argv, task=True)
 
 
 if __name__ == "__main__":

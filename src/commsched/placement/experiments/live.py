@@ -1,0 +1,371 @@
+"""Live placement: Laich's partitions and per-device orders executed on a TensorFlow cluster.
+
+The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here one
+traced graph (``placement_live.trace``, from ``data/traces``) runs on K emulated hosts
+(:mod:`commsched.cluster.emulated`: one TensorFlow task per thesis device, each in its own
+network namespace, every host link shaped by ``tbf`` to ``bandwidth``; one intra-op and
+one inter-op thread per task, so a task runs one op at a time like a thesis device):
+
+1. **Plan.** The trace becomes a thesis problem in real units (microseconds, bytes;
+   :func:`commsched.placement.traced.problem_from_trace` with ``measured``; the per-op
+   overhead of the trace itself added) on K devices of speed 1 and the nominal link rate
+   (:func:`commsched.placement.live.predict.live_cluster`). Every partitioner x scheduler
+   runs as in the thesis (:func:`commsched.placement.run.run_all`, thesis semantics, no
+   send operations); the placement gives each op its task, the simulated schedule gives
+   each device's order, enforced by control dependencies
+   (:mod:`commsched.placement.live.mapping`).
+2. **Run.** One client in the first worker's namespace, its task the session's master
+   (:mod:`commsched.placement.live.job`), rebuilds the graph with the tracer's builder
+   (random weights, the traced shapes and names), applies each configuration and times
+   median is reported), then traces ``trace_steps`` steps (op devices, transfers, bytes
+   allocated). Two calibration configurations run first (:mod:`~commsched.placement.
+   live.predict`). The cluster is torn down on every exit path.
+3. **Predict.** The overheads fitted on the calibration configurations only
+   (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
+   every configuration's step from its placement and enforced order; error = predicted /
+   measured median - 1 (and, beside it, against the fastest measured step, the one least
+   disturbed by other work on a shared machine).
+
+Device speeds are not emulated: every task is the same (one thread on a shared CPU), so
+the thesis' devices all have speed 1 (the partitioners' heterogeneity is not exercised).
+Memory: TensorFlow does not expose a CPU allocator's peak per step cheaply; the table has
+the bytes each device allocated in a traced step (sum over ops) beside the simulator's
+peak tensor memory, and the peak resident memory (``VmHWM``) of each task's process over
+the whole run.
+
+Without root or namespace support (or with ``placement_live.enabled: false``) nothing runs:
+the tables hold one row ``skipped: <reason>`` and the metrics table is empty; an enabled
+configuration is still planned first, so bad input (a missing trace, a device memory that
+cannot hold a colocation group) is a one-line error everywhere. Run as
+``python -m commsched.placement.experiments.live --config-json '{...}' --trace-dir DIR
+--table T.csv --metrics M.csv``; ``--reuse`` re-analyses the job results an earlier run
+left in ``--workdir``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from commsched import driver
+from commsched.atomic import atomic_write_text
+from commsched.cluster import net
+from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, emulated_cluster
+from commsched.cluster.procs import ProcRecord, end_processes, start_time
+from commsched.errors import CommschedError
+from commsched.model.traced import load_trace
+from commsched.placement.live.mapping import device_names, order_edges, placed_devices
+from commsched.placement.live.predict import (
+    CALIB_ONE,
+    CALIB_SPLIT,
+    calibration_placements,
+    fit,
+    live_cluster,
+    placed_fraction,
+    predict,
+    trace_op_overhead_us,
+)
+from commsched.placement.model import Options
+from commsched.placement.run import run_all
+from commsched.placement.traced import problem_from_trace
+from commsched.results import write_metrics, write_table
+
+__all__ = ["main", "plan_configs", "rankings", "skipped_reason"]
+
+
+def skipped_reason(section: Mapping[str, Any]) -> str | None:
+    """Why the live placement cannot run here (None: it can).
+
+    Parameters
+    ----------
+    section : mapping
+        The ``placement_live`` section.
+
+    Returns
+    -------
+    str or None
+        Disabled in the config, or :func:`commsched.cluster.net.check_support`'s reason.
+    """
+    if not section["enabled"]:
+        return "disabled in the config (placement_live.enabled: false)"
+    return net.check_support()
+
+
+def plan_configs(g: Any, section: Mapping[str, Any], devices: Sequence[str]
+                 ) -> list[dict[str, Any]]:
+    """The calibration configurations, then every partitioner x scheduler.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The traced graph.
+    section : mapping
+        ``devices``, ``bandwidth``, ``memory_bytes``, ``partitioners``, ``schedulers``,
+        ``seed``, ``trace_steps``, ``calib_trace_steps``.
+    devices : sequence of str
+        TensorFlow device of each thesis device (:func:`~commsched.placement.live.mapping.
+        device_names`).
+
+    Returns
+    -------
+    list of dict
+        Per configuration: ``name``, ``partitioner``, ``scheduler``, ``device`` (array),
+        ``control`` (node pairs), ``placed`` and ``control`` by op name for the job, the
+        thesis' simulated ``makespan_us``, ``traffic`` and ``sim_peak_bytes``.
+
+    Raises
+    ------
+    CommschedError
+        A unit that fits no device, a placement onto a missing device, an unknown name.
+    """
+    k = int(section["devices"])
+    names = list(g.nodes)
+    p = problem_from_trace(g, measured=True, op_overhead_us=trace_op_overhead_us(g))
+    c = live_cluster(k, net.parse_rate(section["bandwidth"]), float(section["memory_bytes"]))
+    handles = {i for i, v in enumerate(names) if g.nodes[v].get("op_type") == "VarHandleOp"}
+    out: list[dict[str, Any]] = []
+    for name, dev in calibration_placements(p, k).items():
+        out.append({"name": name, "partitioner": name, "scheduler": "tensorflow",
+                    "device": dev, "control_idx": [],
+                    "trace_steps": int(section["calib_trace_steps"])})
+    runs = run_all(p, c, section["partitioners"], section["schedulers"],
+                   Options(seed=int(section["seed"]), send_ops=0.0), record_memory=False)
+    for r in runs:
+        out.append({"name": f"{r.partitioner}-{r.scheduler}", "partitioner": r.partitioner,
+                    "scheduler": r.scheduler, "device": r.placement,
+                    "control_idx": order_edges(r.exec_graph, r.schedule, p.n, handles),
+                    "trace_steps": int(section["trace_steps"]),
+                    "makespan_us": r.makespan, "traffic": r.traffic,
+                    "sim_peak_bytes": max(r.schedule.peak_memory)})
+    for cfg in out:
+        cfg["placed"] = placed_devices(names, cfg["device"], devices)
+        cfg["control"] = [(names[a], names[b]) for a, b in cfg["control_idx"]]
+    return out
+
+
+def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, deadline: float,
+                say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Run the job client in task 0's namespace; end it on every exit path."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan_path, out, log = workdir / "plan.json", workdir / "result.json", workdir / "client.log"
+    atomic_write_text(plan_path, json.dumps(plan))
+    out.unlink(missing_ok=True)
+    argv = [sys.executable, "-m", "commsched.placement.live.job", "--plan", str(plan_path),
+            "--out", str(out)]
+    proc = c.spawn_client(0, argv, log, env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+    try:
+        while proc.poll() is None:
+            c.check()
+            if time.monotonic() > deadline:
+                raise CommschedError("live placement did not finish within "
+                                     "placement_live.timeout_s")
+            time.sleep(0.5)
+        if proc.returncode != 0:
+            tail = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+            raise CommschedError(f"placement client failed (exit {proc.returncode}): "
+                                 f"{' | '.join(tail[-3:])}")
+    finally:
+        st = start_time(proc.pid)
+        if proc.poll() is None and st is not None:
+            end_processes([ProcRecord(proc.pid, st, "client", None, "")],
+                          popens={proc.pid: proc})
+    say(f"client done: {log}")
+    return list(json.loads(out.read_text())["results"])
+
+
+def _reused(workdir: Path, configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The job results an earlier run left in ``workdir`` (``--reuse``)."""
+    path = workdir / "result.json"
+    if not path.exists():
+        raise CommschedError(f"{path}: no job results to reuse")
+    results = list(json.loads(path.read_text())["results"])
+    missing = {c["name"] for c in configs} - {r["name"] for r in results}
+    if missing:
+        raise CommschedError(f"{path}: no results of {', '.join(sorted(missing))}")
+    return results
+
+
+def _vm_hwm(c: EmulatedCluster) -> dict[str, float]:
+    """Peak resident bytes (``VmHWM``) of each server process, by host."""
+    out = {}
+    for rec in c.state.processes:
+        if rec.role.startswith("client"):
+            continue
+        try:
+            lines = Path(f"/proc/{rec.pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for x in lines:
+            if x.startswith("VmHWM:"):
+                out[rec.role] = float(x.split()[1]) * 1024
+    return out
+
+
+def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
+    """The thesis' rankings on one column of step times (``live_s`` or ``predicted_s``).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per partitioner x scheduler.
+    col : str
+        The column to rank.
+
+    Returns
+    -------
+    dict of str to float
+        ``pct_best_frac``: fraction of partitioners whose fastest scheduler is PCT (ties
+        count); ``bs_hashing_worst``: 1 if Batch Split and Hashing are the two slowest
+        partitioners (mean over schedulers), else 0; ``heft_over_mite``: HEFT's mean step
+        over MITE's. Keys whose members were not run are left out.
+
+    References
+    ----------
+    Laich 2017, Sec. 7.2 (PCT best, Batch Split and Hashing worst, HEFT vs MITE).
+    """
+    out: dict[str, float] = {}
+    piv = table.pivot_table(index="partitioner", columns="scheduler", values=col)
+    if "pct" in piv.columns and piv.shape[1] > 1:
+        out["pct_best_frac"] = float((piv["pct"] <= piv.min(axis=1) + 1e-12).mean())
+    mean = piv.mean(axis=1).sort_values()
+    if {"batch_split", "hashing"} <= set(mean.index) and len(mean) > 2:
+        out["bs_hashing_worst"] = float(set(mean.index[-2:]) == {"batch_split", "hashing"})
+    if {"heft", "mite"} <= set(mean.index):
+        out["heft_over_mite"] = float(mean["heft"] / mean["mite"])
+    return out
+
+
+def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
+           k: int, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
+    by_name = {r["name"]: r for r in results}
+    f = fit(g, by_name, k)
+    say("fit: " + ", ".join(f"{k} {v:.4g}" for k, v in f.as_dict().items()))
+    rows = []
+    for cfg in configs:
+        r = by_name[cfg["name"]]
+        live = statistics.median(r["steps_s"])
+        pred = predict(g, cfg["device"], cfg["control_idx"], k, f)
+        alloc: dict[str, float] = {}
+        for step in r["traced"][:1]:
+            for dev, ns in step.items():
+                alloc[dev] = sum(n["alloc_bytes"] for n in ns)
+        rows.append({
+            "partitioner": cfg["partitioner"], "scheduler": cfg["scheduler"],
+            "calibration": cfg["name"] in (CALIB_ONE, CALIB_SPLIT),
+            "live_s": live, "live_min_s": min(r["steps_s"]), "live_max_s": max(r["steps_s"]),
+            "steps": len(r["steps_s"]), "predicted_s": pred, "error": pred / live - 1,
+            "error_vs_min": pred / min(r["steps_s"]) - 1,
+            "thesis_makespan_us": cfg.get("makespan_us", float("nan")),
+            "traffic_bytes": cfg.get("traffic", float("nan")),
+            "devices_used": len(set(int(x) for x in cfg["device"])),
+            "control_edges": len(cfg["control"]),
+            "placed_frac": placed_fraction(r, cfg["placed"]),
+            "sim_peak_bytes": cfg.get("sim_peak_bytes", float("nan")),
+            "live_alloc_bytes_max": max(alloc.values(), default=float("nan")),
+            "init_s": r["init_s"],
+        })
+    table = pd.DataFrame(rows)
+    combos = table[~table["calibration"]]
+    values: dict[str, float] = {f"placement_live.fit.{k}": v for k, v in f.as_dict().items()}
+    values["placement_live.median_abs_error"] = float(combos["error"].abs().median())
+    values["placement_live.max_abs_error"] = float(combos["error"].abs().max())
+    values["placement_live.median_abs_error_vs_min"] = float(
+        combos["error_vs_min"].abs().median())
+    values["placement_live.within_15pct_frac"] = float((combos["error"].abs() <= 0.15).mean())
+    values["placement_live.sim_peak_over_live_alloc_median"] = float(
+        (combos["sim_peak_bytes"] / combos["live_alloc_bytes_max"]).median())
+    values["placement_live.placed_frac_min"] = float(table["placed_frac"].min())
+    values["placement_live.combinations"] = float(len(combos))
+    for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
+        for key, v in rankings(combos, col).items():
+            values[f"placement_live.{tag}.{key}"] = v
+    return table, values
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the live placement (or say why it is skipped) and write its table and metrics.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The config option, ``--trace-dir``, ``--workdir``, ``--table``, ``--metrics``
+        (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, also when skipped; 2 after a one-line error on stderr.
+    """
+    p = driver.parser(__name__, __doc__)
+    driver.add_config_options(p, "placement_live")
+    p.add_argument("--trace-dir", default="data/traces", help="folder of the traced graphs")
+    p.add_argument("--workdir", default="results/placement_live/run",
+                   help="plan, client log, job results")
+    p.add_argument("--table", required=True, help="per-configuration table (CSV)")
+    p.add_argument("--metrics", required=True, help="metrics table (CSV)")
+    p.add_argument("--reuse", action="store_true",
+                   help="analyse the job results already in --workdir instead of running")
+    args = p.parse_args(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    def body() -> None:
+        section = driver.section_from_options(args, "placement_live")
+        reason = None
+        if section["enabled"]:  # bad input is an error also where the run is skipped
+            g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
+            k = int(section["devices"])
+            # device names depend only on the cluster's shape: plan before it is up
+            shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
+            configs = plan_configs(g, section, device_names(shape))
+        if not args.reuse or not section["enabled"]:
+            reason = skipped_reason(section)
+        if reason:
+            say(f"live placement skipped: {reason}")
+            write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
+                        args.table, section)
+            write_metrics({}, args.metrics, {**section, "skipped": reason})
+            return
+        t = time.perf_counter()
+        cfg = ClusterConfig(n_ps=1, n_workers=k - 1, bandwidth=section["bandwidth"],
+                            burst=section["burst"], latency=section["latency"], threads=1)
+        meta = g.graph["meta"]
+        hwm: dict[str, float] = {}
+        if args.reuse:
+            results = _reused(Path(args.workdir), configs)
+        else:
+            deadline = time.monotonic() + float(section["timeout_s"])
+            with emulated_cluster(cfg, timeout=float(section["timeout_s"])) as c:
+                say(f"cluster {c.run_id} up: {c.spec}")
+                plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size",
+                                                       "seed")},
+                        "target": c.targets[0], "devices": device_names(c.spec),
+                        "warmup": section["warmup"], "steps": section["steps"],
+                        "timeout_s": section["step_timeout_s"], "threads": 1,
+                        "configs": [{"name": x["name"], "placed": x["placed"],
+                                     "control": x["control"], "trace_steps": x["trace_steps"]}
+                                    for x in configs]}
+                results = _run_client(c, plan, Path(args.workdir), deadline, say)
+                hwm = _vm_hwm(c)
+        table, values = _table(g, configs, results, k, say)
+        for host, b in hwm.items():
+            values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20
+        out_cfg = {**section, "wall_s": round(time.perf_counter() - t, 1)}
+        write_table(table, args.table, out_cfg)
+        write_metrics(values, args.metrics, out_cfg)
+        say(table.to_string(index=False))
+        say("\n".join(f"{k} {v:.4g}" for k, v in values.items()))
+
+    return driver.run("placement_live", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The live placement client: one traced graph, every configuration, timed on the cluster.
+
+``python -m commsched.placement.live.job --plan PLAN.json --out RESULT.json`` runs in the
+namespace of one task of the cluster (its session target). It rebuilds the traced
+iteration with the tracer's own builder (:func:`commsched.trace.tf.build_iteration`:
+same op names as the trace, random weights), and for every configuration of the plan
+(a partitioner x scheduler, or a calibration placement):
+
+1. sets each op's device and adds the order's control dependencies in the ``GraphDef``
+   (:func:`commsched.placement.live.mapping.apply`) and imports it into a fresh graph,
+   its variables in the configuration's resource container;
+2. opens a session on the target (one intra-op and one inter-op thread, no rewrite that
+   renames a node: :func:`commsched.trace.tf.keep_node_names`), initialises the
+   variables and runs ``warmup`` steps;
+3. then runs the ``steps`` timed steps of all configurations *interleaved* (step k of
+   every configuration before step k+1 of any, in an order rotated each step, so that
+   the drifts of a shared machine hit every configuration alike; wall clock of
+   ``Session.run`` of the iteration's targets, nothing fetched back), then
+   ``trace_steps`` steps per configuration with ``FULL_TRACE``, whose step stats (per
+   device: op name, timeline label, start, duration, bytes allocated) are kept;
+4. closes the sessions and resets the containers (frees the variables).
+
+Every session run has a timeout (``timeout_s``). The plan: ``trace`` (model, mode, batch,
+size, seed of the traced graph), ``target``, ``devices``, ``warmup``, ``steps``,
+``timeout_s``, ``threads`` and ``configs`` (``name``, ``placed``: op -> device,
+``control``: pairs of op names, ``trace_steps``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from commsched.cluster.client import client_main
+from commsched.cluster.server import session_config
+from commsched.placement.live.mapping import apply
+from commsched.trace import zoo
+from commsched.trace.tf import build_iteration, keep_node_names
+
+__all__ = ["main", "run_plan"]
+
+
+def _stats(md: Any) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for d in md.step_stats.dev_stats:
+        out.setdefault(d.device, []).extend(
+            {"node_name": n.node_name, "timeline_label": n.timeline_label,
+             "all_start_micros": int(n.all_start_micros),
+             "op_end_rel_micros": int(n.op_end_rel_micros),
+             "alloc_bytes": int(sum(m.total_bytes for m in n.memory))}
+            for n in d.node_stats)
+    return out
+
+
+def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run every configuration of ``plan`` (module docstring).
+
+    Parameters
+    ----------
+    plan : mapping
+        The plan (:func:`commsched.placement.experiments.live` writes it).
+
+    Returns
+    -------
+    list of dict
+        Per configuration: ``name``, ``steps_s`` (timed steps), ``init_s`` and ``traced``
+        (step stats of each traced step, by device).
+
+    Raises
+    ------
+    CommschedError
+        If the model is unknown or a configuration cannot be mapped
+        (:class:`~commsched.placement.model.PlacementError`).
+    """
+    tf, keras = zoo.load_tensorflow()
+    tf.compat.v1.disable_eager_execution()
+    tr = plan["trace"]
+    spec = zoo.get(str(tr["model"]))
+    b = build_iteration(tf, keras, spec, int(tr["batch"]), str(tr["mode"]), int(tr["size"]),
+                        int(tr["seed"]), 0.01)
+    base = b.g.as_graph_def()
+    target_names = [t.name for t in b.targets]
+    cfg = keep_node_names(tf, session_config(int(plan.get("threads", 1))))
+    ms = int(float(plan["timeout_s"]) * 1000)
+    opts = tf.compat.v1.RunOptions(timeout_in_ms=ms)
+    topts = tf.compat.v1.RunOptions(timeout_in_ms=ms,
+                                    trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    built = []
+    for c in plan["configs"]:
+        gd = tf.compat.v1.GraphDef()
+        gd.CopyFrom(base)
+        container = f"pl-{c['name']}"
+        apply(gd, c["placed"], [tuple(e) for e in c["control"]], b.names, container,
+              plan["devices"][0])
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        built.append((container, [g.get_operation_by_name(n) for n in target_names],
+                      g.get_operation_by_name(b.init.name), g))
+    sessions = [tf.compat.v1.Session(plan["target"], graph=g, config=cfg)
+                for _, _, _, g in built]
+    steps: list[list[float]] = [[] for _ in built]
+    traced: list[list[dict[str, list[dict[str, Any]]]]] = [[] for _ in built]
+    init_s = []
+    try:
+        for sess, (_, targets, init, _) in zip(sessions, built, strict=True):
+            t = time.perf_counter()
+            sess.run(init, options=opts)
+            for _ in range(int(plan["warmup"])):
+                sess.run(targets, options=opts)
+            init_s.append(time.perf_counter() - t)
+        n = len(built)
+        for k in range(int(plan["steps"])):
+            for j in range(n):  # interleaved, rotated: drifts of a shared machine hit all
+                i = (j + k) % n
+                t = time.perf_counter()
+                sessions[i].run(built[i][1], options=opts)
+                steps[i].append(time.perf_counter() - t)
+        for i, c in enumerate(plan["configs"]):
+            for _ in range(int(c.get("trace_steps", 1))):
+                md = tf.compat.v1.RunMetadata()
+                sessions[i].run(built[i][1], options=topts, run_metadata=md)
+                traced[i].append(_stats(md))
+    finally:
+        for sess in sessions:
+            sess.close()
+        tf.compat.v1.Session.reset(plan["target"], [x[0] for x in built])
+    out = [{"name": c["name"], "steps_s": steps[i], "init_s": init_s[i],
+            "traced": traced[i]} for i, c in enumerate(plan["configs"])]
+    for r in out:
+        print(f"config {r['name']}: median {statistics.median(r['steps_s']):.4f} s",
+              flush=True)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a plan and write its results (module docstring).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--plan`` and ``--out`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0, or 2 after a one-line error on stderr
+        (:func:`commsched.cluster.client.client_main`).
+    """
+    return client_main("commsched.placement.live.job",
+                       lambda plan, _task: {"results": run_plan(plan)}, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""The thesis' simulator predicting live steps, with the runtime's overheads fitted once.
+
+The live cluster's devices are the thesis' devices of speed 1 (one operation per
+microsecond; :func:`live_cluster`). The traced times leave out what the distributed
+runtime adds; four numbers, fitted on two *calibration* configurations that are none of
+the measured partitioner x scheduler combinations (:func:`fit`), put it back:
+
+* ``op_us``: per op, the executor's cost around each kernel, from the trace itself
+  (traced step wall time minus summed op times, over the op count);
+* ``time_factor``: live op time over traced op time, from the FULL_TRACE step stats of
+  ``calib-one`` (every op on device 0, TensorFlow's own order);
+* ``step_s``: per step, the session's round trips, ``calib-one``'s median step minus its
+  simulated makespan;
+* ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
+  (:func:`commsched.cost.overhead.fit_link`) on the ``RecvTensor`` spans of
+  ``calib-split`` (nearly every edge crosses a link): a transfer lasts from the later of
+  the receiver's request and the producer's end (all tasks share the machine's clock) to
+  the tensor's arrival; transfers that overlap another one on a host link they share
+  are left out (their time is queueing), and each transfer's shortest over the traced
+  steps is kept.
+
+:func:`predict` then simulates a configuration's placement with its enforced order (the
+order's control edges added to the graph) under :func:`commsched.sim.devices.
+simulate_devices` with link contention, and adds ``step_s``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsched.cost.overhead import fit_link
+from commsched.errors import CommschedError
+from commsched.placement.model import TYPES, Cluster, Options, Problem
+from commsched.placement.schedulers import DEVICE_SCHEDULERS
+from commsched.placement.sendrecv import insert_send_recv
+from commsched.placement.traced import problem_from_trace
+from commsched.sim.devices import (
+    SEND,
+    DeviceSchedule,
+    ExecGraph,
+    check_device_schedule,
+    simulate_devices,
+)
+from commsched.tictac.live.steptrace import compute_busy, transfers
+
+__all__ = ["Fit", "calibration_placements", "fit", "live_cluster", "placed_fraction",
+           "predict", "trace_op_overhead_us"]
+
+#: The calibration configurations' names.
+CALIB_ONE, CALIB_SPLIT = "calib-one", "calib-split"
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The runtime's overheads (module docstring); times in seconds, rate in bytes/s."""
+
+    op_us: float
+    time_factor: float
+    step_s: float
+    transfer_s: float
+    rate_Bps: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The five numbers by name."""
+        return asdict(self)
+
+
+def live_cluster(k: int, rate_Bps: float, memory_bytes: float) -> Cluster:
+    """K identical CPU devices of speed 1 (an operation per microsecond) and ``rate_Bps``.
+
+    Parameters
+    ----------
+    k : int
+        Devices (TensorFlow tasks).
+    rate_Bps : float
+        Link rate in bytes per second (converted to bytes per microsecond).
+    memory_bytes : float
+        Memory of every device.
+
+    Returns
+    -------
+    Cluster
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (devices: speed, memory, type, transfer rates).
+    """
+    rate = np.full((k, k), rate_Bps / 1e6)
+    np.fill_diagonal(rate, np.inf)
+    return Cluster(np.ones(k), np.full(k, float(memory_bytes)),
+                   np.full(k, TYPES.index("CPU"), dtype=np.int64), rate)
+
+
+def trace_op_overhead_us(g: nx.DiGraph) -> float:
+    """Per-op executor cost of a trace: (median step wall - median summed op time) / ops.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph whose ``meta`` has ``step_wall_s`` and ``sum_op_s``.
+
+    Returns
+    -------
+    float
+        Microseconds (0 when the ops' sum exceeds the wall time).
+    """
+    meta = g.graph["meta"]
+    wall = statistics.median(meta["step_wall_s"])
+    ops = statistics.median(meta["sum_op_s"])
+    return max(0.0, (wall - ops) / g.number_of_nodes() * 1e6)
+
+
+def calibration_placements(p: Problem, k: int) -> dict[str, np.ndarray]:
+    """``calib-one`` (every op on device 0) and ``calib-split`` (edges cross where they can).
+
+    ``calib-split`` visits the nodes in topological order and gives each new colocation
+    unit the next device in turn that holds none of the node's predecessors, so nearly
+    every tensor, large and small, crosses a link once (the link fit sees the whole range
+    of sizes).
+
+    Parameters
+    ----------
+    p : Problem
+        The graph.
+    k : int
+        Devices.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+    """
+    split = np.full(p.n, -1, dtype=np.int64)
+    dev_of_unit: dict[int, int] = {}
+    turn = 0
+    for v in p.topo:
+        u = int(p.unit[v])
+        if u not in dev_of_unit:
+            taken = {int(split[q]) for q in p.pred[v]}
+            free = [d for d in range(turn, turn + k) if d % k not in taken]
+            d = (free[0] if free else turn) % k
+            dev_of_unit[u] = d
+            turn = d + 1
+        split[v] = dev_of_unit[u]
+    return {CALIB_ONE: np.zeros(p.n, dtype=np.int64), CALIB_SPLIT: split}
+
+
+def _with_latency(eg: ExecGraph, latency: float) -> ExecGraph:
+    delay = list(eg.succ_delay)
+    for u in range(eg.n):
+        if eg.kind[u] == SEND:
+            for j in range(eg.succ_ptr[u], eg.succ_ptr[u + 1]):
+                delay[j] += latency
+    return ExecGraph(eg.n_devices, eg.device, eg.duration, eg.kind, eg.origin, eg.tensor,
+                     eg.succ_ptr, eg.succ_idx, delay, eg.pred_ptr, eg.pred_idx, eg.traffic)
+
+
+def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, int]],
+             k: int, f: Fit) -> DeviceSchedule:
+    """The simulated step (without ``step_s``) of a placement and its enforced order.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The traced graph.
+    placement : numpy.ndarray
+        Device of every node (``g.nodes`` order).
+    control : sequence of (int, int)
+        The order's control edges (:func:`commsched.placement.live.mapping.order_edges`).
+    k : int
+        Devices.
+    f : Fit
+        The overheads.
+
+    Returns
+    -------
+    DeviceSchedule
+        In microseconds; validated.
+
+    References
+    ----------
+    Laich 2017, Secs. 2.4-2.5 (send/receive nodes, execution time).
+    """
+    names = list(g.nodes)
+    h = g.copy()
+    h.add_edges_from(((names[a], names[b]) for a, b in control), control=True, bytes=0)
+    p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us, time_factor=f.time_factor)
+    c = live_cluster(k, f.rate_Bps, np.inf)
+    eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
+    s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
+                         link_contention=True)
+    check_device_schedule(eg, s)
+    return s
+
+
+def predict(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, int]],
+            k: int, f: Fit) -> float:
+    """The predicted live step in seconds: :func:`simulate`'s makespan plus ``step_s``.
+
+    Parameters
+    ----------
+    g, placement, control, k, f
+        As in :func:`simulate`.
+
+    Returns
+    -------
+    float
+    """
+    return simulate(g, placement, control, k, f).makespan / 1e6 + f.step_s
+
+
+def _traced_ops(result: Mapping[str, Any], ops: set[str]) -> list[list[dict[str, Any]]]:
+    """Per traced step, the node stats of the graph's ops (every device)."""
+    return [[n for ns in step.values() for n in ns if n["node_name"] in ops]
+            for step in result["traced"]]
+
+
+def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
+    """The overheads from the two calibration results (module docstring).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The traced graph.
+    calib : mapping
+        The job's results of ``calib-one`` and ``calib-split`` by name.
+    k : int
+        Devices.
+
+    Returns
+    -------
+    Fit
+
+    Raises
+    ------
+    CommschedError
+        If a calibration result is missing, or ``calib-split`` had fewer than two
+        transfers (or their times do not grow with their bytes).
+    """
+    for name in (CALIB_ONE, CALIB_SPLIT):
+        if name not in calib:
+            raise CommschedError(f"calibration configuration {name!r} has no result")
+    ops = set(g.nodes)
+    op_us = trace_op_overhead_us(g)
+    traced_sum = sum(float(g.nodes[v]["duration"]) for v in g.nodes)
+    busy = [compute_busy(step)[0] for step in _traced_ops(calib[CALIB_ONE], ops)]
+    factor = statistics.median(busy) / traced_sum if traced_sum > 0 else 1.0
+    shortest: dict[tuple[str, str], float] = {}
+    for step in calib[CALIB_SPLIT]["traced"]:
+        done = {n["node_name"]: (n["all_start_micros"] + n["op_end_rel_micros"]) / 1e6
+                for ns in step.values() for n in ns if n["node_name"] in ops}
+        xs = [(t, max(t.start, done[t.src_op])) for ns in step.values()
+              for t in transfers(ns, 0) if t.src_op in done]
+        for t, begin in xs:
+            if any(o is not t and o.start < t.end and begin < o.end
+                   and {o.src_device, o.dst_device} & {t.src_device, t.dst_device}
+                   for o, _ in xs):
+                continue  # shared a host link with another transfer: queued, not fitted
+            key = (t.src_op, t.dst_device)
+            shortest[key] = min(shortest.get(key, np.inf), t.end - begin)
+    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in shortest]
+    span = list(shortest.values())
+    if len(span) < 2:
+        raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
+                             "to fit the link on")
+    transfer_s, rate = fit_link([1] * len(span), nbytes, span)
+    partial = Fit(op_us, factor, 0.0, transfer_s, rate)
+    one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
+    sim_one = simulate(g, one, [], k, partial).makespan / 1e6
+    step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
+    return Fit(op_us, factor, step_s, transfer_s, rate)
+
+
+def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> float:
+    """Fraction of the traced ops that ran on the device their placement gave them.
+
+    Parameters
+    ----------
+    result : mapping
+        One configuration's job result (its FULL_TRACE step stats, by device).
+    placed : mapping of str to str
+        The intended device of every op.
+
+    Returns
+    -------
+    float
+        Over every (traced step, op) seen in the stats; NaN if no op was seen.
+    """
+    seen = ok = 0
+    for step in result["traced"]:
+        for dev, ns in step.items():
+            for n in ns:
+                want = placed.get(n["node_name"])
+                if want is not None:
+                    seen += 1
+                    ok += _same_device(dev, want)
+    return ok / seen if seen else float("nan")
+
+
+def _same_device(a: str, b: str) -> bool:
+    """Device names as TensorFlow prints them (``device:CPU:0`` or ``cpu:0``)."""
+    return a.lower().replace("device:", "") == b.lower().replace("device:", "")

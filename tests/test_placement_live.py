@@ -1,0 +1,243 @@
+"""Live placement (issue 24 items 2-3, 5): the mapping of a placement and an order onto a
+TensorFlow graph, the simulator's prediction, the driver's skip and error paths (no root
+needed), and one tiny end-to-end run on an emulated cluster (root only, else skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from commsched.cluster import net
+from commsched.cluster.server import session_config
+from commsched.cluster.state import run_base
+from commsched.model.graph import add_op, new_graph
+from commsched.model.traced import load_trace
+from commsched.placement.experiments import live as driver
+from commsched.placement.live.job import run_plan
+from commsched.placement.live.mapping import apply, device_names, order_edges, placed_devices
+from commsched.placement.live.predict import (
+    Fit,
+    calibration_placements,
+    live_cluster,
+    placed_fraction,
+    predict,
+)
+from commsched.placement.model import Options, PlacementError, Problem
+from commsched.placement.run import run_all
+from commsched.results import read_table
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = {"ps": ["h0:1"], "worker": ["h1:1"]}
+DEVS = device_names(SPEC)
+TINY = {"enabled": True, "trace": "thesis_cnn-infer-b8", "devices": 2,
+        "partitioners": ["hashing", "heft"], "schedulers": ["fifo", "pct"],
+        "bandwidth": "1gbit", "burst": "64kb", "latency": "10ms", "memory_bytes": 4.0e9,
+        "warmup": 1, "steps": 3, "trace_steps": 1, "calib_trace_steps": 2, "seed": 0,
+        "step_timeout_s": 30, "timeout_s": 150}
+
+
+def _traced() -> object:
+    """a (1 ms, 1000 B) -> b (2 ms); w a variable that r reads, r -> b."""
+    g = new_graph({"cpu": 1}, variables={"w": {"bytes": 16, "shape": [4], "dtype": "float32",
+                                               "trainable": True, "path": "w"}},
+                  meta={"iterations": 1, "step_wall_s": [0.004], "sum_op_s": [0.004]})
+    for name, t, b, extra in (("w", 0.0, 0, {"op_type": "VarHandleOp"}),
+                              ("r", 0.0, 16, {"op_type": "ReadVariableOp", "reads": ["w"]}),
+                              ("a", 1e-3, 1000, {"op_type": "MatMul"}),
+                              ("b", 2e-3, 8, {"op_type": "MatMul"})):
+        add_op(g, name, "compute", "cpu", t, samples=[t], out_bytes=b, is_gradient=False,
+               **extra)
+    g.add_edge("w", "r", control=False, bytes=0)
+    g.add_edge("r", "b", control=False, bytes=16)
+    g.add_edge("a", "b", control=False, bytes=1000)
+    return g
+
+
+def test_device_names_ps_first():
+    assert DEVS == ["/job:ps/replica:0/task:0/device:CPU:0",
+                    "/job:worker/replica:0/task:0/device:CPU:0"]
+
+
+def test_placement_onto_missing_device_is_one_line_error():
+    with pytest.raises(PlacementError, match=r"^op 'b' is placed on device 2, but the cluster "
+                                             r"has 2 devices \(0\.\.1\)$"):
+        placed_devices(["a", "b"], np.array([0, 2]), DEVS)
+
+
+def test_order_edges_chain_each_device_in_start_order_and_skip_handles():
+    p = Problem.build(ops=[5, 1, 1, 1], size=[1, 1, 1, 1], edges=[(0, 1), (0, 2), (0, 3)])
+    c = live_cluster(2, 1e6, 1e9)
+    r = run_all(p, c, ["hashing"], ["fifo"], Options(send_ops=0.0))[0]
+    edges = order_edges(r.exec_graph, r.schedule, p.n)
+    for a, b in edges:
+        assert r.placement[a] == r.placement[b]
+        assert r.schedule.start[a] <= r.schedule.start[b]
+    per_dev = [int((r.placement == d).sum()) for d in range(2)]
+    assert len(edges) == sum(max(0, k - 1) for k in per_dev)
+    assert all(0 not in e for e in order_edges(r.exec_graph, r.schedule, p.n, skip={0}))
+
+
+def test_apply_sets_devices_control_inputs_container_and_follows_colocation():
+    graph_pb2 = pytest.importorskip("tensorflow.core.framework.graph_pb2")
+    gd = graph_pb2.GraphDef()
+    for name, op, inputs in (("w", "VarHandleOp", []), ("r", "ReadVariableOp", ["w"]),
+                             ("x", "Const", []), ("m", "MatMul", ["x", "r"]),
+                             ("w/init", "Const", []), ("w/Assign", "AssignVariableOp",
+                                                       ["w", "w/init"])):
+        n = gd.node.add(name=name, op=op)
+        n.input.extend(inputs)
+    gd.node[4].attr["_class"].list.s.append(b"loc:@w")
+    gd.node[3].attr["_class"].list.s.append(b"loc:@r")  # as tf.gradients colocates
+    placed = placed_devices(["w", "r", "x", "m"], np.array([1, 1, 0, 0]), DEVS)
+    apply(gd, placed, [("x", "r")], ["w", "r", "x", "m"], "pl-c", DEVS[0])
+    dev = {n.name: n.device for n in gd.node}
+    assert dev == {"w": DEVS[1], "r": DEVS[1], "x": DEVS[0], "m": DEVS[0],
+                   "w/init": DEVS[1], "w/Assign": DEVS[1]}
+    assert list(gd.node[1].input) == ["w", "^x"]
+    assert "_class" not in gd.node[3].attr and "_class" in gd.node[4].attr
+    assert gd.node[0].attr["container"].s == b"pl-c"
+    with pytest.raises(PlacementError, match=r"^op 'm' of the live graph is not in the trace: "
+                                             r"it cannot be mapped \(1 such ops\)$"):
+        apply(gd, {k: v for k, v in placed.items() if k != "m"}, [], ["w", "r", "x", "m"],
+              "pl-c", DEVS[0])
+    with pytest.raises(PlacementError, match="names an op the graph lacks"):
+        apply(gd, placed, [("x", "nope")], ["w", "r", "x", "m"], "pl-c", DEVS[0])
+
+
+def test_predict_adds_latency_rate_overheads():
+    g = _traced()
+    f = Fit(op_us=0.0, time_factor=1.0, step_s=0.01, transfer_s=1e-3, rate_Bps=1e6)
+    # a on 1, everything else on 0: a's 1000 B cross: 1 ms + 1 ms + 1 ms, then b 2 ms
+    assert predict(g, np.array([0, 0, 1, 0]), [], 2, f) == pytest.approx(0.015)
+    assert predict(g, np.array([0, 0, 0, 0]), [], 2, f) == pytest.approx(0.013)
+    f2 = Fit(op_us=100.0, time_factor=2.0, step_s=0.0, transfer_s=0.0, rate_Bps=1e6)
+    # one device: 4 ops x 100 us + 2 x (1 + 2) ms
+    assert predict(g, np.array([0, 0, 0, 0]), [], 2, f2) == pytest.approx(0.0064)
+
+
+def test_calibration_placements_keep_colocation():
+    p = Problem.build(ops=[1, 1, 1, 1], size=[1, 1, 1, 1], edges=[(0, 1), (1, 3), (2, 3)],
+                      colocation=[(0, 1)])
+    pl = calibration_placements(p, 2)
+    assert (pl["calib-one"] == 0).all()
+    assert pl["calib-split"][0] == pl["calib-split"][1]
+    assert set(pl["calib-split"]) == {0, 1}
+
+
+def test_rankings():
+    t = pd.DataFrame({"partitioner": ["heft", "heft", "mite", "mite", "hashing", "hashing",
+                                      "batch_split", "batch_split"],
+                      "scheduler": ["fifo", "pct"] * 4,
+                      "live_s": [2.0, 1.0, 4.0, 4.0, 9.0, 8.0, 7.0, 6.0]})
+    assert driver.rankings(t, "live_s") == {"pct_best_frac": 1.0, "bs_hashing_worst": 1.0,
+                                            "heft_over_mite": 0.375}
+
+
+def test_disabled_run_writes_skipped_table(tmp_path):
+    cfg = json.dumps({**TINY, "enabled": False})
+    assert driver.main(["--config-json", cfg, "--table", str(tmp_path / "t.csv"),
+                        "--metrics", str(tmp_path / "m.csv")]) == 0
+    t = read_table(tmp_path / "t.csv")
+    assert list(t["status"]) == ["skipped"] and "enabled: false" in t["reason"][0]
+    assert read_table(tmp_path / "m.csv").empty
+
+
+def test_config_error_is_one_line(tmp_path, capsys):
+    cfg = json.dumps({**TINY, "devices": 1})
+    assert driver.main(["--config-json", cfg, "--table", str(tmp_path / "t.csv"),
+                        "--metrics", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("placement_live: error:") and "\n" not in err
+    assert not (tmp_path / "t.csv").exists()
+
+
+REASON = net.check_support()
+
+
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.skipif(REASON is not None, reason=f"live cluster unavailable: {REASON}")
+def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
+    table, metrics = tmp_path / "t.csv", tmp_path / "m.csv"
+    p = subprocess.run([sys.executable, "-m", "commsched.placement.experiments.live",
+                        "--config-json", json.dumps(TINY), "--trace-dir",
+                        str(ROOT / "data" / "traces"), "--workdir", str(tmp_path / "run"),
+                        "--table", str(table), "--metrics", str(metrics)],
+                       capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run_id = re.search(r"cluster (\w+) up", p.stderr).group(1)
+    t = read_table(table)
+    assert len(t) == 2 + 4
+    assert (t["placed_frac"] == 1.0).all()  # every op ran on its partition's task
+    assert t.loc[t["partitioner"] == "calib-one", "devices_used"].tolist() == [1]
+    assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
+    m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
+    assert m["placement_live.combinations"] == 4
+    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
+    assert not (run_base() / run_id).exists()
+    procs = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if f"/{run_id}/" in cmd or str(tmp_path / "run") in cmd:
+            procs.append(cmd)
+    assert procs == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_job_places_ops_on_in_process_servers(tmp_path):
+    """The client on two in-process servers on loopback (no namespaces, no root): every op
+    runs on its partition's task, under TensorFlow's order and under an enforced one."""
+    tf = pytest.importorskip("tensorflow")
+    g = load_trace(ROOT / "data" / "traces" / f"{TINY['trace']}.json.gz")
+    ports = [_free_port(), _free_port()]
+    spec = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
+    cs = tf.train.ClusterSpec(spec)
+    servers = [tf.distribute.Server(cs, job_name=j, task_index=0, config=session_config(1))
+               for j in ("ps", "worker")]
+    configs = driver.plan_configs(g, {**TINY, "partitioners": ["hashing"],
+                                      "schedulers": ["pct"]}, device_names(spec))
+    meta = g.graph["meta"]
+    plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
+            "target": servers[1].target, "devices": device_names(spec), "warmup": 0,
+            "steps": 2, "timeout_s": 60, "threads": 1,
+            "configs": [{"name": c["name"], "placed": c["placed"], "control": c["control"],
+                         "trace_steps": 1} for c in configs]}
+    results = {r["name"]: r for r in run_plan(plan)}
+    assert set(results) == {"calib-one", "calib-split", "hashing-pct"}
+    assert configs[2]["control"]  # the order was enforced by control edges
+    for c in configs:
+        assert placed_fraction(results[c["name"]], c["placed"]) == 1.0
+        assert len(results[c["name"]]["steps_s"]) == 2
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"memory_bytes": 1000}, "fits no device|memory"),
+    ({"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
+])
+def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, change, match):
+    cfg = json.dumps({**TINY, **change})
+    assert driver.main(["--config-json", cfg, "--trace-dir", str(ROOT / "data" / "traces"),
+                        "--table", str(tmp_path / "t.csv"),
+                        "--metrics", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("placement_live: error:") and "\n" not in err
+    assert re.search(match, err)
+    assert not (tmp_path / "t.csv").exists()
