@@ -111,6 +111,10 @@ def _arxiv_metrics(a: pd.DataFrame, out: dict[str, float]) -> None:
     tao = top[top.algo == "tac"]
     for mode, d in tao.groupby("mode"):
         out[f"tictac.arxiv.{mode}.max_gain_pct"] = float(d.gain_long_pct.max())
+    by_mode = tao.pivot_table(index="model", columns="mode", values="gain_long_pct")
+    if {"infer", "train"} <= set(by_mode.columns):
+        out["tictac.arxiv.infer_minus_train_gain_pp"] = float(
+            (by_mode["infer"] - by_mode["train"]).mean())
     out["tictac.arxiv.max_straggler_reduction"] = float(tao.straggler_reduction_long.max())
     out["tictac.arxiv.baseline_straggler_max"] = float(
         top[top.algo == "baseline"].straggler_max_long.max())
@@ -142,7 +146,9 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     median E per order, and ``efficiency_std_baseline_over_tac``, the spread of E without
     scheduling over that with TAC (Sec. 6.2: large variance without, minimal with).
     arXiv (``tictac.arxiv.*``, the ``arxiv`` table, long-run statistics at the most
-    workers): ``speedup_min``, ``<mode>.max_gain_pct`` (TAO), ``max_straggler_reduction``,
+    workers): ``speedup_min``, ``<mode>.max_gain_pct`` (TAO), ``infer_minus_train_gain_pp``
+    (TAO's gain in the forward pass minus forward + backward, mean over models),
+    ``max_straggler_reduction``,
     ``baseline_straggler_max``, ``tao_over_best_median`` and ``gain_growth_pp`` (most
     minus fewest workers). :mod:`commsched.tictac.experiments.sweeps` defines every
     statistic.
