@@ -8,7 +8,16 @@ import pandas as pd
 import pytest
 import yaml
 
-from commsched.claims import ClaimResult, compare_claims, evaluate, load_claims, render_markdown
+from commsched.claims import (
+    BOUNDS_LOCK,
+    ClaimResult,
+    bound_changes,
+    compare_claims,
+    evaluate,
+    load_claims,
+    read_bounds,
+    render_markdown,
+)
 from commsched.cli import main
 from commsched.errors import CommschedError
 from commsched.results import read_metrics, read_provenance, read_table, write_metrics, write_table
@@ -224,3 +233,42 @@ def test_compare_bad_input(tmp_path, capsys, content, expect):
         assert err.count("\n") == 1 and err.startswith("commsched claims: error:")
     assert main(["claims", "compare", "--reference", str(ref), "--rel-tol", "nan"]) == 2
     assert "--rel-tol: must be a finite number >= 0" in capsys.readouterr().err
+
+
+def test_bounds_equal_the_stored_copy():
+    """Bounds before results: every row's comparison equals papers/claims/bounds.lock.json."""
+    claims = load_claims(sorted((ROOT / "papers" / "claims").glob("*.yaml")))
+    changes = bound_changes(claims, read_bounds(ROOT / BOUNDS_LOCK))
+    assert not changes, (
+        f"{len(changes)} claims rows differ from the stored bounds {BOUNDS_LOCK}:\n  "
+        + "\n  ".join(changes)
+        + "\nIf the change is meant (a bound fixed from the paper, not from our number), run "
+          "`commsched claims bounds` and commit the lock file with it, so the reviewer sees "
+          "the change.")
+
+
+def test_bounds_lock_lists_changed_new_and_removed_rows(tmp_path, capsys):
+    f = write_claims_file(tmp_path, [claim(), claim(id="c2")])
+    lock = tmp_path / "bounds.json"
+    assert main(["claims", "bounds", "--claims", str(f), "--lock", str(lock)]) == 0
+    assert "bounds of 2 rows stored (new file)" in capsys.readouterr().out
+    assert bound_changes(load_claims(f), read_bounds(lock)) == []
+    f = write_claims_file(tmp_path, [
+        claim(compare={"op": "approx", "abs_tol": 0.2}, kind="check"),
+        claim(id="c3", metric="m.b"),
+    ])
+    assert bound_changes(load_claims(f), read_bounds(lock)) == [
+        'c1: kind "paper" -> "check"; compare {"abs_tol": 0.1, "op": "approx"} -> '
+        '{"abs_tol": 0.2, "op": "approx"}',
+        "c3: new row",
+        "c2: removed",
+    ]
+    assert main(["claims", "bounds", "--claims", str(f), "--lock", str(lock)]) == 0
+    out = capsys.readouterr().out
+    assert "c2: removed" in out and "(3 changed)" in out
+    assert bound_changes(load_claims(f), read_bounds(lock)) == []
+    lock.write_text('{"c1": {"metric": "m.a"}}')
+    with pytest.raises(CommschedError, match="not a bounds file"):
+        read_bounds(lock)
+    assert main(["claims", "bounds", "--claims", str(f), "--lock", str(lock)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -114,6 +114,26 @@ def test_echelon_core_experiment_writes_its_outputs(tmp_path) -> None:
     assert m["echelon_core.fig2.echelon-edf-total.excess_over_optimum_s"] == pytest.approx(0.0)
     assert m["echelon_core.table1.fsdp.arrangement_code"] == 2.0
     assert m["echelon_core.gaps.instances"] == 2.0
+    assert m["echelon_core.property2.instances"] == 2.0
+    assert m["echelon_core.property2.max_abs_diff_s"] == pytest.approx(0.0, abs=1e-6)
     assert len(read_table(out["table1"])) == 6
     assert main(["--seed", "1", "--instances", "0", "--hosts", "3", "--groups", "2",
                  "--flows-per-group", "2", *[f"--{k}={v}" for k, v in out.items()]]) == 2
+
+
+def test_property2_coflow_tardiness_is_its_completion_time(monkeypatch) -> None:
+    """Property 2 by hand: a Coflow released at 1 s with 2 + 3 bytes leaving host 0 (and
+    3 + 1 entering host 2) on 1 byte/s ports completes at the earliest 5 s after its
+    release, and its minimum tardiness is those 5 s."""
+    from commsched.echelon import arrangement
+    from commsched.echelon.experiments import core
+    h = EchelonFlow([0, 0, 1], [1, 2, 2], [2.0, 3.0, 1.0], [1.0] * 3, arrangement.coflow(3))
+    assert solve_exact(big_switch(3, 1.0), [h]).objective == pytest.approx(5.0)
+    assert core.property2_metrics(3, 4, 3, 3) == {
+        "echelon_core.property2.instances": 4.0, "echelon_core.property2.max_abs_diff_s":
+        pytest.approx(0.0, abs=1e-6)}
+    real = core.solve_exact
+    monkeypatch.setattr(core, "solve_exact", lambda net, hs: type(
+        "R", (), {"objective": real(net, hs).objective + 1.0})())
+    assert core.property2_metrics(3, 4, 3, 3)["echelon_core.property2.max_abs_diff_s"] == \
+        pytest.approx(1.0)

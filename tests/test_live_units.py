@@ -326,6 +326,16 @@ def test_arrival_order_repeats_and_out_of_order_rate():
                                            "order_agreement", "end_agreement"]), r, ooo)
     assert m["live.m.baseline.unique_order_frac"] == pytest.approx(2 / 3)
     assert m["live.m.baseline.grpc_out_of_order"] == pytest.approx(2 / 9)
+    assert m["live.baseline.unique_order_frac_spread"] == 0.0  # one model
+    # a second model whose three steps all take one order: 1/3 distinct
+    x2 = x.assign(model="n")
+    x2["end_s"] = 1.0 + x2["priority"]
+    m = metrics(pd.DataFrame(columns=["model", "mode", "config", "straggler", "pred_error",
+                                      "pred_error_nominal", "gain", "straggler_reduction",
+                                      "hook", "order", "order_agreement", "end_agreement"]),
+                arrival_order_repeats(pd.concat([x, x2])))
+    assert m["live.n.baseline.unique_order_frac"] == pytest.approx(1 / 3)
+    assert m["live.baseline.unique_order_frac_spread"] == pytest.approx(2 / 3 - 1 / 3)
 
 
 def test_fit_overhead_recovers_known_costs():

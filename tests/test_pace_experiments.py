@@ -21,13 +21,19 @@ def test_table2_and_tensor_sizes_of_vgg16():
 
 def test_solver_agreement_rows(tmp_path):
     cfg = {"workers": 4, "bandwidth_gbps": 1, "latency_us": 50, "cost": "ring",
-           "slot_ms": 5, "compute_scale": 1.0, "lp14_random": {"instances": 6, "seed": 1}}
+           "slot_ms": 5, "compute_scale": 1.0, "lp14_random": {"instances": 6, "seed": 1},
+           "theorems": {"instances": 20, "seed": 1}}
     df, m = solver_rows(["data/traces/thesis_cnn-train-b8.json.gz"], cfg)
     assert m["pace.solvers.instances"] == 2 + 6
     assert m["pace.solvers.sound_equals_exact"] == m["pace.solvers.instances"]
     assert m["pace.solvers.lp14_equals_exact"] == m["pace.solvers.lp14_solved"]
     assert m["pace.solvers.lp14_solved"] >= 1
     assert m["pace.solvers.lp14_not_exact"] == 0
+    # Theorems 1 and 3, Lemma 2: checked on every case, none broken
+    assert m["pace.theorems.theorem1_cases"] == 5
+    assert m["pace.theorems.lemma2_groupings"] > 20 and m["pace.theorems.theorem3_cases"] >= 20
+    assert m["pace.theorems.theorem1_mismatches"] == m["pace.theorems.lemma2_violations"] \
+        == m["pace.theorems.theorem3_violations"] == 0
     statuses = df["lp14_status"]
     assert (statuses.eq("solved") | statuses.str.startswith("refused: coefficient")).all()
 
@@ -40,7 +46,7 @@ def test_main_writes_tables_and_reports_bad_config(tmp_path, capsys):
     capsys.readouterr()
     good = {"traces": ["thesis_cnn-train-b8"], "workers": 4, "bandwidth_gbps": 1,
             "latency_us": 50, "cost": "ring", "slot_ms": 5, "compute_scale": 1.0,
-            "lp14_random": {"instances": 1, "seed": 0}}
+            "lp14_random": {"instances": 1, "seed": 0}, "theorems": {"instances": 1, "seed": 0}}
     # the driver checks the section against the config schema (commsched.driver)
     for cfg, message in [("{}", "config pace: 'traces' is a required property"),
                          ("[1]", "is not of type 'object'"),

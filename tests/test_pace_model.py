@@ -13,7 +13,7 @@ from views_graphs import bn_trace, edge, mlp_trace, op, random_trace
 from commsched.cost import LinearModel
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.pace.model import build_model, model_of_window, window
+from commsched.pace.model import build_model, model_of_window, window, window_end
 from commsched.pace.schedule import jackson, objective
 from commsched.pace.slots import SlotProblem, check_slot, slots, to_problem
 from commsched.views.allreduce import NEXT_PREFIX
@@ -113,17 +113,6 @@ def test_op_waiting_for_two_allreduces():
     assert by["allreduce:g_b1"] == 5.0  # next:lin (5 s, a sink)
 
 
-def dag_end(w: nx.DiGraph, ends: dict[str, float]) -> float:
-    """The window's end by plain earliest-start evaluation, all-reduce i done at ends[i]."""
-    z: dict[str, float] = {}
-    for n in nx.topological_sort(w):
-        if w.nodes[n]["kind"] == "allreduce":
-            z[n] = ends[n]
-        else:
-            z[n] = w.nodes[n]["duration"] + max((z[p] for p in w.pred[n]), default=0.0)
-    return max(z.values())
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n_ops=st.integers(4, 14), n_vars=st.integers(1, 5))
 def test_theorem1_objective_equals_dag_end_on_random_traces(seed, n_ops, n_vars):
@@ -135,7 +124,7 @@ def test_theorem1_objective_equals_dag_end_on_random_traces(seed, n_ops, n_vars)
     m = model_of_window(w)
     rng = random.Random(seed)
     ends = {o.name: o.ready_s + rng.uniform(0.0, 5.0) for o in m.ops}
-    assert m.iteration_time([ends[o.name] for o in m.ops]) == pytest.approx(dag_end(w, ends))
+    assert m.iteration_time([ends[o.name] for o in m.ops]) == pytest.approx(window_end(w, ends))
 
 
 def test_theorem1_on_vgg16_trace():
@@ -145,7 +134,7 @@ def test_theorem1_on_vgg16_trace():
     for _ in range(5):
         ends = {o.name: o.ready_s + rng.uniform(0.0, 1.0) for o in m.ops}
         assert m.iteration_time([ends[o.name] for o in m.ops]) == pytest.approx(
-            dag_end(w, ends))
+            window_end(w, ends))
 
 
 def test_slot_problem_rejects_bad_values():

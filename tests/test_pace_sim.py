@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -125,7 +126,10 @@ def test_small_end_to_end(tmp_path):
     wanted = {c["metric"] for c in claims["claims"]}
     assert wanted <= set(m), wanted - set(m)
     gains = [m[f"pace_sim.workers.{x}.gain_vs_wfbp_pct"] for x in PAPER_MODELS]
-    assert m["pace_sim.workers.gain_vs_wfbp_min_pct"] == min(gains)
+    setting = w[w.policy == "wfbp"].pace_gain_pct
+    assert m["pace_sim.workers.gain_vs_wfbp_setting_min_pct"] == setting.min() <= min(gains)
+    assert m["pace_sim.workers.gain_vs_wfbp_setting_max_pct"] == setting.max() >= max(gains)
+    assert m["pace_sim.workers.resnet50_least_gain_vs_horovod-0.20_frac"] in (0.0, 0.5, 1.0)
     for k in ("pace_sim.usage.pace_valley_few_ms_frac", "pace_sim.usage.pace_shorter_valley_frac",
               "pace_sim.bandwidth.pace_earliest_bw95_frac"):
         assert m[k] in (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -136,6 +140,24 @@ def test_small_end_to_end(tmp_path):
     assert read_table(tab).shape[0] == 4
     assert main(["workers"]) == 2
     assert main(["metrics", "--tables", "nope=x.csv", "--metrics", str(tmp_path / "m")]) == 2
+
+
+def test_workers_metrics_per_setting_on_a_known_table():
+    """The Fig. 8 ranges are read per (model, workers) setting, not on means over workers."""
+    rows = []
+    for model, gains in {"resnet50": (5.0, 30.0), "vgg16": (10.0, 20.0)}.items():
+        for n, g in zip((2, 4), gains, strict=True):
+            rows += [{"model": model, "policy": "horovod-0.20", "n_workers": n,
+                      "pace_gain_pct": g, "speed": 1.0},
+                     {"model": model, "policy": "pace", "n_workers": n,
+                      "pace_gain_pct": 0.0, "speed": float(n)}]
+    m = headline_metrics({"workers": pd.DataFrame(rows)})
+    assert m["pace_sim.workers.resnet50.gain_vs_horovod-0.20_pct"] == 17.5
+    assert m["pace_sim.workers.gain_vs_horovod-0.20_setting_min_pct"] == 5.0
+    assert m["pace_sim.workers.gain_vs_horovod-0.20_setting_max_pct"] == 30.0
+    # least of the models at 2 workers (5 < 10), not at 4 (30 > 20)
+    assert m["pace_sim.workers.resnet50_least_gain_vs_horovod-0.20_frac"] == 0.5
+    assert m["pace_sim.workers.pace_scaling_min"] == 1.0
 
 
 def test_idle_valleys_wrap_around():

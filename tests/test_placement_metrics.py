@@ -77,6 +77,7 @@ def test_known_answers(metrics):
         "placement.synthetic.mite_over_heft_cp_icp_g12": 4 / (5.5 / 3),
         "placement.synthetic.mite_over_heft_cp_icp_g56": 4 / (5.5 / 3),
         "placement.synthetic.traffic_g1_lowest_g6_highest": 1.0,
+        "placement.synthetic.traffic_order_g1_g2_g345_g6": 1.0,  # Table 7.1's edge order
         "placement.synthetic.traffic_hashing_heft_cp_worst_frac": 1.0,
         "placement.synthetic.heft_slowest_frac": 1.0,
         "placement.synthetic.heft_time_nodes_rank_corr": 1.0,
@@ -110,6 +111,14 @@ def test_known_answers(metrics):
         assert metrics[k] == pytest.approx(v), k
     hashing = PART_S["hashing"] / sorted(PART_S.values())[3]
     assert metrics["placement.tensorflow.hashing_time_over_median"] == pytest.approx(hashing)
+
+
+def test_traffic_order_fails_when_a_middle_graph_passes_graph_2():
+    syn = synthetic()
+    syn.loc[syn.graph == "graph 4", "traffic"] /= 2  # 21243 edges: between graphs 1 and 2
+    m = tables(syn)
+    assert m["placement.synthetic.traffic_order_g1_g2_g345_g6"] == 0.0
+    assert m["placement.synthetic.traffic_g1_lowest_g6_highest"] == 1.0
 
 
 def test_msr_runs_graph6_and_heft_time():

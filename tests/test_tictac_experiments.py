@@ -217,6 +217,30 @@ def test_headline_metrics_on_a_known_table():
     assert got["tictac.sim.models.tic_efficiency_min"] == 0.5
 
 
+def test_steptime_efficiency_metrics_on_a_known_table():
+    rows = [{"mode": "train", "algo": algo, "efficiency": e, "normalized_step_time": e}
+            for algo, es in (("baseline", (0.2, 0.5, 0.8)), ("tac", (0.9, 0.95, 1.0)))
+            for e in es]
+    got = headline_metrics({"steptime": pd.DataFrame(rows)})
+    assert got["tictac.sim.steptime.train.efficiency_median_tac"] == pytest.approx(0.95)
+    assert got["tictac.sim.steptime.train.efficiency_median_baseline"] == pytest.approx(0.5)
+    # standard deviations 0.3 and 0.05
+    assert got["tictac.sim.steptime.train.efficiency_std_baseline_over_tac"] == pytest.approx(6.0)
+    assert got["tictac.sim.steptime.train.r2"] == pytest.approx(1.0)
+
+
+def test_arxiv_forward_pass_gain_difference_on_a_known_table():
+    rows = [{"model": m, "mode": mode, "algo": algo, "n_workers": 4, "gain_long_pct": g,
+             "speedup_S": 1.0, "straggler_reduction_long": 1.0, "straggler_max_long": 0.1,
+             "iter_mean_long_s": 1.0}
+            for m, gi, gt in (("a", 30.0, 10.0), ("b", 5.0, 15.0))
+            for mode, g in (("infer", gi), ("train", gt))
+            for algo in ("tac", "baseline", "best")]
+    got = headline_metrics({"arxiv": pd.DataFrame(rows)})
+    assert got["tictac.arxiv.infer_minus_train_gain_pp"] == pytest.approx((20 - 10) / 2)
+    assert got["tictac.arxiv.infer.max_gain_pct"] == 30.0
+
+
 def test_spearman():
     assert _spearman([1, 2, 3, 4], [10, 20, 30, 45]) == pytest.approx(1.0)
     assert _spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)

@@ -24,12 +24,18 @@ extension or evaluation (a setting, baseline or target the paper does not have);
 ``check``, our own sanity bound on our implementation. The per-paper counts of
 ``results/claims.md`` are over ``paper`` rows only.
 
+Bounds: every row's comparison (``id``, ``kind``, ``metric``, ``paper_value``, ``compare``)
+is stored in ``papers/claims/bounds.lock.json`` (:func:`claim_bounds`, written by
+``commsched claims bounds``); a test compares the yaml with it (:func:`bound_changes`), so
+a changed bound is a changed line in review, never a silent edit.
+
 Status: ``reproduced`` when the comparison holds, ``differs`` when it does not,
 ``pending`` when no metrics table has the metric yet.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter
@@ -42,23 +48,33 @@ import pandas as pd
 
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.io.structured import read_yaml
+from commsched.io.structured import read_json, read_yaml
 from commsched.results import read_metrics, read_table, write_table
 from commsched.validation import number
 
 __all__ = [
+    "BOUNDS_LOCK",
     "CLAIMS_SCHEMA",
     "KINDS",
     "STATUSES",
     "ClaimDifference",
     "ClaimResult",
+    "bound_changes",
+    "claim_bounds",
     "compare_claims",
     "evaluate",
     "load_claims",
+    "read_bounds",
     "render_markdown",
     "summary",
+    "write_bounds",
     "write_claims",
 ]
+
+#: The stored copy of every row's comparison (:func:`claim_bounds`).
+BOUNDS_LOCK = "papers/claims/bounds.lock.json"
+#: The fields of a row that make its bound: what is compared, with what, against what.
+_BOUND_FIELDS = ("kind", "metric", "paper_value", "compare")
 
 #: The kinds of claims row, in the order ``results/claims.md`` lists them.
 KINDS = ("paper", "ours", "check")
@@ -148,6 +164,72 @@ def _load_claims_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         for v in value if isinstance(value, list) else [value]:
             number(v, f"{path}: claim {c['id']!r}: compare value")
     return claims
+
+
+def claim_bounds(claims: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every row's bound: its kind, metric, paper value and comparison, keyed by id.
+
+    Parameters
+    ----------
+    claims : sequence of mapping
+        Rows as :func:`load_claims` returns them.
+
+    Returns
+    -------
+    dict
+        ``{id: {"kind", "metric", "paper_value", "compare"}}`` in the rows' order; the
+        comparison as written (``op``, and ``value``, ``abs_tol``, ``rel_tol`` where given).
+    """
+    return {c["id"]: {k: c[k] for k in _BOUND_FIELDS} for c in claims}
+
+
+def write_bounds(claims: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Store :func:`claim_bounds` of the rows as JSON, one row per line (a diff per row)."""
+    rows = claim_bounds(claims)
+    lines = [f"  {json.dumps(cid)}: {json.dumps(b, sort_keys=True)}" for cid, b in rows.items()]
+    atomic_write_text(path, "{\n" + ",\n".join(lines) + "\n}\n")
+
+
+def read_bounds(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The stored bounds (:func:`write_bounds`); a one-line error if not such a file."""
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(
+            isinstance(b, dict) and set(b) == set(_BOUND_FIELDS) for b in data.values()):
+        raise CommschedError(f"{path}: not a bounds file (each id maps to "
+                             f"{', '.join(_BOUND_FIELDS)})")
+    return data
+
+
+def bound_changes(claims: Sequence[Mapping[str, Any]],
+                  stored: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The rows whose bound differs from the stored copy, one line each.
+
+    Parameters
+    ----------
+    claims : sequence of mapping
+        Rows as :func:`load_claims` returns them.
+    stored : mapping
+        The stored copy (:func:`read_bounds`).
+
+    Returns
+    -------
+    list of str
+        ``"<id>: <field> <stored> -> <now>"`` per changed row (every changed field), then
+        ``"<id>: new row"`` and ``"<id>: removed"``; empty when every bound is as stored.
+    """
+    now = claim_bounds(claims)
+    out = []
+    for cid, b in now.items():
+        if cid not in stored:
+            out.append(f"{cid}: new row")
+            continue
+        diffs = [f"{k} {json.dumps(stored[cid][k], sort_keys=True)} -> "
+                 f"{json.dumps(b[k], sort_keys=True)}"
+                 for k in _BOUND_FIELDS if stored[cid][k] != b[k]]
+        if diffs:
+            out.append(f"{cid}: " + "; ".join(diffs))
+    out += [f"{cid}: removed" for cid in stored if cid not in now]
+    return out
 
 
 @dataclass(frozen=True)

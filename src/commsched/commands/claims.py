@@ -1,15 +1,18 @@
-"""``commsched claims [compare]``: judge papers/claims/*.yaml against the metrics tables,
-or compare a claims table with a reference run's.
+"""``commsched claims [compare|bounds]``: judge papers/claims/*.yaml against the metrics
+tables, compare a claims table with a reference run's, or store the rows' bounds.
 
 ``commsched claims`` writes the table; ``commsched claims compare`` lists the rows of our
 table that differ from the reference (status changed, or value beyond ``--rel-tol``) and
-exits 0 when none does, 1 when some do, 2 on bad input.
+exits 0 when none does, 1 when some do, 2 on bad input; ``commsched claims bounds`` writes
+the stored copy of every row's comparison (``papers/claims/bounds.lock.json``) and lists
+the rows whose bound it changes.
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import os
 from typing import Any
 
 from commsched.validation import flag, input_file, output_file
@@ -38,6 +41,13 @@ def register(sub: Any) -> None:
                      help="relative tolerance on a value (default 1e-9)")
     # compare writes nothing: the table-writing outputs do not apply
     cmp.set_defaults(func=run_compare, md=None)
+    bnd = csub.add_parser("bounds", help="store every row's comparison (the bounds lock) "
+                                         "and list the rows whose bound changed")
+    bnd.add_argument("--claims", nargs="+", type=input_file,
+                     help="claims files (default papers/claims/*.yaml)")
+    bnd.add_argument("--lock", type=output_file, default="papers/claims/bounds.lock.json",
+                     help="the stored copy (default papers/claims/bounds.lock.json)")
+    bnd.set_defaults(func=run_bounds, md=None, csv=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,4 +83,18 @@ def run_compare(args: argparse.Namespace) -> int:
         return 1
     print(f"all {compared} claims equal the reference {args.reference} "
           f"(rel_tol {args.rel_tol:g})")
+    return 0
+
+
+def run_bounds(args: argparse.Namespace) -> int:
+    from commsched.claims import bound_changes, load_claims, read_bounds, write_bounds
+
+    claims = load_claims(args.claims or sorted(glob.glob("papers/claims/*.yaml")))
+    changes = bound_changes(claims, read_bounds(args.lock)) if os.path.exists(args.lock) \
+        else None
+    write_bounds(claims, args.lock)
+    for line in changes or []:
+        print(line)
+    what = "new file" if changes is None else f"{len(changes)} changed"
+    print(f"{args.lock}: bounds of {len(claims)} rows stored ({what})")
     return 0

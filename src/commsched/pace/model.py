@@ -55,7 +55,7 @@ from commsched.cost import LinearModel
 from commsched.errors import CommschedError
 from commsched.views.allreduce import NEXT_PREFIX, allreduce_view
 
-__all__ = ["AllReduceOp", "PaceModel", "build_model", "model_of_window", "window"]
+__all__ = ["AllReduceOp", "PaceModel", "build_model", "model_of_window", "window", "window_end"]
 
 @dataclass(frozen=True)
 class AllReduceOp:
@@ -273,3 +273,37 @@ def model_of_window(w: nx.DiGraph, compute_scale: float = 1.0,
     n_compute = len(f)
     return PaceModel(tuple(o for _, _, o in ops), max(z.values(), default=0.0), n_compute,
                      dict(meta or {}, compute_scale=compute_scale))
+
+
+def window_end(w: nx.DiGraph, ends_s: Mapping[str, float]) -> float:
+    """The window's execution time by plain earliest-start evaluation of its DAG.
+
+    Every compute op starts when all its predecessors are done (constraints (5) and (9));
+    all-reduce ``i`` is done at ``ends_s[i]``. This is problem (2)'s objective evaluated on
+    the DAG itself, without Theorem 1's reduction to ready times and tails, so that
+    :meth:`PaceModel.iteration_time` can be checked against it.
+
+    Parameters
+    ----------
+    w : networkx.DiGraph
+        A window (:func:`window`): compute ops with ``duration``, all-reduce ops.
+    ends_s : mapping
+        ``{all-reduce op: its end in seconds}``, one per all-reduce op of ``w``.
+
+    Returns
+    -------
+    float
+        The latest finish time of any op.
+
+    References
+    ----------
+    PACE, Sec. IV-A, problem (2) with constraints (4), (5), (9) and Theorem 1.
+    """
+    z: dict[str, float] = {}
+    for op in nx.topological_sort(w):
+        if w.nodes[op]["kind"] == "allreduce":
+            z[op] = ends_s[op]
+        else:
+            z[op] = float(w.nodes[op]["duration"]) + max((z[p] for p in w.pred[op]),
+                                                         default=0.0)
+    return max(z.values())

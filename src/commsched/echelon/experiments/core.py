@@ -16,7 +16,11 @@ Three results of Pan et al. (HotNets 2022) and one of our own, each from a run:
 * optimality gaps (:func:`commsched.echelon.exact.optimality_gaps`): seeded random small
   instances on a big switch, every policy beside the exact optimum; metrics
   ``echelon_core.gaps.<policy>.{mean_ratio,max_ratio,frac_optimal}`` (optimal: within
-  1e-6 absolute) and ``echelon_core.gaps.instances``.
+  1e-6 absolute) and ``echelon_core.gaps.instances``;
+* Property 2 (:func:`property2_metrics`): on seeded random single Coflows (Eq. 5: every
+  flow's ideal finish time is the common release), the exact minimum tardiness equals the
+  minimum Coflow completion time minus the release, the busiest port's bytes / its rate on
+  a big switch; metrics ``echelon_core.property2.{instances,max_abs_diff_s}``.
 
 Run as ``python -m commsched.echelon.experiments.core --seed 0 --instances 30 --hosts 3
 --groups 3 --flows-per-group 2 --table1 T.csv --fig2 F.csv --gaps G.csv --metrics M.csv``.
@@ -40,7 +44,7 @@ from commsched.echelon.model import EchelonFlow, simulate_echelonflows
 from commsched.sim.flow import big_switch
 
 __all__ = ["OPTIMAL_TOL", "FigureConfig", "fig2", "fig2_table", "gap_metrics", "main",
-           "table1_metrics"]
+           "property2_metrics", "table1_metrics"]
 
 
 #: A policy is optimal on an instance when its objective is within this of the optimum.
@@ -121,6 +125,56 @@ def gap_metrics(gaps: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def property2_metrics(seed: int, instances: int, hosts: int, flows: int
+                      ) -> dict[str, float]:
+    """Property 2 on random single Coflows: minimum tardiness = minimum CCT - release.
+
+    Each instance is one Coflow (Eq. 5 arrangement, :func:`commsched.echelon.arrangement.
+    coflow`) of ``flows`` flows between random distinct host pairs, integer sizes 1-4
+    bytes, one release 0-3 s, on a big switch of 1 byte/s ports. Its minimum tardiness is
+    solved exactly (:func:`commsched.echelon.exact.solve_exact`); its minimum completion
+    time after the release is the busiest port's bytes (a port cannot send or receive
+    faster, and on a non-blocking switch a schedule finishing every flow then exists).
+
+    Parameters
+    ----------
+    seed : int
+        Seeds every choice.
+    instances : int
+        Number of Coflows.
+    hosts : int
+        Hosts of the switch (>= 2).
+    flows : int
+        Flows per Coflow (at most :data:`commsched.echelon.exact.MAX_EXACT_FLOWS`).
+
+    Returns
+    -------
+    dict
+        ``echelon_core.property2.instances`` and ``.max_abs_diff_s``, the largest
+        ``|minimum tardiness - (minimum CCT - release)|`` over the instances (s).
+
+    References
+    ----------
+    EchelonFlow (Pan et al., HotNets 2022), Sec. 3.3, Property 2 (EchelonFlow is a
+    superset of Coflow) and Sec. 4, Eq. 5.
+    """
+    rng = np.random.default_rng(seed)
+    net = big_switch(hosts, 1.0)
+    worst = 0.0
+    for _ in range(instances):
+        src = rng.integers(0, hosts, size=flows)
+        dst = (src + rng.integers(1, hosts, size=flows)) % hosts
+        size = rng.integers(1, 5, size=flows).astype(float)
+        release = float(rng.integers(0, 4))
+        h = EchelonFlow(src, dst, size, [release] * flows, arr.coflow(flows), name="coflow")
+        load = np.zeros(2 * hosts)
+        np.add.at(load, src, size)
+        np.add.at(load, hosts + dst, size)
+        worst = max(worst, abs(solve_exact(net, [h]).objective - float(load.max())))
+    return {"echelon_core.property2.instances": float(instances),
+            "echelon_core.property2.max_abs_diff_s": worst}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write Table 1, Fig. 2 per policy, the optimality gaps and their metrics.
 
@@ -167,6 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics["echelon_core.fig2.coflow_over_fair_phase_end"] = float(
             end["sebf"] / end["fair"])
         metrics.update(gap_metrics(gaps))
+        # Coflows of two groups' flows: 4 flows by default, 0.1 s each (6: 0.5 s)
+        metrics.update(property2_metrics(a.seed, a.instances, a.hosts,
+                                         2 * a.flows_per_group))
         driver.write_outputs({a.table1: t1, a.fig2: f2, a.gaps: gaps}, metrics, a.metrics, cfg)
 
     return driver.run("echelon_core", body)

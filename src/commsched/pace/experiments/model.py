@@ -15,7 +15,9 @@ shorter than a slot, fused by Alg. 1 without the slot guidance) at the configure
 and the paper's LP (14) against the exact solver on seeded random problems small enough
 for it. Table rows per instance; metrics
 ``pace.solvers.{instances,sound_equals_exact,traced_instances,lp14_random,lp14_solved,lp14_equals_exact,lp14_traced_solved,lp14_traced_share,
-lp14_not_exact}`` (counts; the share is of the traced instances LP (14) could solve).
+lp14_not_exact}`` (counts; the share is of the traced instances LP (14) could solve), and
+Theorem 1 on every trace's window, Lemma 2 and Theorem 3 on seeded random chains
+(:mod:`commsched.pace.experiments.theorems`, metrics ``pace.theorems.*``).
 
 Run: ``python -m commsched.pace.experiments.model table|solvers --config-json '{...}'
 --traces T1.json.gz ... --table T.csv --metrics M.csv``.
@@ -36,6 +38,7 @@ from commsched import driver
 from commsched.cost.allreduce import allreduce_cost
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
+from commsched.pace.experiments.theorems import lemma2_counts, theorem1_counts, theorem3_counts
 from commsched.pace.fusion import balanced_fusion
 from commsched.pace.lp import (
     PaperLPError,
@@ -44,7 +47,7 @@ from commsched.pace.lp import (
     paper_lp_max_coef,
     sound_lp,
 )
-from commsched.pace.model import PaceModel, build_model
+from commsched.pace.model import PaceModel, build_model, window
 from commsched.pace.schedule import jackson, objective
 from commsched.pace.slots import SlotProblem, to_problem
 
@@ -155,7 +158,8 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
     cfg : mapping
         The ``pace`` config section, valid for the config schema
         (:func:`commsched.driver.config_section`): ``workers``, ``bandwidth_gbps``,
-        ``latency_us``, ``cost``, ``slot_ms``, ``compute_scale`` and ``lp14_random``.
+        ``latency_us``, ``cost``, ``slot_ms``, ``compute_scale``, ``lp14_random`` and
+        ``theorems``.
 
     Returns
     -------
@@ -163,7 +167,7 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         One row per instance: the objective of the exact solver, the sound LP, the exact
         solver on the integral problem and LP (14), with LP (14)'s status.
     dict
-        ``pace.solvers.*`` counts (module docstring).
+        ``pace.solvers.*`` and ``pace.theorems.*`` counts (module docstring).
 
     Raises
     ------
@@ -172,15 +176,23 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
 
     References
     ----------
-    PACE (Bao et al., INFOCOM 2020), Sec. IV-B: LP (14) and Theorem 2 (its optimum is
-    integral and optimal); Sec. V, Alg. 1 (balanced fusion).
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-A, Theorem 1; Sec. IV-B: LP (14) and
+    Theorem 2 (its optimum is integral and optimal); Sec. V, Alg. 1 (balanced fusion),
+    Lemma 2 and Theorem 3.
     """
     slot_s = cfg["slot_ms"] / 1e3
     cost = allreduce_cost(cfg["cost"], cfg["workers"], cfg["bandwidth_gbps"] * 1e9 / 8,
                           cfg["latency_us"] * 1e-6)
     rows: list[dict[str, Any]] = []
+    th_rng = random.Random(cfg["theorems"]["seed"])
+    theorems = dict.fromkeys(("theorem1_cases", "theorem1_mismatches", "lemma2_groupings",
+                              "lemma2_violations", "theorem3_cases", "theorem3_violations"), 0)
     for path in paths:
-        model = build_model(load_trace(path), compute_scale=cfg["compute_scale"])
+        trace = load_trace(path)
+        model = build_model(trace, compute_scale=cfg["compute_scale"])
+        cases, bad = theorem1_counts(window(trace), th_rng)
+        theorems["theorem1_cases"] += cases
+        theorems["theorem1_mismatches"] += bad
         try:
             fused, label = balanced_fusion(model, cost, slot_s).model, "fused"
         except CommschedError:  # every fusion is shorter than a slot (a tiny model)
@@ -204,6 +216,13 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         rows.append({"instance": f"random/{k}", "n": p.n, "slots": p.horizon, "exact": exact,
                      "sound_lp": objective(p, sound_lp(p)), "exact_integral": exact,
                      "lp14": lp14, "lp14_status": status})
+    for _ in range(cfg["theorems"]["instances"]):
+        groupings, bad = lemma2_counts([th_rng.randint(0, 20) for _ in range(th_rng.randint(2, 6))])
+        theorems["lemma2_groupings"] += groupings
+        theorems["lemma2_violations"] += bad
+        cases, bad = theorem3_counts([th_rng.randint(1, 6) for _ in range(th_rng.randint(1, 8))])
+        theorems["theorem3_cases"] += cases
+        theorems["theorem3_violations"] += bad
     df = pd.DataFrame(rows)
     traced = ~df["instance"].str.startswith("random/")
     solved = df["lp14_status"] == "solved"
@@ -221,6 +240,7 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         "pace.solvers.lp14_not_exact": float(
             (solved & (df["lp14"] != df["exact_integral"])).sum()
             + df["lp14_status"].str.contains("not integral").sum()),
+        **{f"pace.theorems.{k}": float(v) for k, v in theorems.items()},
     }
     return df, metrics
 

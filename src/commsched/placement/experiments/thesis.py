@@ -285,6 +285,12 @@ def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: p
     if {"graph 1", "graph 6"} <= set(by_graph.index):
         m["placement.synthetic.traffic_g1_lowest_g6_highest"] = float(
             by_graph.idxmin() == "graph 1" and by_graph.idxmax() == "graph 6")
+    middle = [f"graph {k}" for k in (3, 4, 5)]
+    if {"graph 1", "graph 2", "graph 6", *middle} <= set(by_graph.index):
+        # the full order of Sec. 7.1: graph 1 < graph 2 < graphs 3, 4, 5 < graph 6
+        m["placement.synthetic.traffic_order_g1_g2_g345_g6"] = float(
+            by_graph["graph 1"] < by_graph["graph 2"] < by_graph[middle].min()
+            and by_graph[middle].max() < by_graph["graph 6"])
     m["placement.synthetic.traffic_hashing_heft_cp_worst_frac"] = _frac(
         [set(r.nlargest(3).index) == {"hashing", "heft", "cp"} for _, r in syn_tr.iterrows()])
     tf_tr = _mean(tensorflow, "traffic").groupby(["graph", "partitioner"]).traffic.mean()

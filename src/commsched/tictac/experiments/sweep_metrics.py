@@ -111,6 +111,10 @@ def _arxiv_metrics(a: pd.DataFrame, out: dict[str, float]) -> None:
     tao = top[top.algo == "tac"]
     for mode, d in tao.groupby("mode"):
         out[f"tictac.arxiv.{mode}.max_gain_pct"] = float(d.gain_long_pct.max())
+    by_mode = tao.pivot_table(index="model", columns="mode", values="gain_long_pct")
+    if {"infer", "train"} <= set(by_mode.columns):
+        out["tictac.arxiv.infer_minus_train_gain_pp"] = float(
+            (by_mode["infer"] - by_mode["train"]).mean())
     out["tictac.arxiv.max_straggler_reduction"] = float(tao.straggler_reduction_long.max())
     out["tictac.arxiv.baseline_straggler_max"] = float(
         top[top.algo == "baseline"].straggler_max_long.max())
@@ -138,9 +142,13 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     ``servers.size_gain_rank_corr`` (Fig. 9); ``batch.direction_agreement`` (Fig. 10);
     ``ratio.frac_interior_peak`` and ``ratio.mean_peak_ratio`` (Sec. 6.1 threshold);
     ``steptime.<mode>.*``: R^2 of normalized step time on E (baseline and TAC pooled;
-    ``r2_baseline`` alone) and the 5th / 95th percentiles of the normalized step time per
-    order. arXiv (``tictac.arxiv.*``, the ``arxiv`` table, long-run statistics at the most
-    workers): ``speedup_min``, ``<mode>.max_gain_pct`` (TAO), ``max_straggler_reduction``,
+    ``r2_baseline`` alone), the 5th / 95th percentiles of the normalized step time and the
+    median E per order, and ``efficiency_std_baseline_over_tac``, the spread of E without
+    scheduling over that with TAC (Sec. 6.2: large variance without, minimal with).
+    arXiv (``tictac.arxiv.*``, the ``arxiv`` table, long-run statistics at the most
+    workers): ``speedup_min``, ``<mode>.max_gain_pct`` (TAO), ``infer_minus_train_gain_pp``
+    (TAO's gain in the forward pass minus forward + backward, mean over models),
+    ``max_straggler_reduction``,
     ``baseline_straggler_max``, ``tao_over_best_median`` and ``gain_growth_pp`` (most
     minus fewest workers). :mod:`commsched.tictac.experiments.sweeps` defines every
     statistic.
@@ -179,5 +187,9 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
             for algo, d in s.groupby("algo"):
                 out[f"{pre}.p95_{algo}"] = float(np.percentile(d.normalized_step_time, 95))
                 out[f"{pre}.p5_{algo}"] = float(np.percentile(d.normalized_step_time, 5))
+                out[f"{pre}.efficiency_median_{algo}"] = float(d.efficiency.median())
+            tac_std = s[s.algo == "tac"].efficiency.std()
+            out[f"{pre}.efficiency_std_baseline_over_tac"] = (
+                float(b.efficiency.std() / tac_std) if tac_std > 0 else math.inf)
     return out
 

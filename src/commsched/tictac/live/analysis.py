@@ -221,7 +221,9 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
     leave-one-model-out), the sender-vs-DAG difference and order agreements. With
-    ``repeats``, ``out_of_order`` and ``overhead`` their values too.
+    ``repeats``, ``out_of_order`` and ``overhead`` their values too
+    (``live.baseline.unique_order_frac_spread``: the largest minus the smallest share of
+    distinct baseline orders over the models).
 
     Parameters
     ----------
@@ -277,9 +279,13 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     if repeats is not None and not repeats.empty:
         for (model, mode), d in repeats.groupby(["model", "mode"]):
             out[f"live.{model}.{mode}.baseline.unique_order_frac"] = float(d.unique_frac.min())
+        per_model = []
         for model, d in repeats.groupby("model"):
             out[f"live.{model}.baseline.unique_order_frac"] = float(d.unique_frac.min())
             out[f"live.{model}.baseline.traced_steps"] = float(d.steps.sum())
+            per_model.append(float(d.unique_frac.min()))
+        # SysML Sec. 2.2: whether the order repeats depends on the model
+        out["live.baseline.unique_order_frac_spread"] = max(per_model) - min(per_model)
     if out_of_order is not None and not out_of_order.empty:
         for r in out_of_order.itertuples():
             out[f"live.{r.model}.{r.mode}.{r.config}.grpc_out_of_order"] = r.rate
