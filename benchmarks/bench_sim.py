@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from benchlib import timed, write_result
+from benchlib import report, timed, write_result
 
 from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate_compiled
@@ -146,14 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     total = result["seconds"]["compile_plus_simulate_fifo"]
     result["target"] = f"< {TARGET_S:g} s for compile_graph + simulate_compiled"
     result["target_met"] = total < TARGET_S
-    out = args.out or results / "sim.json"
-    write_result(out, result)
-    print(f"{result['ops']} ops, {result['edges']} edges: compile "
-          f"{result['seconds']['compile_graph_median']:.3f} s + simulate "
-          f"{result['seconds']['simulate_fifo_median']:.3f} s = {total:.3f} s (target < "
-          f"{TARGET_S:g} s: {'met' if result['target_met'] else 'MISSED'}); wrote {out}")
-    return 0
-
+    return report(args.out or results / "sim.json", result,
+                  f"{result['ops']} ops, {result['edges']} edges: compile "
+                  f"{result['seconds']['compile_graph_median']:.3f} s + simulate "
+                  f"{result['seconds']['simulate_fifo_median']:.3f} s = {total:.3f} s",
+                  f"< {TARGET_S:g} s")
 
 if __name__ == "__main__":
     sys.exit(main())
