@@ -50,17 +50,18 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from commsched.errors import CommschedError
 from commsched.io.coflow import MB, CoflowTrace
+from commsched.progress import bar
 from commsched.sim.flow import (
     REL_TOL,
     Policy,
+    RouteShare,
     View,
     big_switch,
-    max_min,
-    port_share,
-    priority_max_min,
+    priority_fill,
     simulate,
 )
 
@@ -70,22 +71,26 @@ __all__ = ["COFLOW_SCHEDULERS", "GBPS", "CoflowOrder", "bottleneck", "madd", "re
 GBPS = 1e9 / 8
 
 
-def _groups(view: View) -> tuple[np.ndarray, np.ndarray]:
+def _groups(view: View) -> tuple[np.ndarray, int]:
+    """The active flows' Coflow ids as indices ``0..n-1`` in increasing id order, and
+    ``n`` (ids that are small non-negative integers serve as their own indices)."""
     col = view.sim.meta.get("group")
     if col is None:
         raise CommschedError("Coflow scheduling needs the flow meta column 'group' "
                              "(the Coflow id of each flow)")
-    gids, gidx = np.unique(col[view.active].astype(np.int64), return_inverse=True)
-    return gids, gidx.reshape(-1)
+    g = col[view.active].astype(np.int64)
+    if len(g) and g.min() >= 0 and g.max() < max(1 << 20, 4 * len(g)):
+        return g, int(g.max()) + 1
+    gids, gidx = np.unique(g, return_inverse=True)
+    return gidx.reshape(-1), len(gids)
 
 
 def _link_bytes(links: np.ndarray, rem: np.ndarray, gidx: np.ndarray, ngroups: int,
                 nlinks: int) -> np.ndarray:
     """``(groups, links)`` remaining bytes of each group on each link."""
     rows, hop = np.nonzero(links >= 0)
-    out = np.zeros(ngroups * nlinks)
-    np.add.at(out, gidx[rows] * nlinks + links[rows, hop], rem[rows])
-    return out.reshape(ngroups, nlinks)
+    return np.bincount(gidx[rows] * nlinks + links[rows, hop], weights=rem[rows],
+                       minlength=ngroups * nlinks).reshape(ngroups, nlinks)
 
 
 def bottleneck(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> float:
@@ -120,7 +125,8 @@ def madd(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> np.ndarray
 
 class CoflowOrder:
     """MADD in a Coflow order, then back-fill: ``sebf`` (``order="sebf"``, smallest
-    bottleneck first) or ``fifo`` (``order="fifo"``, arrival order). Module docstring."""
+    bottleneck first) or ``fifo`` (``order="fifo"``, arrival order). Module docstring;
+    the allocation is one compiled pass (:func:`_coflow_order`)."""
 
     def __init__(self, order: str) -> None:
         if order not in ("sebf", "fifo"):
@@ -129,47 +135,107 @@ class CoflowOrder:
 
     def __call__(self, view: View) -> np.ndarray:
         n = len(view.active)
+        rates = np.zeros(n)
         if n == 0:
-            return np.zeros(0)
-        gids, gidx = _groups(view)
-        cap = view.net.capacity.astype(float)
-        rem = view.remaining
-        b = _link_bytes(view.links, rem, gidx, len(gids), len(cap))
-        if self.order == "sebf":
-            key = np.max(b / cap[None, :], axis=1)
-        else:
-            key = np.full(len(gids), np.inf)
-            np.minimum.at(key, gidx, view.sim.release[view.active])
-        # ties by Coflow id up to float noise (a remaining byte count carries the rounding
-        # of every earlier step, ~1e-16 of the current time): the order, and so the
-        # schedule, does not change when every release is shifted by the same time
-        tick = 1e-9 * max(1.0, abs(view.now))
-        order = np.lexsort((gids, np.round(key / tick)))
-        pos = np.empty(len(gids), dtype=np.int64)
-        pos[order] = np.arange(len(gids))
-        # MADD in rank order on what the Coflows before left: Coflow k's flows get
-        # rem / gamma_k with gamma_k = max_l b[k, l] / left_l, so it loads link l with
-        # b[k, l] / gamma_k <= left_l (equality on its bottleneck).
-        gamma = np.full(len(gids), np.inf)
-        left = cap.copy()
-        tol = REL_TOL * float(np.max(cap, initial=1.0))
-        for k in order:
-            need = b[k] > 0
-            if not need.any() or np.any(left[need] <= tol):
-                continue  # a link it needs is saturated: it waits (back-fill aside)
-            g = float(np.max(b[k, need] / left[need]))
-            gamma[k] = g
-            left[need] = np.maximum(left[need] - b[k, need] / g, 0.0)
-        rates = rem / gamma[gidx]
-        return rates + priority_max_min(view.links, left, pos[gidx], weight=rem)
+            return rates
+        grp, ngroups = _groups(view)
+        _coflow_order(view.links, view.remaining, view.sim.release[view.active], grp,
+                      ngroups, view.net.capacity.astype(float), self.order == "fifo",
+                      view.now, rates)
+        return rates
+
+
+@njit(cache=True)
+def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: np.ndarray,
+                  ngroups: int, cap: np.ndarray, fifo: bool, now: float,
+                  rates: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:class:`CoflowOrder`'s rates of the active flows (rows of ``links``, remaining
+    bytes ``rem``, releases ``release``, Coflow indices ``grp`` in ``0..ngroups-1``,
+    increasing with the Coflow id) on link capacities ``cap``, written to ``rates``."""
+    n, hops = links.shape
+    nl = cap.shape[0]
+    local = np.full(ngroups, -1, np.int64)
+    for j in range(n):
+        local[grp[j]] = 0
+    ng = 0
+    for g in range(ngroups):  # local numbering in increasing Coflow id
+        if local[g] >= 0:
+            local[g] = ng
+            ng += 1
+    loc = np.empty(n, np.int64)
+    for j in range(n):
+        loc[j] = local[grp[j]]
+    b = np.zeros((ng, nl))  # remaining bytes per Coflow and link
+    for j in range(n):
+        for h in range(hops):
+            lk = links[j, h]
+            if lk >= 0:
+                b[loc[j], lk] += rem[j]
+    key = np.full(ng, np.inf)
+    if fifo:
+        for j in range(n):
+            key[loc[j]] = min(key[loc[j]], release[j])
+    else:
+        for k in range(ng):
+            m = 0.0
+            for lk in range(nl):
+                m = max(m, b[k, lk] / cap[lk])
+            key[k] = m
+    # ties by Coflow id up to float noise (a remaining byte count carries the rounding
+    # of every earlier step, ~1e-16 of the current time): the order, and so the
+    # schedule, does not change when every release is shifted by the same time
+    tick = 1e-9 * max(1.0, abs(now))
+    order = np.argsort(np.round(key / tick), kind="mergesort")
+    # MADD in rank order on what the Coflows before left: Coflow k's flows get
+    # rem / gamma_k with gamma_k = max_l b[k, l] / left_l, so it loads link l with
+    # b[k, l] / gamma_k <= left_l (equality on its bottleneck).
+    gamma = np.full(ng, np.inf)
+    left = cap.copy()
+    tol = REL_TOL * max(1.0, cap.max())
+    for k in order:
+        need = False
+        full = False
+        gk = 0.0
+        for lk in range(nl):
+            if b[k, lk] > 0:
+                need = True
+                if left[lk] <= tol:
+                    full = True
+                    break
+                gk = max(gk, b[k, lk] / left[lk])
+        if not need or full:
+            continue  # a link it needs is saturated: it waits (back-fill aside)
+        gamma[k] = gk
+        for lk in range(nl):
+            if b[k, lk] > 0:
+                left[lk] = max(left[lk] - b[k, lk] / gk, 0.0)
+    # back-fill: the Coflows in rank order as strict priority classes, each weighted
+    # max-min (weights: remaining bytes) on what MADD and the classes before left
+    pos = np.empty(ng, np.int64)
+    for r in range(ng):
+        pos[order[r]] = r
+    bounds = np.zeros(ng + 1, np.int64)
+    for j in range(n):
+        bounds[pos[loc[j]] + 1] += 1
+    for r in range(ng):
+        bounds[r + 1] += bounds[r]
+    fill = bounds[:ng].copy()
+    by_class = np.empty(n, np.int64)
+    for j in range(n):
+        c = pos[loc[j]]
+        by_class[fill[c]] = j
+        fill[c] += 1
+    priority_fill(links, by_class, bounds, left, rem, rates)
+    for j in range(n):
+        rates[j] += rem[j] / gamma[loc[j]]
 
 
 def _fair() -> Policy:
-    return lambda v: max_min(v.links, v.net.capacity)
+    return RouteShare("max-min")
 
 
 def _fair_ports() -> Policy:
-    return lambda v: port_share(v.links, v.net.capacity)
+    return RouteShare("port-share")
 
 
 #: Coflow schedulers by name: a factory of a fresh policy per simulation.
@@ -199,8 +265,10 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     if not port_rate > 0:
         raise CommschedError("port rate must be positive")
     f = trace.flows(mb)
-    res = simulate(big_switch(trace.ports, port_rate), f["src"], f["dst"], f["size"],
-                   f["release"], policy=COFLOW_SCHEDULERS[scheduler](), group=f["coflow"])
+    with bar(len(f["src"]), f"replay {scheduler} (flows)", log_every=10.0) as b:
+        res = simulate(big_switch(trace.ports, port_rate), f["src"], f["dst"], f["size"],
+                       f["release"], policy=COFLOW_SCHEDULERS[scheduler](), progress=b.update,
+                       group=f["coflow"])
     finish = np.full(len(trace), -np.inf)
     np.maximum.at(finish, f["coflow"], res.finish)
     arrival = trace.arrival_ms / 1000.0
