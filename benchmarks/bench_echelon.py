@@ -8,7 +8,7 @@ resident memory is the process's ``ru_maxrss``):
   :data:`commsched.echelon.coflow.COFLOW_SCHEDULERS`: wall time of
   :func:`commsched.echelon.coflow.replay` (trace reading excluded) and its CPU time
   (``time.process_time``: what the replay itself costs when the machine is shared), events
-  (policy calls), average CCT. Target (issue 25): each <= 10 s wall on 2 cores.
+  (rate allocations), average CCT. Target (issue 25): each <= 10 s wall on 2 cores.
 * ``synthetic``: seeded random traces of ``--flows`` flows (default 100k, target <= 5 s,
   and 1M, measured): Coflows arrive as a Poisson process on 150 ports, with 1-20 mappers
   and 1-20 reducers each and log-normal reducer sizes, replayed under ``fair`` and
@@ -72,25 +72,12 @@ def one(case: str, scheduler: str, flows: int) -> dict[str, Any]:
     t = time.perf_counter()
     replay(synthetic_trace(2000, seed=1), scheduler)
     warmup = time.perf_counter() - t
-    policy = COFLOW_SCHEDULERS[scheduler]
-    calls = 0
-
-    def counting() -> Any:
-        inner = policy()
-
-        def p(view: Any) -> Any:
-            nonlocal calls
-            calls += 1
-            return inner(view)
-        return p
-
-    COFLOW_SCHEDULERS[scheduler] = counting
     t, c = time.perf_counter(), time.process_time()
     df = replay(trace, scheduler)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     return {"case": case, "scheduler": scheduler, "coflows": len(df),
             "flows": int(df["width"].sum()), "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-            "events": calls, "warmup_s": round(warmup, 3),
+            "events": df.attrs["events"], "warmup_s": round(warmup, 3),
             "avg_cct_s": float(df["cct"].mean()),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
@@ -116,9 +103,9 @@ def main() -> int:
                              capture_output=True, text=True, check=True)
         rows.append({**json.loads(out.stdout), "load_average_before": load})
         print(rows[-1], flush=True)
-    write_result(Path(args.out), {"benchmark": "echelon", "flows_synthetic": args.flows,
-                                  "target_s": {"fb2010": 10.0, "synthetic_100000": 5.0},
-                                  "runs": rows})
+        write_result(Path(args.out), {"benchmark": "echelon", "flows_synthetic": args.flows,
+                                      "target_s": {"fb2010": 10.0, "synthetic_100000": 5.0},
+                                      "runs": rows, "complete": len(rows) == len(cases)})
     return 0
 
 

@@ -125,13 +125,33 @@ def madd(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> np.ndarray
 
 class CoflowOrder:
     """MADD in a Coflow order, then back-fill: ``sebf`` (``order="sebf"``, smallest
-    bottleneck first) or ``fifo`` (``order="fifo"``, arrival order). Module docstring;
-    the allocation is one compiled pass (:func:`_coflow_order`)."""
+    bottleneck first), ``fifo`` (``order="fifo"``, arrival order) or ``sebf-static``
+    (``order="sebf-static"``: the bottleneck of the Coflow's full size, fixed when the
+    Coflow is first seen, as Varys' simulator orders Coflows). Module docstring; the
+    allocation is one compiled pass (:func:`_coflow_order`)."""
 
     def __init__(self, order: str) -> None:
-        if order not in ("sebf", "fifo"):
-            raise CommschedError(f"Coflow order must be sebf or fifo, not {order!r}")
+        if order not in ("sebf", "fifo", "sebf-static"):
+            raise CommschedError(f"Coflow order must be sebf, fifo or sebf-static, "
+                                 f"not {order!r}")
         self.order = order
+        self._static: dict[int, float] = {}  # Coflow id -> bottleneck of its full size
+
+    def _static_keys(self, view: View) -> np.ndarray:
+        """Per active flow, its Coflow's bottleneck time on the bytes of the Coflow's flows
+        active when the Coflow was first seen (all of them in a Coflow trace)."""
+        col = view.sim.meta["group"][view.active].astype(np.int64)
+        new = np.unique(col[~np.isin(col, np.fromiter(self._static, np.int64,
+                                                         len(self._static)))])
+        if len(new):
+            m = np.isin(col, new)
+            ids, gidx = np.unique(col[m], return_inverse=True)
+            cap = view.net.capacity.astype(float)
+            b = _link_bytes(view.links[m], view.sim.size[view.active[m]], gidx.reshape(-1),
+                            len(ids), len(cap))
+            self._static.update(zip(ids.tolist(), np.max(b / cap, axis=1).tolist(),
+                                    strict=True))
+        return np.array([self._static[g] for g in col.tolist()])
 
     def __call__(self, view: View) -> np.ndarray:
         n = len(view.active)
@@ -139,19 +159,22 @@ class CoflowOrder:
         if n == 0:
             return rates
         grp, ngroups = _groups(view)
+        key = self._static_keys(view) if self.order == "sebf-static" else np.zeros(0)
         _coflow_order(view.links, view.remaining, view.sim.release[view.active], grp,
-                      ngroups, view.net.capacity.astype(float), self.order == "fifo",
+                      ngroups, view.net.capacity.astype(float), self.order == "fifo", key,
                       view.now, rates)
         return rates
 
 
 @njit(cache=True)
 def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: np.ndarray,
-                  ngroups: int, cap: np.ndarray, fifo: bool, now: float,
+                  ngroups: int, cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
                   rates: np.ndarray) -> None:  # pragma: no cover - compiled
     """:class:`CoflowOrder`'s rates of the active flows (rows of ``links``, remaining
     bytes ``rem``, releases ``release``, Coflow indices ``grp`` in ``0..ngroups-1``,
-    increasing with the Coflow id) on link capacities ``cap``, written to ``rates``."""
+    increasing with the Coflow id) on link capacities ``cap``, written to ``rates``.
+    The ranking key is the earliest release (``fifo``), else the per-flow ``fixed`` key
+    of the flow's Coflow when given, else the bottleneck time of the remaining bytes."""
     n, hops = links.shape
     nl = cap.shape[0]
     local = np.full(ngroups, -1, np.int64)
@@ -175,6 +198,9 @@ def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: 
     if fifo:
         for j in range(n):
             key[loc[j]] = min(key[loc[j]], release[j])
+    elif fixed.shape[0]:
+        for j in range(n):
+            key[loc[j]] = fixed[j]
     else:
         for k in range(ng):
             m = 0.0
@@ -244,15 +270,21 @@ COFLOW_SCHEDULERS: dict[str, Callable[[], Policy]] = {
     "fair-ports": _fair_ports,
     "fifo": lambda: CoflowOrder("fifo"),
     "sebf": lambda: CoflowOrder("sebf"),
+    "sebf-static": lambda: CoflowOrder("sebf-static"),
 }
 
 
 def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
-           mb: float = MB) -> pd.DataFrame:
+           mb: float = MB, epoch_s: float | None = None) -> pd.DataFrame:
     """Replay a Coflow trace on a big switch of ``trace.ports`` ports of ``port_rate``
     bytes/s under ``scheduler`` (a name in :data:`COFLOW_SCHEDULERS`); one row per Coflow:
     ``id``, ``arrival`` and ``finish`` (s), ``cct`` (s), ``total_mb``, ``width`` (flows) and
     ``longest_mb`` (the Coflow's largest flow).
+
+    ``epoch_s`` admits Coflows as Varys' simulator does (``CoflowSim``,
+    ``Simulator.simulate``, epochs of 10 of its seconds): a Coflow arriving in
+    ``(k * epoch_s, (k + 1) * epoch_s]`` is released at ``k * epoch_s``, and its
+    ``arrival`` and CCT count from there.
 
     >>> from commsched.io.coflow import parse_coflow_trace
     >>> t = parse_coflow_trace("2 2\\n1 0 1 0 1 1:2.0\\n2 0 1 0 1 1:1.0\\n")
@@ -264,16 +296,23 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
                              f"{', '.join(COFLOW_SCHEDULERS)}")
     if not port_rate > 0:
         raise CommschedError("port rate must be positive")
+    if epoch_s is not None and not epoch_s > 0:
+        raise CommschedError("epoch must be positive")
     f = trace.flows(mb)
+    arrival = trace.arrival_ms / 1000.0
+    if epoch_s is not None:
+        arrival = np.maximum(np.ceil(arrival / epoch_s) - 1, 0) * epoch_s
+        f["release"] = arrival[f["coflow"]]
     with bar(len(f["src"]), f"replay {scheduler} (flows)", log_every=10.0) as b:
         res = simulate(big_switch(trace.ports, port_rate), f["src"], f["dst"], f["size"],
                        f["release"], policy=COFLOW_SCHEDULERS[scheduler](), progress=b.update,
                        group=f["coflow"])
     finish = np.full(len(trace), -np.inf)
     np.maximum.at(finish, f["coflow"], res.finish)
-    arrival = trace.arrival_ms / 1000.0
-    return pd.DataFrame({"id": trace.ids, "arrival": arrival, "finish": finish,
-                         "cct": finish - arrival, "total_mb": trace.total_mb(),
-                         "width": np.bincount(f["coflow"], minlength=len(trace)),
-                         "longest_mb": [float(v.max()) / len(m) for m, v
-                                        in zip(trace.mappers, trace.reducer_mb, strict=True)]})
+    df = pd.DataFrame({"id": trace.ids, "arrival": arrival, "finish": finish,
+                       "cct": finish - arrival, "total_mb": trace.total_mb(),
+                       "width": np.bincount(f["coflow"], minlength=len(trace)),
+                       "longest_mb": [float(v.max()) / len(m) for m, v
+                                      in zip(trace.mappers, trace.reducer_mb, strict=True)]})
+    df.attrs["events"] = res.events
+    return df

@@ -400,11 +400,13 @@ class Segment:
 
 @dataclass
 class FlowResult:
-    """The outcome of a simulation: per-flow finish times (``nan`` if unfinished)."""
+    """The outcome of a simulation: per-flow finish times (``nan`` if unfinished) and the
+    number of events (rate allocations)."""
 
     release: np.ndarray
     finish: np.ndarray
     segments: list[Segment] = field(default_factory=list)
+    events: int = 0
 
 
 @njit(cache=True)
@@ -629,7 +631,8 @@ class FlowSim:
 
     def result(self) -> FlowResult:
         n = self.n
-        return FlowResult(self.release[:n].copy(), self.finish[:n].copy(), list(self.segments))
+        return FlowResult(self.release[:n].copy(), self.finish[:n].copy(), list(self.segments),
+                          self.events)
 
 
 class RouteShare:
@@ -653,24 +656,24 @@ class RouteShare:
 
 
 @njit(cache=True)
-def _heap_push(key: np.ndarray, ids: np.ndarray, lo: int, n: int, k: float,
-               i: int) -> None:  # pragma: no cover - compiled
-    """Push (k, i) on the binary min-heap key[lo:lo+n] (ids alongside)."""
+def _heap_push(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: int, k: float,
+               i: int, v: int) -> None:  # pragma: no cover - compiled
+    """Push (k, i, v) on the binary min-heap key[lo:lo+n] (ids, versions alongside)."""
     j = n
     while j > 0:
         up = (j - 1) // 2
         if key[lo + up] <= k:
             break
-        key[lo + j], ids[lo + j] = key[lo + up], ids[lo + up]
+        key[lo + j], ids[lo + j], ver[lo + j] = key[lo + up], ids[lo + up], ver[lo + up]
         j = up
-    key[lo + j], ids[lo + j] = k, i
+    key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
 
 
 @njit(cache=True)
-def _heap_pop(key: np.ndarray, ids: np.ndarray, lo: int,
+def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
               n: int) -> None:  # pragma: no cover - compiled
     """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
-    k, i = key[lo + n - 1], ids[lo + n - 1]
+    k, i, v = key[lo + n - 1], ids[lo + n - 1], ver[lo + n - 1]
     n -= 1
     j = 0
     while True:
@@ -681,128 +684,205 @@ def _heap_pop(key: np.ndarray, ids: np.ndarray, lo: int,
             c += 1
         if key[lo + c] >= k:
             break
-        key[lo + j], ids[lo + j] = key[lo + c], ids[lo + c]
+        key[lo + j], ids[lo + j], ver[lo + j] = key[lo + c], ids[lo + c], ver[lo + c]
         j = c
     if n:
-        key[lo + j], ids[lo + j] = k, i
+        key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
 
 
 @njit(cache=True)
-def _route_run(route: np.ndarray, route_links: np.ndarray, capacity: np.ndarray,
-               size: np.ndarray, release: np.ndarray, order: np.ndarray, port_share: bool,
-               state: np.ndarray, served: np.ndarray, count: np.ndarray, rate: np.ndarray,
-               hkey: np.ndarray, hid: np.ndarray, hlo: np.ndarray, act: np.ndarray,
-               finish: np.ndarray, stop_after: int) -> int:  # pragma: no cover - compiled
-    """The event loop of :class:`RouteShare` (same events, completion rule and rates as
-    :class:`FlowSim` with that policy). Resumable: ``state`` holds [now, next flow to
-    admit, active routes, events, dirty]; returns after ``stop_after`` completions or at
-    the end (the number of flows completed in this call; -1 for a stall)."""
-    now, nxt, nact, events, dirty = state[0], int(state[1]), int(state[2]), state[3], state[4]
+def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarray,
+               link_ptr: np.ndarray, capacity: np.ndarray, size: np.ndarray,
+               release: np.ndarray, order: np.ndarray, port_share: bool, state: np.ndarray,
+               rs: np.ndarray, ri: np.ndarray, hkey: np.ndarray, hid: np.ndarray,
+               hver: np.ndarray, gkey: np.ndarray, gid: np.ndarray, gver: np.ndarray,
+               lcount: np.ndarray, lmark: np.ndarray, finish: np.ndarray,
+               stop_after: int) -> int:  # pragma: no cover - compiled
+    """The event loop of :class:`RouteShare`: the events, completion rule and rates of
+    :class:`FlowSim` with that policy, on routes and lazily. Route ``r`` serves each of
+    its flows ``served(t) = rs[1, r] + rate * (t - rs[0, r])`` (``rs`` rows: base time,
+    served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
+    active list, touched, heap base, active list, touched list) and keeps its flows in a
+    heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
+    heap holds each route's next completion time, stale entries skipped by version. A
+    rate is recomputed only for routes whose links' flow counts changed (port share) or,
+    for max-min, re-water-filled over the active routes and rebased where it changed.
+    Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
+    size, active routes, touched routes]; returns after ``stop_after`` completions or at
+    the end (flows completed in this call; -1 for a stall)."""
+    now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), state[3]
+    gn, nact, nt = int(state[4]), int(state[5]), int(state[6])
+    t0, s0, x = rs[0], rs[1], rs[2]
+    count, ver, pos, touched, hlo, act, tlist = ri[0], ri[1], ri[2], ri[3], ri[4], ri[5], ri[6]
     n = order.shape[0]
     nl = capacity.shape[0]
+    nr = route_links.shape[0]
     hops = route_links.shape[1]
-    w = np.zeros(route_links.shape[0])
-    agg = np.zeros(route_links.shape[0])
+    w = np.zeros(nr)
+    agg = np.zeros(nr)
     done = 0
-    while (nxt < n or nact > 0) and done < stop_after:
+    while (nxt < n or nflows > 0) and done < stop_after:
+        # flows released by now join their routes
         while nxt < n and release[order[nxt]] <= now:
             i = order[nxt]
             r = route[i]
             if count[r] == 0:
+                t0[r], s0[r], x[r] = now, 0.0, 0.0
                 act[nact] = r
+                pos[r] = nact
                 nact += 1
-                served[r] = 0.0
-            _heap_push(hkey, hid, hlo[r], count[r], served[r] + size[i], i)
+            sr = s0[r] + x[r] * (now - t0[r])
+            _heap_push(hkey, hid, hver, hlo[r], count[r], sr + size[i], i, 0)
             count[r] += 1
+            nflows += 1
+            for h in range(hops):
+                lk = route_links[r, h]
+                if lk >= 0:
+                    lcount[lk] += 1
+                    lmark[lk] = 1
+            if not touched[r]:
+                touched[r] = 1
+                tlist[nt] = r
+                nt += 1
             nxt += 1
-            dirty = 1.0
-        if dirty and nact:
+        if nt:  # the active set changed: new rates where they change
             events += 1
-            dirty = 0.0
-            routes = act[:nact]
             if port_share:
-                links_n = np.zeros(nl, np.int64)
-                for r in routes:
-                    for h in range(hops):
-                        lk = route_links[r, h]
-                        if lk >= 0:
-                            links_n[lk] += count[r]
-                for r in routes:
-                    x = np.inf
-                    for h in range(hops):
-                        lk = route_links[r, h]
-                        if lk >= 0:
-                            x = min(x, capacity[lk] / links_n[lk])
-                    rate[r] = x
+                for lk in range(nl):
+                    if lmark[lk]:
+                        for k in range(link_ptr[lk], link_ptr[lk + 1]):
+                            r = link_routes[k]
+                            if count[r] and not touched[r]:
+                                touched[r] = 1
+                                tlist[nt] = r
+                                nt += 1
             else:
+                routes = act[:nact]
                 for r in routes:
                     w[r] = count[r]
                 water_fill(route_links, routes, capacity, w, agg)
                 for r in routes:
-                    rate[r] = agg[r] / count[r]
+                    if not touched[r] and agg[r] / count[r] != x[r]:
+                        touched[r] = 1
+                        tlist[nt] = r
+                        nt += 1
+            for lk in range(nl):
+                lmark[lk] = 0
+            for k in range(nt):
+                r = tlist[k]
+                touched[r] = 0
+                if count[r] == 0:
+                    continue
+                if port_share:
+                    nx = np.inf
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            nx = min(nx, capacity[lk] / lcount[lk])
+                else:
+                    nx = agg[r] / count[r]
+                s0[r] = s0[r] + x[r] * (now - t0[r])
+                t0[r] = now
+                x[r] = nx
+                ver[r] += 1
+                if nx > 0:
+                    if gn == gkey.shape[0]:  # full of stale entries: rebuild it
+                        gn = 0
+                        for j in range(nact):
+                            q = act[j]
+                            if x[q] > 0:
+                                ver[q] += 1
+                                _heap_push(gkey, gid, gver, 0, gn,
+                                           t0[q] + (hkey[hlo[q]] - s0[q]) / x[q], q, ver[q])
+                                gn += 1
+                    else:
+                        _heap_push(gkey, gid, gver, 0, gn,
+                                   now + (hkey[hlo[r]] - s0[r]) / nx, r, ver[r])
+                        gn += 1
+            nt = 0
+        while gn and gver[0] != ver[gid[0]]:
+            _heap_pop(gkey, gid, gver, 0, gn)
+            gn -= 1
+        t_done = gkey[0] if gn else np.inf
         t_next = release[order[nxt]] if nxt < n else np.inf
-        dt_done = np.inf
-        for j in range(nact):
-            r = act[j]
-            if rate[r] > 0:
-                t = (hkey[hlo[r]] - served[r]) / rate[r]
-                if t < dt_done:
-                    dt_done = t
-        if dt_done == np.inf and t_next == np.inf:
-            state[0], state[1], state[2], state[3], state[4] = now, nxt, nact, events, dirty
-            return -1
-        t_end = min(now + dt_done, t_next)
+        if t_done == np.inf and t_next == np.inf:
+            if nflows:
+                done = -1
+            break
+        t_end = min(t_done, t_next)
         dt = t_end - now
-        on_time = dt_done < np.inf
-        k = 0
-        for j in range(nact):
-            r = act[j]
-            x = rate[r]
-            before = served[r]
-            served[r] = before + x * dt
+        # completions: every route whose next completion is due by t_end (REL_TOL of dt)
+        while gn:
+            if gver[0] != ver[gid[0]]:
+                _heap_pop(gkey, gid, gver, 0, gn)
+                gn -= 1
+                continue
+            if gkey[0] > t_end + REL_TOL * dt:
+                break
+            r = gid[0]
+            _heap_pop(gkey, gid, gver, 0, gn)
+            gn -= 1
+            ver[r] += 1
+            served = s0[r] + x[r] * (t_end - t0[r])
             lo = hlo[r]
             while count[r]:
                 i = hid[lo]
-                if (on_time and x > 0 and (hkey[lo] - before) / x <= dt * (1 + REL_TOL)) \
-                        or hkey[lo] - served[r] <= REL_TOL * size[i]:
+                if t0[r] + (hkey[lo] - s0[r]) / x[r] <= t_end + REL_TOL * dt \
+                        or hkey[lo] - served <= REL_TOL * size[i]:
                     finish[i] = t_end
-                    _heap_pop(hkey, hid, lo, count[r])
+                    _heap_pop(hkey, hid, hver, lo, count[r])
                     count[r] -= 1
+                    nflows -= 1
                     done += 1
-                    dirty = 1.0
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            lcount[lk] -= 1
+                            lmark[lk] = 1
                 else:
                     break
-            if count[r]:
-                act[k] = r
-                k += 1
-        nact = k
+            if count[r] == 0:  # the route leaves the active list
+                last = act[nact - 1]
+                act[pos[r]] = last
+                pos[last] = pos[r]
+                nact -= 1
+            if not touched[r]:
+                touched[r] = 1
+                tlist[nt] = r
+                nt += 1
         now = t_end
-    state[0], state[1], state[2], state[3], state[4] = now, nxt, nact, events, dirty
+    state[0], state[1], state[2], state[3] = now, nxt, nflows, events
+    state[4], state[5], state[6] = gn, nact, nt
     return done
 
 
 def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
                      release: np.ndarray, policy: RouteShare,
                      progress: Callable[[int], object] | None) -> FlowResult:
+    """:func:`_route_run` on a static set of flows."""
     h = net.hosts
-    pair = src * h + dst
-    pairs, route = np.unique(pair, return_inverse=True)
+    pairs, route = np.unique(src * h + dst, return_inverse=True)
     route = route.reshape(-1).astype(np.int64)
     route_links = np.ascontiguousarray(net.routes[pairs // h, pairs % h], dtype=np.int64)
-    nr = len(pairs)
-    per = np.bincount(route, minlength=nr)
-    hlo = np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64)
+    nr, nl = len(pairs), len(net.capacity)
+    rows, hop = np.nonzero(route_links >= 0)
+    lk = route_links[rows, hop]
+    link_routes = rows[np.argsort(lk, kind="stable")].astype(np.int64)
+    link_ptr = np.concatenate([[0], np.cumsum(np.bincount(lk, minlength=nl))]).astype(np.int64)
     n = len(size)
     order = np.lexsort((np.arange(n), release)).astype(np.int64)
+    ri = np.zeros((7, nr), np.int64)
+    ri[4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
+    g = 4 * nr + 16
     finish = np.full(n, np.nan)
-    state = np.zeros(5)
-    state[4] = 1.0
-    arrays = (np.zeros(nr), np.zeros(nr, np.int64), np.zeros(nr), np.zeros(n),
-              np.zeros(n, np.int64), hlo, np.zeros(nr, np.int64), finish)
+    state = np.zeros(7)
+    arrays = (np.zeros((3, nr)), ri, np.zeros(n), np.zeros(n, np.int64),
+              np.zeros(n, np.int64), np.zeros(g), np.zeros(g, np.int64),
+              np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish)
     left = n
     while left:
-        k = _route_run(route, route_links, net.capacity.astype(float), size, release, order,
-                       policy.kind == "port-share", state, *arrays,
+        k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
+                       size, release, order, policy.kind == "port-share", state, *arrays,
                        max(1, n // 100) if progress is not None else n)
         if k < 0:
             raise CommschedError(
@@ -811,7 +891,7 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
         left -= k
         if progress is not None and k:
             progress(k)
-    return FlowResult(release.copy(), finish, [])
+    return FlowResult(release.copy(), finish, [], int(state[3]))
 
 
 def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
