@@ -23,10 +23,29 @@ name to a factory of a :data:`~commsched.sim.flow.Policy`:
     what the earlier ones left, then back-fill in the same order. A later Coflow never slows
     an earlier one. (The limited multiplexing of Baraat's FIFO-LM is not modelled: every
     Coflow may use capacity the earlier ones leave.)
+``sebf-static`` -- ``sebf`` with the order Varys' own simulator uses (``coflow/coflowsim``,
+    ``CoflowSimulator.addToSortedJobs`` with ``SEBFComparator`` on ``Job.alpha``): the
+    bottleneck of the Coflow's *full* size, fixed when it arrives, never re-ranked as its
+    bytes drain.
 ``fair`` -- per-flow max-min fair sharing (what TCP approximates; Coflows ignored).
 ``fair-ports`` -- per-flow fairness as Varys' simulator approximates it: each flow takes the
     smaller of its equal shares at its links; capacity a flow cannot use is not
     redistributed (:func:`commsched.sim.flow.port_share`).
+
+Modelling differences from Varys' simulator (``coflow/coflowsim``, read for issue 25):
+it ranks SEBF statically (``sebf-static`` here); it admits Coflows in epochs of 10 of its
+seconds (``Simulator.simulate``: a Coflow arriving within the next epoch starts at the
+epoch's start and its CCT counts from there; :func:`replay`'s ``epoch_s``); it recomputes
+rates only when a Coflow arrives or departs, not when one of its flows completes; it
+back-fills greedily flow by flow (each takes ``min`` of the free capacity at its two
+ports) in earliest-deadline order, where ours back-fills by weighted max-min in rank
+order; it steps time in 8 ms quanta with reducer sizes rounded to whole MB per mapper;
+its port rate is 2^30 bit/s with 1024 trace-ms to its second (about 7% faster than
+our 1 Gbit/s per trace second). On FB2010, ``sebf-static`` raises our SEBF average CCT
+by 4.4% (23.52 s -> 24.56 s), about a quarter of the 18% gap to Varys' simulator, and
+10.24 s epochs change it by -0.1% (23.49 s): neither static ranking nor epoch admission
+explains the gap; the rate updates at Coflow events only and the greedy back-fill are
+the candidates left (not modelled here).
 
 Examples
 --------
