@@ -415,8 +415,13 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
           t_next: float, done: np.ndarray) -> tuple[int, float, int]:  # pragma: no cover
     """One constant-rate segment of the active flows ``act[:na]`` (rates ``rates[:na]``,
     links ``links[:na]``, compacted in place): from ``now`` to the first completion or
-    ``t_next``. A flow completes when its time to finish is within ``REL_TOL`` of the
-    segment or its remaining bytes fall to ``REL_TOL`` of its size. Returns the number
+    ``t_next``. A flow completes when its finish time, ``now`` plus its time to finish,
+    is at most the segment's end plus ``REL_TOL`` of the segment, or its remaining bytes
+    fall to ``REL_TOL`` of its size. The finish times are compared as absolute times, as
+    the segment's end is computed: the flow that sets the end always completes, also when
+    its time to finish is below the float resolution of ``now`` (``now + t == now``), where
+    a test on the segment's length ``dt`` would keep it active with an ever-zero segment
+    (the hang of issue 25). Returns the number
     of flows still active, the segment's end and the number of completed flows (their
     ids in ``done[:k]``); an end of -1 for a stall (no rate, nothing else will happen),
     -2 for a rate that is negative or not finite."""
@@ -433,7 +438,7 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
         return na, -1.0, 0
     t_end = min(now + dt_done, t_next)
     dt = t_end - now
-    on_time = dt_done < np.inf
+    due = t_end + REL_TOL * dt
     k = 0
     nd = 0
     for j in range(na):
@@ -441,8 +446,7 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
         r = rates[j]
         before = remaining[i]
         remaining[i] = before - r * dt
-        if (on_time and r > 0.0 and before / r <= dt * (1 + REL_TOL)) \
-                or remaining[i] <= REL_TOL * size[i]:
+        if (r > 0.0 and now + before / r <= due) or remaining[i] <= REL_TOL * size[i]:
             remaining[i] = 0.0
             finish[i] = t_end
             done[nd] = i
