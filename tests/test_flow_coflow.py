@@ -214,3 +214,22 @@ def test_replay_metrics_and_bins(tmp_path):
     assert main(["metrics", "--tables", f"sebf={tmp_path / 's.csv'}",
                  f"fair={tmp_path / 'f.csv'}", "--metrics", str(tmp_path / "m.csv"),
                  "--bins", str(tmp_path / "b.csv")]) == 2  # other Coflows: an error
+
+
+def test_sebf_static_keeps_the_arrival_order_of_bottlenecks():
+    # A: 4 bytes at 0; B: 3 bytes at 2, same port. At 2 s A has 2 left: sebf re-ranks
+    # (A's remaining 2 s < B's 3 s) and A ends at 4, B at 7; sebf-static keeps A's full
+    # size (4 s) behind B's (3 s): B runs 2..5, A ends at 7.
+    args = ([0, 0], [1, 2], [4.0, 3.0], [0.0, 2.0], [0, 1])
+    assert run("sebf", *args).tolist() == [4.0, 7.0]
+    assert run("sebf-static", *args).tolist() == [7.0, 5.0]
+
+
+def test_replay_epoch_admission_like_varys():
+    # arrivals 1.5 s and 12 s with 10 s epochs: released at 0 and 10, CCTs from there
+    t = parse_coflow_trace("2 2\n1 1500 1 0 1 1:1.0\n2 12000 1 0 1 1:1.0\n")
+    df = replay(t, "sebf", port_rate=1.0, mb=1.0, epoch_s=10.0)
+    assert df["arrival"].tolist() == [0.0, 10.0]
+    assert df["cct"].tolist() == [1.0, 1.0]
+    with pytest.raises(CommschedError, match="epoch"):
+        replay(t, "sebf", epoch_s=0.0)

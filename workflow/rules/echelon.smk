@@ -211,7 +211,7 @@ rule echelon_replay_run:
     benchmark:
         "results/benchmarks/echelon_replay_{scheduler}.tsv"
     wildcard_constraints:
-        scheduler="fair|fair-ports|fifo|sebf",
+        scheduler="fair|fair-ports|fifo|sebf|sebf-static",
     conda:
         CONDA_ENV
     shell:

@@ -47,12 +47,13 @@ long one then runs alone:
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 from commsched.errors import CommschedError
 
@@ -62,15 +63,18 @@ __all__ = [
     "InvalidFlowSchedule",
     "Network",
     "Policy",
+    "RouteShare",
     "Segment",
     "View",
     "big_switch",
     "check_flow_schedule",
     "max_min",
     "port_share",
+    "priority_fill",
     "priority_max_min",
     "simulate",
     "two_tier",
+    "water_fill",
 ]
 
 #: Relative tolerance of the simulator's float arithmetic (completion, saturation).
@@ -145,14 +149,19 @@ def two_tier(racks: int, hosts_per_rack: int, rate: float, oversubscription: flo
 @dataclass
 class View:
     """What a policy sees at an event: the active flows (indices into the simulation's
-    flow table), their remaining bytes and links, and the network."""
+    flow table, in admission order), their links and the network. ``remaining`` gathers
+    the active flows' remaining bytes on first use (a policy that reads the simulator's
+    arrays in place, ``sim.remaining[active]`` in a compiled kernel, skips the copy)."""
 
     now: float
     active: np.ndarray
-    remaining: np.ndarray
     links: np.ndarray
     net: Network
     sim: FlowSim
+
+    @cached_property
+    def remaining(self) -> np.ndarray:
+        return self.sim.remaining[self.active]
 
 
 #: A rate allocation policy: the rates of ``view.active`` (same order).
@@ -161,105 +170,186 @@ Policy = Callable[[View], np.ndarray]
 
 def max_min(links: np.ndarray, capacity: np.ndarray,
             weight: np.ndarray | None = None) -> np.ndarray:
-    """Weighted max-min fair rates by water-filling.
+    """Weighted max-min fair rates by water-filling (:func:`water_fill` on every flow).
 
     ``links`` is ``(flows, hops)`` padded with -1; a flow of weight ``w`` gets ``w * x``
     where ``x`` is its bottleneck's fair level. Flows with weight 0 or no link get 0.
-    Flows on the same route share its bottleneck, so they are water-filled as one
-    aggregate of their summed weight (a big switch has at most hosts^2 routes however
-    many flows there are) and split it in proportion to their weights.
 
     >>> max_min(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 2.0]
     """
     n = len(links)
-    if n == 0:
-        return np.zeros(0)
     w = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
-    routes, inv = _routes(links, len(capacity))
-    if len(routes) == n:
-        return _water_fill(links, capacity, w)
-    wsum = np.bincount(inv, weights=w, minlength=len(routes))
-    agg = _water_fill(routes, capacity, wsum)
-    per = np.divide(agg, wsum, out=np.zeros(len(routes)), where=wsum > 0)
-    return np.asarray(w * per[inv], dtype=float)
-
-
-def _routes(links: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of ``links`` and each row's index among them (rows encoded as one
-    integer when that fits in 62 bits: much faster than a row-wise unique)."""
-    base = n_links + 1
-    if links.shape[1] * math.log2(base) < 62:
-        key = (links + 1) @ (base ** np.arange(links.shape[1], dtype=np.int64))
-        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        return links[first], inv.reshape(-1)
-    routes, inv = np.unique(links, axis=0, return_inverse=True)
-    return routes, inv.reshape(-1)
-
-
-def _water_fill(links: np.ndarray, capacity: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted water-filling. Each round raises the level of every growing route until a
-    link saturates; the routes through saturated links freeze. Link weight sums are
-    updated by the frozen routes only, so a round costs O(links + frozen routes)."""
-    n = len(links)
     rate = np.zeros(n)
-    cap = capacity.astype(float).copy()
-    nl = len(cap)
+    if n:
+        water_fill(np.ascontiguousarray(links, dtype=np.int64), np.arange(n),
+                   np.asarray(capacity, dtype=float), w, rate)
+    return rate
+
+
+@njit(cache=True)
+def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.ndarray,
+               rate: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Weighted max-min water-filling of the flows ``idx`` (rows of ``links``, weights
+    ``w[idx]``) on ``capacity``; writes ``rate[idx]`` (compiled with numba).
+
+    Each round raises the level of every growing flow until a link saturates (its
+    leftover falls to ``REL_TOL`` of the capacity it started with, or, when float noise
+    saturates none, the tightest link); the flows through saturated links freeze at
+    ``w * level``. A round costs O(links used) plus the flows it freezes, so a call costs
+    O(flows * hops + rounds * links); links are numbered densely from 0.
+
+    Parameters
+    ----------
+    links : ndarray of int64, shape (flows, hops)
+        Link ids per flow, padded with -1.
+    idx : ndarray of int64
+        The flows to water-fill (rows of ``links``); others are left untouched.
+    capacity : ndarray of float
+        Capacity per link (bytes/s); not modified.
+    w : ndarray of float
+        Weight per flow (indexed like ``links``); a flow of weight <= 0 gets rate 0.
+    rate : ndarray of float
+        Output, indexed like ``links``.
+    """
+    nl = capacity.shape[0]
+    hops = links.shape[1]
+    m = idx.shape[0]
+    cap = capacity.copy()
+    wsum = np.zeros(nl)
+    cnt = np.zeros(nl, np.int64)
+    live = np.zeros(m, np.bool_)  # by position in idx
+    for p in range(m):
+        i = idx[p]
+        rate[i] = 0.0
+        if w[i] > 0:
+            for h in range(hops):
+                if links[i, h] >= 0:
+                    live[p] = True
+            if live[p]:
+                for h in range(hops):
+                    lk = links[i, h]
+                    if lk >= 0:
+                        wsum[lk] += w[i]
+                        cnt[lk] += 1
+    start = np.zeros(nl + 1, np.int64)
+    nused = 0
+    for lk in range(nl):
+        start[lk + 1] = start[lk] + cnt[lk]
+        if cnt[lk] > 0:
+            nused += 1
+    used = np.empty(nused, np.int64)  # links some growing flow crosses
+    fill = start[:nl].copy()
+    by_link = np.empty(start[nl], np.int64)  # positions of live flows grouped by link
+    j = 0
+    for lk in range(nl):
+        if cnt[lk] > 0:
+            used[j] = lk
+            j += 1
+    for p in range(m):
+        if live[p]:
+            i = idx[p]
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0:
+                    by_link[fill[lk]] = p
+                    fill[lk] += 1
     tol = REL_TOL * cap
-    valid = links >= 0
-    live = (w > 0) & valid.any(axis=1)
-    rows, hop = np.nonzero(valid & live[:, None])
-    lk = links[rows, hop]
-    wsum = np.bincount(lk, weights=w[rows], minlength=nl)
-    cnt = np.bincount(lk, minlength=nl)
-    by_link = rows[np.argsort(lk, kind="stable")]  # routes grouped by link (CSR)
-    start = np.concatenate([[0], np.cumsum(cnt)])
+    full = np.zeros(nl, np.bool_)
     total = 0.0
-    while True:
-        used = cnt > 0
-        if not used.any():
-            return rate
-        share = cap[used] / wsum[used]
-        level = max(float(np.min(share)), 0.0)
+    while nused:
+        level = np.inf
+        arg = -1
+        for j in range(nused):
+            lk = used[j]
+            share = cap[lk] / wsum[lk]
+            if share < level:
+                level, arg = share, lk
+        level = max(level, 0.0)
         total += level
-        cap[used] -= wsum[used] * level
-        full = used & (cap <= tol)
-        if not full.any():  # float noise: saturate the tightest link
-            full[np.flatnonzero(used)[np.argmin(share)]] = True
-        hit = np.unique(np.concatenate([by_link[start[j]:start[j + 1]]
-                                        for j in np.flatnonzero(full)]))
-        hit = hit[live[hit]]
-        live[hit] = False
-        rate[hit] = w[hit] * total
-        hv = valid[hit]
-        hl = links[hit][hv]
-        np.subtract.at(wsum, hl, np.broadcast_to(w[hit][:, None], hv.shape)[hv])
-        np.subtract.at(cnt, hl, 1)
-        cnt[full] = 0  # every route through a full link is frozen now
-        wsum[full] = 0.0
+        nfull = 0
+        for j in range(nused):
+            lk = used[j]
+            cap[lk] -= wsum[lk] * level
+            if cap[lk] <= tol[lk]:
+                full[lk] = True
+                nfull += 1
+        if nfull == 0:  # float noise: saturate the tightest link
+            full[arg] = True
+        for j in range(nused):
+            lk = used[j]
+            if full[lk]:
+                for k in range(start[lk], start[lk + 1]):
+                    p = by_link[k]
+                    if live[p]:
+                        live[p] = False
+                        i = idx[p]
+                        rate[i] = w[i] * total
+                        for h in range(hops):
+                            q = links[i, h]
+                            if q >= 0:
+                                wsum[q] -= w[i]
+                                cnt[q] -= 1
+                cnt[lk] = 0  # every flow through a full link is frozen now
+                wsum[lk] = 0.0
+        k = 0
+        for j in range(nused):
+            lk = used[j]
+            full[lk] = False
+            if cnt[lk] > 0:
+                used[k] = lk
+                k += 1
+        nused = k
 
 
 def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
                      weight: np.ndarray | None = None) -> np.ndarray:
     """Strict priority: classes in increasing ``klass`` order, each water-filled (weighted
-    max-min) on the capacity the classes before it left.
+    max-min) on the capacity the classes before it left (:func:`priority_fill`).
 
     >>> priority_max_min(np.array([[0, 1], [0, 2]]), np.ones(3), np.array([1, 0])).tolist()
     [0.0, 1.0]
     """
-    rate = np.zeros(len(links))
-    cap = capacity.astype(float).copy()
-    w = np.ones(len(links)) if weight is None else np.asarray(weight, dtype=float)
+    n = len(links)
+    rate = np.zeros(n)
+    if n == 0:
+        return rate
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=float)
     order = np.argsort(klass, kind="stable")
-    ks = klass[order]
-    bounds = np.flatnonzero(np.diff(ks)) + 1
-    for grp in np.split(order, bounds):
-        if not (cap > REL_TOL * capacity).any():
-            break
-        r = max_min(links[grp], np.maximum(cap, 0.0), w[grp])
-        rate[grp] = r
-        cap -= _load(links[grp], r, len(cap))
+    ks = np.asarray(klass)[order]
+    bounds = np.concatenate([[0], np.flatnonzero(ks[1:] != ks[:-1]) + 1, [n]])
+    priority_fill(np.ascontiguousarray(links, dtype=np.int64), order, bounds,
+                  np.asarray(capacity, dtype=float), w, rate)
     return rate
+
+
+@njit(cache=True)
+def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
+                  capacity: np.ndarray, w: np.ndarray,
+                  rate: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Strict-priority weighted water-filling (compiled): class ``c`` is the flows
+    ``order[bounds[c]:bounds[c + 1]]``; classes in that order, each :func:`water_fill`-ed
+    on what the classes before it left. Once no link has more than ``REL_TOL`` of its
+    ``capacity`` left, the remaining classes get 0. Writes ``rate[order]``."""
+    for i in order:
+        rate[i] = 0.0
+    cap = capacity.copy()
+    hops = links.shape[1]
+    for c in range(bounds.shape[0] - 1):
+        left = False
+        for lk in range(cap.shape[0]):
+            if cap[lk] > REL_TOL * capacity[lk]:
+                left = True
+                break
+        if not left:
+            return
+        grp = order[bounds[c]:bounds[c + 1]]
+        water_fill(links, grp, np.maximum(cap, 0.0), w, rate)
+        for i in grp:
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0:
+                    cap[lk] -= rate[i]
 
 
 def port_share(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -269,13 +359,27 @@ def port_share(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     >>> port_share(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 1.5]
     """
-    if len(links) == 0:
-        return np.zeros(0)
-    valid = links >= 0
-    count = np.bincount(links[valid], minlength=len(capacity))
-    share = np.where(valid, capacity[np.where(valid, links, 0)]
-                     / np.maximum(count[np.where(valid, links, 0)], 1), np.inf)
-    return np.asarray(share.min(axis=1), dtype=float)
+    rate = np.zeros(len(links))
+    _port_share(np.ascontiguousarray(links, dtype=np.int64), np.asarray(capacity, dtype=float),
+                rate)
+    return rate
+
+
+@njit(cache=True)
+def _port_share(links: np.ndarray, capacity: np.ndarray,
+                rate: np.ndarray) -> None:  # pragma: no cover - compiled
+    count = np.zeros(capacity.shape[0], np.int64)
+    for i in range(links.shape[0]):
+        for h in range(links.shape[1]):
+            if links[i, h] >= 0:
+                count[links[i, h]] += 1
+    for i in range(links.shape[0]):
+        r = np.inf
+        for h in range(links.shape[1]):
+            lk = links[i, h]
+            if lk >= 0:
+                r = min(r, capacity[lk] / count[lk])
+        rate[i] = r
 
 
 def _load(links: np.ndarray, rate: np.ndarray, n_links: int) -> np.ndarray:
@@ -296,17 +400,76 @@ class Segment:
 
 @dataclass
 class FlowResult:
-    """The outcome of a simulation: per-flow finish times (``nan`` if unfinished)."""
+    """The outcome of a simulation: per-flow finish times (``nan`` if unfinished) and the
+    number of events (rate allocations)."""
 
     release: np.ndarray
     finish: np.ndarray
     segments: list[Segment] = field(default_factory=list)
+    events: int = 0
+
+
+@njit(cache=True)
+def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
+          remaining: np.ndarray, size: np.ndarray, finish: np.ndarray, now: float,
+          t_next: float, done: np.ndarray) -> tuple[int, float, int]:  # pragma: no cover
+    """One constant-rate segment of the active flows ``act[:na]`` (rates ``rates[:na]``,
+    links ``links[:na]``, compacted in place): from ``now`` to the first completion or
+    ``t_next``. A flow completes when its finish time, ``now`` plus its time to finish,
+    is at most the segment's end plus ``REL_TOL`` of the segment, or its remaining bytes
+    fall to ``REL_TOL`` of its size. The finish times are compared as absolute times, as
+    the segment's end is computed: the flow that sets the end always completes, also when
+    its time to finish is below the float resolution of ``now`` (``now + t == now``), where
+    a test on the segment's length ``dt`` would keep it active with an ever-zero segment
+    (the hang of issue 25). Returns the number
+    of flows still active, the segment's end and the number of completed flows (their
+    ids in ``done[:k]``); an end of -1 for a stall (no rate, nothing else will happen),
+    -2 for a rate that is negative or not finite."""
+    dt_done = np.inf
+    for j in range(na):
+        r = rates[j]
+        if not (r >= 0.0 and r < np.inf):
+            return na, -2.0, 0
+        if r > 0.0:
+            t = remaining[act[j]] / r
+            if t < dt_done:
+                dt_done = t
+    if dt_done == np.inf and t_next == np.inf:
+        return na, -1.0, 0
+    t_end = min(now + dt_done, t_next)
+    dt = t_end - now
+    due = t_end + REL_TOL * dt
+    k = 0
+    nd = 0
+    for j in range(na):
+        i = act[j]
+        r = rates[j]
+        before = remaining[i]
+        remaining[i] = before - r * dt
+        if (r > 0.0 and now + before / r <= due) or remaining[i] <= REL_TOL * size[i]:
+            remaining[i] = 0.0
+            finish[i] = t_end
+            done[nd] = i
+            nd += 1
+        else:
+            if k < j:
+                act[k] = i
+                rates[k] = r
+                for h in range(links.shape[1]):
+                    links[k, h] = links[j, h]
+            k += 1
+    return k, t_end, nd
 
 
 class FlowSim:
     """The event loop. Add flows with :meth:`add` (at or after :attr:`now`), then
     :meth:`advance`; flow columns beyond src/dst/size/release live in :attr:`meta`
-    (name -> array, grown with the flows) for policies to read."""
+    (name -> array, grown with the flows) for policies to read.
+
+    The active flows, their links and rates are kept in admission order in arrays that
+    are compacted in place when flows complete (no per-event rebuild); a segment (the
+    time to the next completion, the remaining bytes, completions) is one compiled pass
+    over them (:func:`_step`), so an event costs the policy plus O(active flows)."""
 
     def __init__(self, net: Network, policy: Policy, record: bool = False) -> None:
         self.net = net
@@ -322,19 +485,31 @@ class FlowSim:
         self.remaining = np.zeros(self._cap)
         self.finish = np.full(self._cap, np.nan)
         self.meta: dict[str, np.ndarray] = {}
-        self._pending: list[tuple[float, int]] = []  # heap of (release, id), not yet active
-        self._active = np.zeros(0, dtype=np.int64)
-        self._rates = np.zeros(0)
+        # not yet active: ids sorted by (release, id), from position _next on
+        self._pending = np.zeros(0, dtype=np.int64)
+        self._pending_at = np.zeros(0)  # their releases
+        self._next = 0
+        hops = net.routes.shape[2]
+        self._act = np.zeros(self._cap, dtype=np.int64)  # active ids: _act[:_na]
+        self._links = np.zeros((self._cap, hops), dtype=np.int64)
+        self._rates = np.zeros(self._cap)
+        self._done = np.zeros(self._cap, dtype=np.int64)
+        self._na = 0
         self._dirty = True
         self._wake: list[float] = []
+        self.events = 0  #: policy calls so far
         self.segments: list[Segment] = []
 
     def _grow(self, need: int) -> None:
+        if self._cap >= need:
+            return
         while self._cap < need:
             self._cap *= 2
-        for name in ("src", "dst", "size", "release", "remaining", "finish"):
+        for name in ("src", "dst", "size", "release", "remaining", "finish",
+                     "_act", "_rates", "_done", "_links"):
             a = getattr(self, name)
-            b = np.full(self._cap, np.nan) if name == "finish" else np.zeros(self._cap, a.dtype)
+            b = (np.full(self._cap, np.nan) if name == "finish"
+                 else np.zeros((self._cap, *a.shape[1:]), a.dtype))
             b[: len(a)] = a
             setattr(self, name, b)
         for k, a in self.meta.items():
@@ -373,8 +548,10 @@ class FlowSim:
             self.meta[name][sl] = a
         self.n += k
         ids = np.arange(i0, i0 + k)
-        for t, i in zip(self.release[sl].tolist(), ids.tolist(), strict=True):
-            heapq.heappush(self._pending, (t, i))
+        pend = np.concatenate([self._pending[self._next:], ids])
+        self._pending = pend[np.lexsort((pend, self.release[pend]))]
+        self._pending_at = self.release[self._pending]
+        self._next = 0
         return ids
 
     def wake_at(self, t: float) -> None:
@@ -385,30 +562,35 @@ class FlowSim:
 
     @property
     def active(self) -> np.ndarray:
-        return self._active
+        """Ids of the active flows in admission order (a view: copy it to keep it)."""
+        return self._act[: self._na]
 
     def next_release(self) -> float:
-        return self._pending[0][0] if self._pending else math.inf
+        return (float(self._pending_at[self._next])
+                if self._next < len(self._pending) else math.inf)
 
     def _admit(self) -> None:
-        new = []
-        while self._pending and self._pending[0][0] <= self.now:
-            new.append(heapq.heappop(self._pending)[1])
-        if new:
-            self._active = np.concatenate([self._active, np.array(new, dtype=np.int64)])
+        stop = int(np.searchsorted(self._pending_at, self.now, side="right"))
+        if stop > self._next:
+            new = self._pending[self._next:stop]
+            na, k = self._na, len(new)
+            self._act[na:na + k] = new
+            self._links[na:na + k] = self.net.routes[self.src[new], self.dst[new]]
+            self._na += k
+            self._next = stop
             self._dirty = True
         while self._wake and self._wake[-1] <= self.now:
             self._wake.pop()
             self._dirty = True
 
     def _allocate(self) -> None:
-        a = self._active
-        links = self.net.routes[self.src[a], self.dst[a]]
-        view = View(self.now, a, self.remaining[a], links, self.net, self)
+        na = self._na
+        view = View(self.now, self._act[:na], self._links[:na], self.net, self)
         rates = np.asarray(self.policy(view), dtype=float)
-        if rates.shape != a.shape or np.any(~(rates >= 0)) or not np.all(np.isfinite(rates)):
+        if rates.shape != (na,):
             raise CommschedError("policy returned rates of the wrong shape or negative rates")
-        self._rates = rates
+        self._rates[:na] = rates
+        self.events += 1
         self._dirty = False
 
     def advance(self, until: float = math.inf) -> np.ndarray:
@@ -416,62 +598,327 @@ class FlowSim:
         the ids of the flows that completed (empty if ``until`` came first)."""
         while True:
             self._admit()
-            if self._dirty and len(self._active):
+            if self._dirty and self._na:
                 self._allocate()
             t_next = min(until, self.next_release(), self._wake[-1] if self._wake else math.inf)
-            a, rates = self._active, self._rates
-            moving = rates > 0
-            if len(a) and moving.any():
-                ttf = np.full(len(a), math.inf)
-                ttf[moving] = self.remaining[a[moving]] / rates[moving]
-                dt_done = float(ttf.min())
-            else:
-                dt_done = math.inf
-            if dt_done == math.inf and t_next == math.inf:
-                if len(a):
+            na = self._na
+            if self.record:
+                ids, rates = self._act[:na].copy(), self._rates[:na].copy()
+            self._na, t_end, nd = _step(self._act, na, self._links, self._rates,
+                                        self.remaining, self.size, self.finish, self.now,
+                                        t_next, self._done)
+            if t_end == -2.0:
+                raise CommschedError("policy returned rates of the wrong shape or "
+                                     "negative rates")
+            if t_end == -1.0:
+                if na:
                     raise CommschedError(
-                        f"flow simulation stalled at t={self.now}: {len(a)} active flows "
+                        f"flow simulation stalled at t={self.now}: {na} active flows "
                         "get no rate and nothing else will happen")
                 return np.zeros(0, dtype=np.int64)
-            t_end = min(self.now + dt_done, t_next)
-            dt = t_end - self.now
-            if self.record and len(a) and dt > 0:
-                self.segments.append(Segment(self.now, t_end, a.copy(), rates.copy()))
-            if len(a):
-                self.remaining[a] -= rates * dt
-                done = (ttf <= dt * (1 + REL_TOL)) if dt_done < math.inf else np.zeros(len(a), bool)
-                done |= self.remaining[a] <= REL_TOL * self.size[a]
-            else:
-                done = np.zeros(0, dtype=bool)
+            if self.record and na and t_end > self.now:
+                self.segments.append(Segment(self.now, t_end, ids, rates))
             self.now = t_end
-            if done.any():
-                fin = a[done]
-                self.remaining[fin] = 0.0
-                self.finish[fin] = t_end
-                self._active, self._rates = a[~done], rates[~done]
+            if nd:
                 self._dirty = True
-                return fin
+                return self._done[:nd].copy()
             if t_end >= until:
                 return np.zeros(0, dtype=np.int64)
 
-    def run(self) -> None:
-        """Run until every added flow has finished."""
-        while self._pending or len(self._active):
-            self.advance()
+    def run(self, progress: Callable[[int], object] | None = None) -> None:
+        """Run until every added flow has finished; ``progress`` (if given) is called
+        with the number of flows that completed at each completion event."""
+        while self._next < len(self._pending) or self._na:
+            done = self.advance()
+            if progress is not None and len(done):
+                progress(len(done))
 
     def result(self) -> FlowResult:
         n = self.n
-        return FlowResult(self.release[:n].copy(), self.finish[:n].copy(), list(self.segments))
+        return FlowResult(self.release[:n].copy(), self.finish[:n].copy(), list(self.segments),
+                          self.events)
+
+
+class RouteShare:
+    """A policy under which a flow's rate depends only on its route and on how many
+    active flows each route has: ``"max-min"`` (:func:`max_min`, unweighted) or
+    ``"port-share"`` (:func:`port_share`). Called on a :class:`View` it is an ordinary
+    policy; :func:`simulate` runs it on routes instead of flows (:func:`_route_run`):
+    flows on one route get the same rate, so each route keeps the bytes every one of its
+    flows has received (``served``) and a heap of its flows by ``served`` at admission
+    plus size, and an event costs O(active routes), not O(active flows)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("max-min", "port-share"):
+            raise CommschedError(f"route share must be max-min or port-share, not {kind!r}")
+        self.kind = kind
+
+    def __call__(self, view: View) -> np.ndarray:
+        if self.kind == "max-min":
+            return max_min(view.links, view.net.capacity)
+        return port_share(view.links, view.net.capacity)
+
+
+@njit(cache=True)
+def _heap_push(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: int, k: float,
+               i: int, v: int) -> None:  # pragma: no cover - compiled
+    """Push (k, i, v) on the binary min-heap key[lo:lo+n] (ids, versions alongside)."""
+    j = n
+    while j > 0:
+        up = (j - 1) // 2
+        if key[lo + up] <= k:
+            break
+        key[lo + j], ids[lo + j], ver[lo + j] = key[lo + up], ids[lo + up], ver[lo + up]
+        j = up
+    key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+
+
+@njit(cache=True)
+def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
+              n: int) -> None:  # pragma: no cover - compiled
+    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
+    k, i, v = key[lo + n - 1], ids[lo + n - 1], ver[lo + n - 1]
+    n -= 1
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[lo + c + 1] < key[lo + c]:
+            c += 1
+        if key[lo + c] >= k:
+            break
+        key[lo + j], ids[lo + j], ver[lo + j] = key[lo + c], ids[lo + c], ver[lo + c]
+        j = c
+    if n:
+        key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+
+
+@njit(cache=True)
+def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarray,
+               link_ptr: np.ndarray, capacity: np.ndarray, size: np.ndarray,
+               release: np.ndarray, order: np.ndarray, port_share: bool, state: np.ndarray,
+               rs: np.ndarray, ri: np.ndarray, hkey: np.ndarray, hid: np.ndarray,
+               hver: np.ndarray, gkey: np.ndarray, gid: np.ndarray, gver: np.ndarray,
+               lcount: np.ndarray, lmark: np.ndarray, finish: np.ndarray,
+               stop_after: int) -> int:  # pragma: no cover - compiled
+    """The event loop of :class:`RouteShare`: the events, completion rule and rates of
+    :class:`FlowSim` with that policy, on routes and lazily. Route ``r`` serves each of
+    its flows ``served(t) = rs[1, r] + rate * (t - rs[0, r])`` (``rs`` rows: base time,
+    served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
+    active list, touched, heap base, active list, touched list) and keeps its flows in a
+    heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
+    heap holds each route's next completion time, stale entries skipped by version. A
+    rate is recomputed only for routes whose links' flow counts changed (port share) or,
+    for max-min, re-water-filled over the active routes and rebased where it changed.
+    Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
+    size, active routes, touched routes]; returns after ``stop_after`` completions or at
+    the end (flows completed in this call; -1 for a stall)."""
+    now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), state[3]
+    gn, nact, nt = int(state[4]), int(state[5]), int(state[6])
+    t0, s0, x = rs[0], rs[1], rs[2]
+    count, ver, pos, touched, hlo, act, tlist = ri[0], ri[1], ri[2], ri[3], ri[4], ri[5], ri[6]
+    n = order.shape[0]
+    nl = capacity.shape[0]
+    nr = route_links.shape[0]
+    hops = route_links.shape[1]
+    w = np.zeros(nr)
+    agg = np.zeros(nr)
+    done = 0
+    while (nxt < n or nflows > 0) and done < stop_after:
+        # flows released by now join their routes
+        while nxt < n and release[order[nxt]] <= now:
+            i = order[nxt]
+            r = route[i]
+            if count[r] == 0:
+                t0[r], s0[r], x[r] = now, 0.0, 0.0
+                act[nact] = r
+                pos[r] = nact
+                nact += 1
+            sr = s0[r] + x[r] * (now - t0[r])
+            _heap_push(hkey, hid, hver, hlo[r], count[r], sr + size[i], i, 0)
+            count[r] += 1
+            nflows += 1
+            for h in range(hops):
+                lk = route_links[r, h]
+                if lk >= 0:
+                    lcount[lk] += 1
+                    lmark[lk] = 1
+            if not touched[r]:
+                touched[r] = 1
+                tlist[nt] = r
+                nt += 1
+            nxt += 1
+        if nt:  # the active set changed: new rates where they change
+            events += 1
+            if port_share:
+                for lk in range(nl):
+                    if lmark[lk]:
+                        for k in range(link_ptr[lk], link_ptr[lk + 1]):
+                            r = link_routes[k]
+                            if count[r] and not touched[r]:
+                                touched[r] = 1
+                                tlist[nt] = r
+                                nt += 1
+            else:
+                routes = act[:nact]
+                for r in routes:
+                    w[r] = count[r]
+                water_fill(route_links, routes, capacity, w, agg)
+                for r in routes:
+                    if not touched[r] and agg[r] / count[r] != x[r]:
+                        touched[r] = 1
+                        tlist[nt] = r
+                        nt += 1
+            for lk in range(nl):
+                lmark[lk] = 0
+            for k in range(nt):
+                r = tlist[k]
+                touched[r] = 0
+                if count[r] == 0:
+                    continue
+                if port_share:
+                    nx = np.inf
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            nx = min(nx, capacity[lk] / lcount[lk])
+                else:
+                    nx = agg[r] / count[r]
+                s0[r] = s0[r] + x[r] * (now - t0[r])
+                t0[r] = now
+                x[r] = nx
+                ver[r] += 1
+                if nx > 0:
+                    if gn == gkey.shape[0]:  # full of stale entries: rebuild it
+                        gn = 0
+                        for j in range(nact):
+                            q = act[j]
+                            if x[q] > 0:
+                                ver[q] += 1
+                                _heap_push(gkey, gid, gver, 0, gn,
+                                           t0[q] + (hkey[hlo[q]] - s0[q]) / x[q], q, ver[q])
+                                gn += 1
+                    else:
+                        _heap_push(gkey, gid, gver, 0, gn,
+                                   now + (hkey[hlo[r]] - s0[r]) / nx, r, ver[r])
+                        gn += 1
+            nt = 0
+        while gn and gver[0] != ver[gid[0]]:
+            _heap_pop(gkey, gid, gver, 0, gn)
+            gn -= 1
+        t_done = gkey[0] if gn else np.inf
+        t_next = release[order[nxt]] if nxt < n else np.inf
+        if t_done == np.inf and t_next == np.inf:
+            if nflows:
+                done = -1
+            break
+        t_end = min(t_done, t_next)
+        dt = t_end - now
+        # completions: every route whose next completion is due by t_end (REL_TOL of dt)
+        while gn:
+            if gver[0] != ver[gid[0]]:
+                _heap_pop(gkey, gid, gver, 0, gn)
+                gn -= 1
+                continue
+            if gkey[0] > t_end + REL_TOL * dt:
+                break
+            r = gid[0]
+            _heap_pop(gkey, gid, gver, 0, gn)
+            gn -= 1
+            ver[r] += 1
+            served = s0[r] + x[r] * (t_end - t0[r])
+            lo = hlo[r]
+            while count[r]:
+                i = hid[lo]
+                if t0[r] + (hkey[lo] - s0[r]) / x[r] <= t_end + REL_TOL * dt \
+                        or hkey[lo] - served <= REL_TOL * size[i]:
+                    finish[i] = t_end
+                    _heap_pop(hkey, hid, hver, lo, count[r])
+                    count[r] -= 1
+                    nflows -= 1
+                    done += 1
+                    for h in range(hops):
+                        lk = route_links[r, h]
+                        if lk >= 0:
+                            lcount[lk] -= 1
+                            lmark[lk] = 1
+                else:
+                    break
+            if count[r] == 0:  # the route leaves the active list
+                last = act[nact - 1]
+                act[pos[r]] = last
+                pos[last] = pos[r]
+                nact -= 1
+            if not touched[r]:
+                touched[r] = 1
+                tlist[nt] = r
+                nt += 1
+        now = t_end
+    state[0], state[1], state[2], state[3] = now, nxt, nflows, events
+    state[4], state[5], state[6] = gn, nact, nt
+    return done
+
+
+def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
+                     release: np.ndarray, policy: RouteShare,
+                     progress: Callable[[int], object] | None) -> FlowResult:
+    """:func:`_route_run` on a static set of flows."""
+    h = net.hosts
+    pairs, route = np.unique(src * h + dst, return_inverse=True)
+    route = route.reshape(-1).astype(np.int64)
+    route_links = np.ascontiguousarray(net.routes[pairs // h, pairs % h], dtype=np.int64)
+    nr, nl = len(pairs), len(net.capacity)
+    rows, hop = np.nonzero(route_links >= 0)
+    lk = route_links[rows, hop]
+    link_routes = rows[np.argsort(lk, kind="stable")].astype(np.int64)
+    link_ptr = np.concatenate([[0], np.cumsum(np.bincount(lk, minlength=nl))]).astype(np.int64)
+    n = len(size)
+    order = np.lexsort((np.arange(n), release)).astype(np.int64)
+    ri = np.zeros((7, nr), np.int64)
+    ri[4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
+    g = 4 * nr + 16
+    finish = np.full(n, np.nan)
+    state = np.zeros(7)
+    arrays = (np.zeros((3, nr)), ri, np.zeros(n), np.zeros(n, np.int64),
+              np.zeros(n, np.int64), np.zeros(g), np.zeros(g, np.int64),
+              np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish)
+    left = n
+    while left:
+        k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
+                       size, release, order, policy.kind == "port-share", state, *arrays,
+                       max(1, n // 100) if progress is not None else n)
+        if k < 0:
+            raise CommschedError(
+                f"flow simulation stalled at t={state[0]}: active flows get no rate and "
+                "nothing else will happen")
+        left -= k
+        if progress is not None and k:
+            progress(k)
+    return FlowResult(release.copy(), finish, [], int(state[3]))
 
 
 def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
              size: Sequence[float] | np.ndarray, release: Sequence[float] | np.ndarray,
              policy: Policy | None = None, record: bool = False,
+             progress: Callable[[int], object] | None = None,
              **meta: Sequence[float] | np.ndarray) -> FlowResult:
-    """Simulate a static set of flows to completion (default policy: per-flow max-min)."""
-    sim = FlowSim(net, policy or (lambda v: max_min(v.links, v.net.capacity)), record=record)
+    """Simulate a static set of flows to completion (default policy: per-flow max-min).
+
+    A :class:`RouteShare` policy (the default is ``RouteShare("max-min")``) runs on routes
+    (:func:`_route_run`) unless ``record`` asks for the segments; any other policy runs in
+    :class:`FlowSim`. ``progress`` (if given) is called with numbers of completed flows.
+    """
+    policy = policy or RouteShare("max-min")
+    if isinstance(policy, RouteShare) and not record:
+        sim = FlowSim(net, policy)  # validates the flows
+        sim.add(src, dst, size, release, **meta)
+        n = sim.n
+        return _simulate_routes(net, sim.src[:n], sim.dst[:n], sim.size[:n],
+                                sim.release[:n], policy, progress)
+    sim = FlowSim(net, policy, record=record)
     sim.add(src, dst, size, release, **meta)
-    sim.run()
+    sim.run(progress)
     return sim.result()
 
 

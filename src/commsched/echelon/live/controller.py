@@ -151,8 +151,8 @@ class PhaseState:
         a = np.array(self.active, dtype=np.int64)
         size = self.sim.size[a]
         rem = np.maximum(size - np.array([self.sent[i] for i in self.active]), 1e-3 * size)
-        view = View(t, a, rem, self.net.routes[self.sim.src[a], self.sim.dst[a]], self.net,
-                    self.sim)
+        self.sim.remaining[a] = rem  # the flow table's remaining bytes: what htb counted
+        view = View(t, a, self.net.routes[self.sim.src[a], self.sim.dst[a]], self.net, self.sim)
         rates = np.asarray(self.policy(view), dtype=float)
         self.rate = dict(zip(self.active, rates.tolist(), strict=True))
         for core in (0, 1):
