@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from commsched.claims import load_claims
 from commsched.cluster import net
 from commsched.cluster.server import session_config
 from commsched.cluster.state import run_base
@@ -182,6 +183,9 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
     assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
     m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
     assert m["placement_live.combinations"] == 4
+    live_rows = [c for c in load_claims(ROOT / "papers" / "claims" / "placement.yaml")
+                 if c["target"] == "placement_live"]
+    assert live_rows and {c["metric"] for c in live_rows} <= set(m)
     assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
     assert not (run_base() / run_id).exists()
     procs = []

@@ -143,7 +143,11 @@ def test_msr_runs_graph6_and_heft_time():
 
 
 def test_every_claim_metric_is_produced(metrics):
+    """Every metric of the simulated rows (target ``placement``); the live rows' metrics
+    (target ``placement_live``) are checked by the live run's test."""
     claims = load_claims(ROOT / "papers" / "claims" / "placement.yaml")
-    missing = {c["metric"] for c in claims} - set(metrics)
+    assert {c["target"] for c in claims} == {"placement", "placement_live"}
+    simulated = [c for c in claims if c["target"] == "placement"]
+    missing = {c["metric"] for c in simulated} - set(metrics)
     assert not missing
-    assert all(c["target"] == "placement" and c["paper"] == "laich" for c in claims)
+    assert all(c["paper"] == "laich" for c in claims)
