@@ -196,3 +196,10 @@ def procs_with(text: str) -> list[int]:
         except OSError:
             continue
     return [p for p in out if p != os.getpid()]
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` for a process a test will interrupt with SIGINT: a suite started in
+    the background (``make test &``) inherits SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler in its children."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from conftest import sigint_default
 
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
@@ -240,7 +241,8 @@ def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: s
     before = set(net.list_namespaces())
     p = subprocess.Popen([sys.executable, "-m", "commsched.pace.experiments.live",
                           "--config-json", json.dumps(cfg), "--workdir", str(tmp_path / "w"),
-                          *out], stderr=subprocess.PIPE, text=True)
+                          *out], stderr=subprocess.PIPE, text=True,
+                         preexec_fn=sigint_default)
     results = tmp_path / "w" / "tiny_cnn-torch-cpu-train-b4"
     deadline = time.monotonic() + 90
     while not (results / "worker1.log").is_file():  # the workers started

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import procs_with
+from conftest import procs_with, sigint_default
 
 from commsched.cluster import net
 from commsched.cluster.state import run_base
@@ -87,7 +87,8 @@ def _start(tmp: Path, cfg: dict[str, Any]) -> subprocess.Popen[str]:
         [sys.executable, "-m", "commsched.echelon.experiments.live", "--config-json",
          json.dumps(cfg), "--workdir", str(tmp / "run"), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True)
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, start_new_session=True,
+        preexec_fn=sigint_default)
 
 
 def _wait_for(pred: Any, timeout: float) -> None:

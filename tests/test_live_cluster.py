@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import sigint_default
 
 from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, emulated_cluster, status
@@ -134,7 +135,7 @@ def _start_holder(tmp_path: Path, run_id: str) -> subprocess.Popen[str]:
     script = tmp_path / "hold.py"
     script.write_text(_SCRIPT)
     p = subprocess.Popen([sys.executable, str(script), run_id], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+                         stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_default)
     assert p.stdout is not None
     deadline = time.monotonic() + 150
     for line in p.stdout:  # ends when the holder exits

@@ -24,14 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import (
-    ProcRecord,
-    end_processes,
-    last_error,
-    spawn,
-    start_time,
-    wait_all,
-)
+from commsched.cluster import procs
+from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.echelon.live.worker import WorkerConfig
 from commsched.errors import CommschedError
@@ -105,8 +99,8 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
                 p = start(role, argv, log, env)
                 started[role] = (p, ProcRecord(p.pid, start_time(p.pid) or 0, role, None,
                                                str(log)), log)
-        wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
-                 last_error, extra=extra)
+        procs.wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
+                       procs.last_error, extra=extra)
     finally:
         end_processes([rec for _, rec, _ in started.values()],
                       popens={p.pid: p for p, _, _ in started.values()})

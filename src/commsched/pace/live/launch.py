@@ -19,14 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from commsched.atomic import atomic_write_text
-from commsched.cluster.procs import (
-    ProcRecord,
-    end_processes,
-    last_error,
-    spawn,
-    start_time,
-    wait_all,
-)
+from commsched.cluster import procs
+from commsched.cluster.procs import ProcRecord, end_processes, spawn, start_time
 from commsched.cluster.torchrun import LAUNCHERS, torchrun_argv
 from commsched.errors import CommschedError
 from commsched.pace.live.ddp import WorkerConfig
@@ -116,8 +110,8 @@ def launch(cfgs: Sequence[WorkerConfig], workdir: str | os.PathLike[str], timeou
             p = start(cfg.rank, argv, log, env)
             started[cfg.rank] = (p, ProcRecord(p.pid, start_time(p.pid) or 0,
                                                f"ddp-w{cfg.rank}", None, str(log)), log)
-        wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
-                 last_error, label="ddp worker {}", all_label="ddp workers")
+        procs.wait_all({r: (p, log) for r, (p, _, log) in started.items()}, timeout, poll,
+                       procs.last_error, label="ddp worker {}", all_label="ddp workers")
     finally:
         end_processes([rec for _, rec, _ in started.values()],
                       popens={p.pid: p for p, _, _ in started.values()})
