@@ -46,4 +46,4 @@ record-reference:
 	cp results/metrics/*.csv results/reference.new/metrics/
 	cp results/figures/*.png results/reference.new/figures/
 	rm -rf results/reference && mv results/reference.new results/reference
-	@echo "record-reference: results/reference/ holds the run of $$(sed -n 's/^# git_revision: //p' results/claims.csv)"
+	@echo "record-reference: results/reference/ holds the run of $$(sed -n 's/^# git_revision: "\(.*\)"/\1/p' results/claims.csv)"
