@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -126,21 +126,30 @@ def local_pipeline_run(tmp_path_factory):
     return checkout
 
 
+def _command_lines() -> Iterator[tuple[Path, int, str]]:
+    """``(/proc/PID, PID, command line)`` of every living process but this one."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        yield proc, int(proc.name), cmdline
+
+
 def processes_in(directory: Path) -> dict[int, str]:
     """Living processes (not this one) whose working directory is in ``directory`` or with
     an argument that is a path in it: PID -> command line."""
     found = {}
     inside = re.compile(rf"(^|[\s'\"=]){re.escape(str(directory))}(/|[\s'\"]|$)")
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
+    for proc, pid, cmdline in _command_lines():
         try:
             cwd = os.readlink(proc / "cwd")
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
         if Path(cwd).is_relative_to(directory) or inside.search(cmdline):
-            found[int(proc.name)] = cmdline
+            found[pid] = cmdline
     return found
 
 
@@ -188,14 +197,7 @@ def kill_when(cmd: list[str], cwd: Path, env: dict[str, str], ready: Callable[[]
 
 def procs_with(text: str) -> list[int]:
     """PIDs of the processes (other than this one) whose command line contains ``text``."""
-    out = []
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode():
-                out.append(int(d.name))
-        except OSError:
-            continue
-    return [p for p in out if p != os.getpid()]
+    return [pid for _, pid, cmdline in _command_lines() if text in cmdline]
 
 
 def sigint_default() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import procs_with
 
 from commsched.claims import load_claims
 from commsched.cluster import net
@@ -192,15 +193,7 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
     assert m["placement_live.combinations"] == 4
     assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
     assert not (run_base() / run_id).exists()
-    procs = []
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if f"/{run_id}/" in cmd or str(tmp_path / "run") in cmd:
-            procs.append(cmd)
-    assert procs == []
+    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
 
 
 def _free_port() -> int:
