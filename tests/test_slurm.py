@@ -43,12 +43,14 @@ SLURM_ARGS = ["--profile", "profiles/slurm", "--slurm-init-seconds-before-status
 
 
 def _outputs(checkout: Path) -> dict[str, Path]:
-    """Result files of a run (tables, metrics, plans, graphs, figures) by relative path."""
+    """Result files of a run (tables, metrics, plans, graphs, figures) by relative path; the
+    committed reference run (``results/reference``) is no output of a run."""
     out = {}
     for p in sorted((checkout / "results").rglob("*")):
-        if (p.is_file() and p.name != "README.md" and "notebooks" not in p.parts
-                and "benchmarks" not in p.parts):
-            out[str(p.relative_to(checkout))] = p
+        rel = p.relative_to(checkout)
+        if (p.is_file() and p.name != "README.md"
+                and not {"notebooks", "benchmarks", "reference"} & set(rel.parts)):
+            out[str(rel)] = p
     return out
 
 
