@@ -16,10 +16,13 @@ same op names as the trace, random weights), and for every configuration of the 
 3. then runs the ``steps`` timed steps of all configurations *interleaved* (step k of
    every configuration before step k+1 of any, in an order rotated each step, so that
    the drifts of a shared machine hit every configuration alike; wall clock of
-   ``Session.run`` of the iteration's targets, nothing fetched back), then
-   ``trace_steps`` steps per configuration with ``FULL_TRACE``, whose step stats (per
-   device: op name, timeline label, start, duration, bytes allocated, and the allocator's
-   records, ``[micros, +-bytes]`` of every allocation and free) are kept;
+   ``Session.run`` of the iteration's targets, nothing fetched back), and
+   ``trace_steps`` steps per configuration with ``FULL_TRACE`` spread over the same
+   rounds (:func:`trace_rounds`, each right after the configuration's timed step of that
+   round: the fitted overheads then see the load the timed steps saw, not that of a
+   moment after them), whose step stats (per device: op name, timeline label, start,
+   duration, bytes allocated, and the allocator's records, ``[micros, +-bytes]`` of every
+   allocation and free) are kept;
 4. closes the sessions and resets the containers (frees the variables).
 
 Every session run has a timeout (``timeout_s``). The plan: ``trace`` (model, mode, batch,
@@ -53,7 +56,7 @@ from commsched.placement.live.mapping import apply
 from commsched.trace import zoo
 from commsched.trace.tf import build_iteration, keep_node_names
 
-__all__ = ["main", "peak_bytes", "run_plan", "slow_down"]
+__all__ = ["main", "peak_bytes", "run_plan", "slow_down", "trace_rounds"]
 
 
 def _stats(md: Any) -> dict[str, list[dict[str, Any]]]:
@@ -68,6 +71,30 @@ def _stats(md: Any) -> dict[str, list[dict[str, Any]]]:
                                for m in n.memory for r in m.allocation_records]}
             for n in d.node_stats)
     return out
+
+
+def trace_rounds(rounds: int, traces: int) -> list[int]:
+    """The timed rounds after which a configuration's traced steps run, spread evenly.
+
+    Parameters
+    ----------
+    rounds : int
+        Timed rounds (``steps``).
+    traces : int
+        Traced steps of the configuration.
+
+    Returns
+    -------
+    list of int
+        One round per traced step (the middle of each of ``traces`` equal shares of the
+        rounds; repeated when there are more traced steps than rounds).
+
+    Examples
+    --------
+    >>> trace_rounds(10, 3), trace_rounds(10, 1), trace_rounds(2, 3)
+    ([1, 5, 8], [5], [0, 1, 1])
+    """
+    return [min(rounds - 1, int((t + 0.5) * rounds / traces)) for t in range(traces)]
 
 
 def peak_bytes(step: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, float]:
@@ -148,7 +175,7 @@ def slow_down(tf: Any, g: Any, slow: Mapping[str, float]) -> int:
             with tf.control_dependencies([op]):
                 end = tf.timestamp()
             deadline = end + (end - start) * float(k)
-            wait = tf.while_loop(lambda d: tf.timestamp() < d, tf.identity, [deadline])
+            wait = tf.while_loop(lambda d: tf.timestamp() < d, tf.identity, [deadline])[0]
             with tf.control_dependencies([wait]):
                 gated = [tf.identity(t) for t in op.outputs]
         for c, j in readers:
@@ -170,8 +197,8 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        Per configuration: ``name``, ``steps_s`` (timed steps), ``init_s`` and ``traced``
-        (step stats of each traced step, by device).
+        Per configuration: ``name``, ``steps_s`` (timed steps), ``init_s``, ``traced``
+        (step stats of each traced step, by device) and ``traced_s`` (their wall times).
 
     Raises
     ------
@@ -209,6 +236,7 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
                 for _, _, _, g in built]
     steps: list[list[float]] = [[] for _ in built]
     traced: list[list[dict[str, list[dict[str, Any]]]]] = [[] for _ in built]
+    traced_s: list[list[float]] = [[] for _ in built]
     init_s = []
     try:
         for sess, (_, targets, init, _) in zip(sessions, built, strict=True):
@@ -217,24 +245,27 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
             for _ in range(int(plan["warmup"])):
                 sess.run(targets, options=opts)
             init_s.append(time.perf_counter() - t)
-        n = len(built)
-        for k in range(int(plan["steps"])):
+        n, rounds = len(built), int(plan["steps"])
+        when = [trace_rounds(rounds, int(c.get("trace_steps", 1))) for c in plan["configs"]]
+        for k in range(rounds):
             for j in range(n):  # interleaved, rotated: drifts of a shared machine hit all
                 i = (j + k) % n
                 t = time.perf_counter()
                 sessions[i].run(built[i][1], options=opts)
                 steps[i].append(time.perf_counter() - t)
-        for i, c in enumerate(plan["configs"]):
-            for _ in range(int(c.get("trace_steps", 1))):
-                md = tf.compat.v1.RunMetadata()
-                sessions[i].run(built[i][1], options=topts, run_metadata=md)
-                traced[i].append(_stats(md))
+                for _ in range(when[i].count(k)):
+                    md = tf.compat.v1.RunMetadata()
+                    t = time.perf_counter()
+                    sessions[i].run(built[i][1], options=topts, run_metadata=md)
+                    traced_s[i].append(time.perf_counter() - t)
+                    traced[i].append(_stats(md))
     finally:
         for sess in sessions:
             sess.close()
         tf.compat.v1.Session.reset(plan["target"], [x[0] for x in built])
     out = [{"name": c["name"], "steps_s": steps[i], "init_s": init_s[i],
-            "traced": traced[i]} for i, c in enumerate(plan["configs"])]
+            "traced": traced[i], "traced_s": traced_s[i]}
+           for i, c in enumerate(plan["configs"])]
     for r in out:
         print(f"config {r['name']}: median {statistics.median(r['steps_s']):.4f} s",
               flush=True)
