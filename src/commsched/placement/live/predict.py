@@ -6,15 +6,20 @@ each op of a slower device down (:func:`commsched.placement.live.mapping.slowdow
 the prediction slows exactly those ops by the same factor (:func:`simulate`). The
 calibration configurations run at host speed on every device (no slow-down: they measure
 the runtime, not the devices). The traced times leave out what the distributed runtime
-adds; five numbers, fitted on the two *calibration* configurations, which are none of the
-measured partitioner x scheduler combinations (:func:`fit`), put it back, all from the
-run itself (a trace taken at another time saw another load):
+adds, and the trace was taken at another time, under another load, with two intra-op
+threads (the live tasks have one: a convolution takes about twice its traced time, a small
+op about its traced time). What the simulator needs is fitted on the two *calibration*
+configurations, which are none of the measured partitioner x scheduler combinations
+(:func:`fit`), all from the run itself (their FULL_TRACE steps are spread over the timed
+rounds, :func:`commsched.placement.live.job.trace_rounds`):
 
-* ``op_us``: per op, the executor's cost around each kernel, from the FULL_TRACE step
-  stats of ``calib-one`` (every op on device 0, TensorFlow's own order, one op at a time):
+* ``op_s``: each op's live time, its median over the FULL_TRACE steps of ``calib-one``
+  (every op on device 0, TensorFlow's own order, one op at a time), used instead of its
+  traced time; ``time_factor`` is their sum over the traced sum (reported, and used for
+  an op ``calib-one`` did not show);
+* ``op_us``: per op, the executor's cost around each kernel, from the same step stats:
   the span from the first op's start to the last op's end minus the summed op times, over
   the op count (:func:`run_op_overhead_us`);
-* ``time_factor``: live op time over traced op time, from the same step stats;
 * ``step_s``: per step, the session's round trips, ``calib-one``'s median step minus its
   simulated makespan;
 * ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
@@ -22,8 +27,9 @@ run itself (a trace taken at another time saw another load):
   ``calib-split`` (nearly every edge crosses a link): a transfer lasts from the later of
   the receiver's request and the producer's end (all tasks share the machine's clock) to
   the tensor's arrival; transfers that overlap another one on a host link they share
-  are left out (their time is queueing), and each transfer's shortest over the traced
-  steps is kept.
+  are left out (their time is queueing), and each transfer's median over the traced
+  steps is kept (the timed steps are medians too; the shortest, kept before, fitted the
+  least loaded moment and underpredicted the transfer-heavy configurations).
 
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -65,17 +71,22 @@ CALIB_ONE, CALIB_SPLIT = "calib-one", "calib-split"
 
 @dataclass(frozen=True)
 class Fit:
-    """The runtime's overheads (module docstring); times in seconds, rate in bytes/s."""
+    """The runtime's overheads (module docstring); times in seconds, rate in bytes/s.
+
+    ``op_s`` maps an op to its live time; an op it lacks takes its traced time times
+    ``time_factor``.
+    """
 
     op_us: float
     time_factor: float
     step_s: float
     transfer_s: float
     rate_Bps: float
+    op_s: Mapping[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, float]:
-        """The five numbers by name."""
-        return asdict(self)
+        """The five numbers by name (not ``op_s``)."""
+        return {k: v for k, v in asdict(self).items() if k != "op_s"}
 
 
 def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float], rate_Bps: float
@@ -242,8 +253,10 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
     names = list(g.nodes)
     h = g.copy()
     h.add_edges_from(((names[a], names[b]) for a, b in control), control=True, bytes=0)
-    factor = [f.time_factor * (1.0 + slow.get(v, 0.0)) for v in names]
-    p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us, time_factor=factor)
+    for v in names:
+        h.nodes[v]["duration"] = f.op_s.get(v, float(g.nodes[v]["duration"]) * f.time_factor)
+    p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us,
+                           time_factor=[1.0 + slow.get(v, 0.0) for v in names])
     c = live_cluster(np.ones(k), np.full(k, np.inf), f.rate_Bps)
     eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
     s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
@@ -301,10 +314,14 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
             raise CommschedError(f"calibration configuration {name!r} has no result")
     ops = set(g.nodes)
     op_us = run_op_overhead_us(calib[CALIB_ONE]["traced"], ops)
-    traced_sum = sum(float(g.nodes[v]["duration"]) for v in g.nodes)
-    busy = [compute_busy(step)[0] for step in _traced_ops(calib[CALIB_ONE], ops)]
-    factor = statistics.median(busy) / traced_sum if traced_sum > 0 else 1.0
-    shortest: dict[tuple[str, str], float] = {}
+    live: dict[str, list[float]] = {}
+    for step in _traced_ops(calib[CALIB_ONE], ops):
+        for n in step:
+            live.setdefault(n["node_name"], []).append(n["op_end_rel_micros"] / 1e6)
+    op_s = {v: statistics.median(x) for v, x in live.items()}
+    traced_sum = sum(float(g.nodes[v]["duration"]) for v in op_s)
+    factor = sum(op_s.values()) / traced_sum if traced_sum > 0 else 1.0
+    spans: dict[tuple[str, str], list[float]] = {}
     for step in calib[CALIB_SPLIT]["traced"]:
         done = {n["node_name"]: (n["all_start_micros"] + n["op_end_rel_micros"]) / 1e6
                 for ns in step.values() for n in ns if n["node_name"] in ops}
@@ -316,18 +333,18 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
                    for o, _ in xs):
                 continue  # shared a host link with another transfer: queued, not fitted
             key = (t.src_op, t.dst_device)
-            shortest[key] = min(shortest.get(key, np.inf), t.end - begin)
-    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in shortest]
-    span = list(shortest.values())
+            spans.setdefault(key, []).append(t.end - begin)
+    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in spans]
+    span = [statistics.median(x) for x in spans.values()]
     if len(span) < 2:
         raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
                              "to fit the link on")
     transfer_s, rate = fit_link([1] * len(span), nbytes, span)
-    partial = Fit(op_us, factor, 0.0, transfer_s, rate)
+    partial = Fit(op_us, factor, 0.0, transfer_s, rate, op_s)
     one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
     sim_one = simulate(g, one, [], {}, k, partial).makespan / 1e6
     step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
-    return Fit(op_us, factor, step_s, transfer_s, rate)
+    return Fit(op_us, factor, step_s, transfer_s, rate, op_s)
 
 
 def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> float:
