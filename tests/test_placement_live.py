@@ -21,10 +21,10 @@ from commsched.claims import load_claims
 from commsched.cluster import net
 from commsched.cluster.server import session_config
 from commsched.cluster.state import run_base
+from commsched.io.thesis import read_devices
 from commsched.model.graph import add_op, new_graph
 from commsched.model.traced import load_trace
 from commsched.placement.experiments import live as driver
-from commsched.io.thesis import read_devices
 from commsched.placement.live.job import peak_bytes, run_plan
 from commsched.placement.live.mapping import (
     apply,
@@ -279,7 +279,8 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
 @pytest.mark.parametrize(("devices", "change", "match"), [
     ("0,1000,100,125,CPU\n1,1000,50,,CPU\n", {}, "fits no device|memory"),
     ("0,4000000000,100,,CPU\n", {}, r"1 devices; the live placement runs 2 to 8"),
-    ("0,4000000000,100,125,CPU\n1,4000000000,0,,CPU\n", {}, r"devices\.csv:3: column 3 \(#operations\)"),
+    ("0,4000000000,100,125,CPU\n1,4000000000,0,,CPU\n", {},
+     r"devices\.csv:3: column 3 \(#operations\)"),
     (None, {"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
 ])
 def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, devices, change,

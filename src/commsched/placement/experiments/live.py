@@ -245,9 +245,9 @@ def _memory(g: Any, cfg: Mapping[str, Any], result: Mapping[str, Any], dev: Devi
     step_peak = [0.0] * dev.n
     for step in result["traced"]:
         for name, b in peak_bytes(step).items():
-            i = index.get(canonical_device(name))
-            if i is not None:
-                step_peak[i] = max(step_peak[i], b)
+            d = index.get(canonical_device(name))
+            if d is not None:
+                step_peak[d] = max(step_peak[d], b)
     return [a + b for a, b in zip(peak, step_peak, strict=True)]
 
 

@@ -46,8 +46,8 @@ import numpy as np
 from commsched.placement.model import PlacementError
 from commsched.sim.devices import COMPUTE, DeviceSchedule, ExecGraph
 
-__all__ = ["apply", "canonical_device", "device_names", "order_edges", "placed_devices", "relative_speeds",
-           "slowdowns"]
+__all__ = ["apply", "canonical_device", "device_names", "order_edges", "placed_devices",
+           "relative_speeds", "slowdowns"]
 
 
 def device_names(spec: Mapping[str, Sequence[str]]) -> list[str]:

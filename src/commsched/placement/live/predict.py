@@ -257,7 +257,7 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
         h.nodes[v]["duration"] = f.op_s.get(v, float(g.nodes[v]["duration"]) * f.time_factor)
     p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us,
                            time_factor=[1.0 + slow.get(v, 0.0) for v in names])
-    c = live_cluster(np.ones(k), np.full(k, np.inf), f.rate_Bps)
+    c = live_cluster([1.0] * k, [np.inf] * k, f.rate_Bps)
     eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
     s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
                          link_contention=True)
