@@ -154,6 +154,14 @@ def test_speeds_become_slowdowns_of_long_ops_on_slower_devices():
         relative_speeds([1, 0])
 
 
+def test_measured_memory_adds_the_placed_variables_to_each_tasks_step_peak():
+    g = _traced()  # variable w (16 bytes), handle op w is node 0
+    step = {DEVS[0]: [{"alloc_records": [[1, 100], [2, -100]]}],
+            DEVS[1].replace("device:CPU", "cpu"): [{"alloc_records": [[1, 40], [2, 50]]}]}
+    assert driver.measured_memory(g, [1, 1, 0, 0], {"traced": [step]}, 2) == [100.0, 106.0]
+    assert driver.measured_memory(g, [0, 0, 0, 0], {"traced": []}, 2) == [16.0, 0.0]
+
+
 def test_peak_bytes_and_run_op_overhead():
     step = {"/job:ps/replica:0/task:0/device:CPU:0": [
         {"node_name": "a", "timeline_label": "a = MatMul()", "all_start_micros": 0,

@@ -94,7 +94,7 @@ from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
 from commsched.results import write_metrics, write_table
 
-__all__ = ["main", "plan_configs", "rankings", "skipped_reason"]
+__all__ = ["main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
 
 
 def skipped_reason(section: Mapping[str, Any]) -> str | None:
@@ -232,17 +232,41 @@ def _vm_hwm(c: EmulatedCluster) -> dict[str, float]:
     return out
 
 
-def _memory(g: Any, cfg: Mapping[str, Any], result: Mapping[str, Any], dev: Devices
-            ) -> list[float]:
-    """Each device's real peak in a traced step: allocations + the variables placed there."""
+def measured_memory(g: Any, placement: Sequence[int], result: Mapping[str, Any], k: int
+                    ) -> list[float]:
+    """Each device's real peak memory in a configuration's traced steps.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The traced graph (its ``variables``: bytes of each variable's handle op).
+    placement : sequence of int
+        Device of every node (``g.nodes`` order).
+    result : mapping
+        The configuration's job result (``traced``: node stats by device, with
+        ``alloc_records``).
+    k : int
+        Devices.
+
+    Returns
+    -------
+    list of float
+        Per device: the bytes of the variables placed there plus the largest running sum
+        of the step's allocations and frees there
+        (:func:`commsched.placement.live.job.peak_bytes`), the largest over the steps.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.1 (a device's memory must hold what is placed on it).
+    """
     variables = g.graph.get("variables", {})
-    peak = [0.0] * dev.n
+    peak = [0.0] * k
     for i, v in enumerate(g.nodes):
         if v in variables:
-            peak[int(cfg["device"][i])] += float(variables[v]["bytes"])
+            peak[int(placement[i])] += float(variables[v]["bytes"])
     index = {canonical_device(n): i for i, n in enumerate(device_names(
-        {"ps": ["-"], "worker": ["-"] * (dev.n - 1)}))}
-    step_peak = [0.0] * dev.n
+        {"ps": ["-"], "worker": ["-"] * (k - 1)}))}
+    step_peak = [0.0] * k
     for step in result["traced"]:
         for name, b in peak_bytes(step).items():
             d = index.get(canonical_device(name))
@@ -296,7 +320,7 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
         r = by_name[cfg["name"]]
         live = statistics.median(r["steps_s"])
         pred = predict(g, cfg["device"], cfg["control_idx"], cfg["slow"], k, f)
-        mem = _memory(g, cfg, r, dev)
+        mem = measured_memory(g, cfg["device"], r, k)
         use = [m / cap if cap > 0 else float("inf") for m, cap in zip(mem, dev.ram, strict=True)]
         worst = max(range(k), key=lambda i: use[i])
         if use[worst] > 1:
