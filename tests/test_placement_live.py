@@ -25,7 +25,7 @@ from commsched.io.thesis import read_devices
 from commsched.model.graph import add_op, new_graph
 from commsched.model.traced import load_trace
 from commsched.placement.experiments import live as driver
-from commsched.placement.live.job import peak_bytes, run_plan
+from commsched.placement.live.job import peak_bytes, run_plan, slow_down
 from commsched.placement.live.mapping import (
     apply,
     device_names,
@@ -160,6 +160,27 @@ def test_measured_memory_adds_the_placed_variables_to_each_tasks_step_peak():
             DEVS[1].replace("device:CPU", "cpu"): [{"alloc_records": [[1, 40], [2, 50]]}]}
     assert driver.measured_memory(g, [1, 1, 0, 0], {"traced": [step]}, 2) == [100.0, 106.0]
     assert driver.measured_memory(g, [0, 0, 0, 0], {"traced": []}, 2) == [16.0, 0.0]
+
+
+def test_slow_down_gates_every_consumer_behind_the_wait():
+    tf = pytest.importorskip("tensorflow")
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant([[1.0, 2.0], [3.0, 4.0]], name="a")
+        b = tf.matmul(a, a, name="b")
+        c = tf.add(b, 1.0, name="c")
+        with tf.control_dependencies([b]):
+            d = tf.no_op(name="d")
+    assert slow_down(tf, g, {"b": 1.0, "nosuch": 2.0}) == 1
+    gate = c.op.inputs[0].op  # c reads b through an Identity that waits for the loop
+    assert gate.type == "Identity" and gate.inputs[0].op is b.op
+    wait = gate.control_inputs[0]
+    assert wait.name.startswith("b/slow/") and wait in d.control_inputs
+    start = b.op.control_inputs[0]
+    assert start.type == "Timestamp" and start.name.startswith("b/slow/")
+    with tf.compat.v1.Session(graph=g) as sess:  # same values, the wait ends
+        assert sess.run(c).tolist() == [[8.0, 11.0], [16.0, 23.0]]
+        sess.run(d)
 
 
 def test_peak_bytes_and_run_op_overhead():
