@@ -21,17 +21,26 @@ from commsched.claims import load_claims
 from commsched.cluster import net
 from commsched.cluster.server import session_config
 from commsched.cluster.state import run_base
+from commsched.io.thesis import read_devices
 from commsched.model.graph import add_op, new_graph
 from commsched.model.traced import load_trace
 from commsched.placement.experiments import live as driver
-from commsched.placement.live.job import run_plan
-from commsched.placement.live.mapping import apply, device_names, order_edges, placed_devices
+from commsched.placement.live.job import peak_bytes, run_plan, slow_down
+from commsched.placement.live.mapping import (
+    apply,
+    device_names,
+    order_edges,
+    placed_devices,
+    relative_speeds,
+    slowdowns,
+)
 from commsched.placement.live.predict import (
     Fit,
     calibration_placements,
     live_cluster,
     placed_fraction,
     predict,
+    run_op_overhead_us,
 )
 from commsched.placement.model import Options, PlacementError, Problem
 from commsched.placement.run import run_all
@@ -40,9 +49,10 @@ from commsched.results import read_table
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = {"ps": ["h0:1"], "worker": ["h1:1"]}
 DEVS = device_names(SPEC)
-TINY = {"enabled": True, "trace": "thesis_cnn-infer-b8", "devices": 2,
-        "partitioners": ["hashing", "heft"], "schedulers": ["fifo", "pct"],
-        "bandwidth": "1gbit", "burst": "64kb", "latency": "10ms", "memory_bytes": 4.0e9,
+DEVICES = ROOT / "tests" / "data" / "live2-devices.csv"  # speeds 100, 50; 4 GB each
+TINY = {"enabled": True, "trace": "thesis_cnn-infer-b8", "device_csv": str(DEVICES),
+        "slow_min_us": 100, "partitioners": ["hashing", "heft"], "schedulers": ["fifo", "pct"],
+        "bandwidth": "1gbit", "burst": "64kb", "latency": "10ms",
         "warmup": 1, "steps": 3, "trace_steps": 1, "calib_trace_steps": 2, "seed": 0,
         "step_timeout_s": 30, "timeout_s": 150}
 
@@ -77,7 +87,7 @@ def test_placement_onto_missing_device_is_one_line_error():
 
 def test_order_edges_chain_each_device_in_start_order_and_skip_handles():
     p = Problem.build(ops=[5, 1, 1, 1], size=[1, 1, 1, 1], edges=[(0, 1), (0, 2), (0, 3)])
-    c = live_cluster(2, 1e6, 1e9)
+    c = live_cluster([1, 1], [1e9, 1e9], 1e6)
     r = run_all(p, c, ["hashing"], ["fifo"], Options(send_ops=0.0))[0]
     edges = order_edges(r.exec_graph, r.schedule, p.n)
     for a, b in edges:
@@ -119,11 +129,72 @@ def test_predict_adds_latency_rate_overheads():
     g = _traced()
     f = Fit(op_us=0.0, time_factor=1.0, step_s=0.01, transfer_s=1e-3, rate_Bps=1e6)
     # a on 1, everything else on 0: a's 1000 B cross: 1 ms + 1 ms + 1 ms, then b 2 ms
-    assert predict(g, np.array([0, 0, 1, 0]), [], 2, f) == pytest.approx(0.015)
-    assert predict(g, np.array([0, 0, 0, 0]), [], 2, f) == pytest.approx(0.013)
+    assert predict(g, np.array([0, 0, 1, 0]), [], {}, 2, f) == pytest.approx(0.015)
+    assert predict(g, np.array([0, 0, 0, 0]), [], {}, 2, f) == pytest.approx(0.013)
     f2 = Fit(op_us=100.0, time_factor=2.0, step_s=0.0, transfer_s=0.0, rate_Bps=1e6)
     # one device: 4 ops x 100 us + 2 x (1 + 2) ms
-    assert predict(g, np.array([0, 0, 0, 0]), [], 2, f2) == pytest.approx(0.0064)
+    assert predict(g, np.array([0, 0, 0, 0]), [], {}, 2, f2) == pytest.approx(0.0064)
+    # a slowed down by k = 3 (a device of relative speed 1/4): 2 x 4 x 1 ms instead
+    assert predict(g, np.array([0, 0, 0, 0]), [], {"a": 3.0}, 2, f2) \
+        == pytest.approx(0.0064 + 2 * 3 * 1e-3)
+
+
+def test_speeds_become_slowdowns_of_long_ops_on_slower_devices():
+    r = relative_speeds([100, 50, 25])
+    assert r.tolist() == [1.0, 0.5, 0.25]
+    names, t = ["a", "b", "c", "d"], [1e-3, 2e-3, 5e-5, 1e-3]
+    slow = slowdowns(names, t, np.array([0, 1, 1, 2]), r, 100.0)
+    assert slow == {"b": 1.0, "d": 3.0}  # a: fastest device; c: shorter than 100 us
+    assert slowdowns(names, t, np.array([0, 1, 1, 2]), r, 10.0)["c"] == 1.0
+    c = live_cluster([100, 50, 25], [1e8, 2e8, 4e8], 125e6)
+    assert c.speed.tolist() == [1.0, 0.5, 0.25] and c.memory.tolist() == [1e8, 2e8, 4e8]
+    assert c.rate[0, 1] == 125.0 and np.isinf(c.rate[1, 1])
+    with pytest.raises(PlacementError, match=r"^device 1 has speed 0: a speed must be "
+                                             r"positive$"):
+        relative_speeds([1, 0])
+
+
+def test_measured_memory_adds_the_placed_variables_to_each_tasks_step_peak():
+    g = _traced()  # variable w (16 bytes), handle op w is node 0
+    step = {DEVS[0]: [{"alloc_records": [[1, 100], [2, -100]]}],
+            DEVS[1].replace("device:CPU", "cpu"): [{"alloc_records": [[1, 40], [2, 50]]}]}
+    assert driver.measured_memory(g, [1, 1, 0, 0], {"traced": [step]}, 2) == [100.0, 106.0]
+    assert driver.measured_memory(g, [0, 0, 0, 0], {"traced": []}, 2) == [16.0, 0.0]
+
+
+def test_slow_down_gates_every_consumer_behind_the_wait():
+    tf = pytest.importorskip("tensorflow")
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant([[1.0, 2.0], [3.0, 4.0]], name="a")
+        b = tf.matmul(a, a, name="b")
+        c = tf.add(b, 1.0, name="c")
+        with tf.control_dependencies([b]):
+            d = tf.no_op(name="d")
+    assert slow_down(tf, g, {"b": 1.0, "nosuch": 2.0}) == 1
+    gate = c.op.inputs[0].op  # c reads b through an Identity that waits for the loop
+    assert gate.type == "Identity" and gate.inputs[0].op is b.op
+    wait = gate.control_inputs[0]
+    assert wait.name.startswith("b/slow/") and wait in d.control_inputs
+    start = b.op.control_inputs[0]
+    assert start.type == "Timestamp" and start.name.startswith("b/slow/")
+    with tf.compat.v1.Session(graph=g) as sess:  # same values, the wait ends
+        assert sess.run(c).tolist() == [[8.0, 11.0], [16.0, 23.0]]
+        sess.run(d)
+
+
+def test_peak_bytes_and_run_op_overhead():
+    step = {"/job:ps/replica:0/task:0/device:CPU:0": [
+        {"node_name": "a", "timeline_label": "a = MatMul()", "all_start_micros": 0,
+         "op_end_rel_micros": 100, "alloc_records": [[10, 1000], [150, -1000]]},
+        {"node_name": "b", "timeline_label": "b = MatMul()", "all_start_micros": 120,
+         "op_end_rel_micros": 40, "alloc_records": [[130, 500], [150, 64]]},
+        {"node_name": "b/slow/Timestamp", "timeline_label": "x = Timestamp()",
+         "all_start_micros": 400, "op_end_rel_micros": 1, "alloc_records": []}]}
+    # 1000 + 500 live at 130 us; at 150 the 1000 are freed before the 64 are allocated
+    assert peak_bytes(step) == {"/job:ps/replica:0/task:0/device:CPU:0": 1500.0}
+    # span 0..160 us, busy 140 us over 2 ops (the slow-down's op is not the graph's)
+    assert run_op_overhead_us([step, step], {"a", "b"}) == 10.0
 
 
 def test_calibration_placements_keep_colocation():
@@ -161,7 +232,7 @@ def test_disabled_run_writes_skipped_table(tmp_path):
 
 
 def test_config_error_is_one_line(tmp_path, capsys):
-    cfg = json.dumps({**TINY, "devices": 1})
+    cfg = json.dumps({**TINY, "slow_min_us": -1})
     assert driver.main(["--config-json", cfg, "--table", str(tmp_path / "t.csv"),
                         "--metrics", str(tmp_path / "m.csv")]) == 2
     err = capsys.readouterr().err.strip()
@@ -187,6 +258,9 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
     t = read_table(table)
     assert len(t) == 2 + 4
     assert (t["placed_frac"] == 1.0).all()  # every op ran on its partition's task
+    # the slower task's long ops were slowed down; memory was measured and fits 4 GB
+    assert (t["slowed_ops"] > 0).any() and (t.loc[t["calibration"], "slowed_ops"] == 0).all()
+    assert (t["live_peak_bytes_max"] > 0).all() and (t["memory_use"] < 1).all()
     assert t.loc[t["partitioner"] == "calib-one", "devices_used"].tolist() == [1]
     assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
     m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
@@ -214,27 +288,36 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
     servers = [tf.distribute.Server(cs, job_name=j, task_index=0, config=session_config(1))
                for j in ("ps", "worker")]
     configs = driver.plan_configs(g, {**TINY, "partitioners": ["hashing"],
-                                      "schedulers": ["pct"]}, device_names(spec))
+                                      "schedulers": ["pct"]}, read_devices(DEVICES),
+                                  device_names(spec))
     meta = g.graph["meta"]
     plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
             "target": servers[1].target, "devices": device_names(spec), "warmup": 0,
             "steps": 2, "timeout_s": 60, "threads": 1,
             "configs": [{"name": c["name"], "placed": c["placed"], "control": c["control"],
-                         "trace_steps": 1} for c in configs]}
+                         "slow": c["slow"], "trace_steps": 1} for c in configs]}
     results = {r["name"]: r for r in run_plan(plan)}
     assert set(results) == {"calib-one", "calib-split", "hashing-pct"}
     assert configs[2]["control"]  # the order was enforced by control edges
+    assert configs[2]["slow"]  # and the ops of the slower task slowed down
     for c in configs:
         assert placed_fraction(results[c["name"]], c["placed"]) == 1.0
         assert len(results[c["name"]]["steps_s"]) == 2
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    ({"memory_bytes": 1000}, "fits no device|memory"),
-    ({"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
+@pytest.mark.parametrize(("devices", "change", "match"), [
+    ("0,1000,100,125,CPU\n1,1000,50,,CPU\n", {}, "fits no device|memory"),
+    ("0,4000000000,100,,CPU\n", {}, r"1 devices; the live placement runs 2 to 8"),
+    ("0,4000000000,100,125,CPU\n1,4000000000,0,,CPU\n", {},
+     r"devices\.csv:3: column 3 \(#operations\)"),
+    (None, {"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
 ])
-def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, change, match):
-    cfg = json.dumps({**TINY, **change})
+def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, devices, change,
+                                                       match):
+    csv = tmp_path / "devices.csv"
+    if devices is not None:
+        csv.write_text("Id,RAM,#operations,commnication speed,type\n" + devices)
+    cfg = json.dumps({**TINY, **({"device_csv": str(csv)} if devices else {}), **change})
     assert driver.main(["--config-json", cfg, "--trace-dir", str(ROOT / "data" / "traces"),
                         "--table", str(tmp_path / "t.csv"),
                         "--metrics", str(tmp_path / "m.csv")]) == 2

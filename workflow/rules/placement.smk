@@ -168,7 +168,7 @@ rule placement_seven_figure:
 # --------------------------------------------------------------------------------------
 # Live placement (issue 24 items 2-3): the partitions executed on an emulated TensorFlow
 # cluster (root and network namespaces; else the table says "skipped: <reason>" and the
-# metrics table stays empty, so the placement_live claims stay pending). About 2 minutes
+# metrics table stays empty, so the placement_live claims stay pending). About 3 minutes
 # at the default config on 2 cores (under load), so it is part of `all`. It takes every
 # core (threads: workflow.cores) so that nothing runs beside it and its timings stay clean.
 # --------------------------------------------------------------------------------------
@@ -187,6 +187,7 @@ rule placement_live:
     and predicted by the thesis' simulator; always tears down."""
     input:
         trace=f"{TRACE_DIR}/{PLACEMENT_LIVE['trace']}.json.gz",
+        devices=PLACEMENT_LIVE["device_csv"],
     output:
         table=PLACEMENT_LIVE_TABLE,
         metrics=PLACEMENT_LIVE_METRICS,

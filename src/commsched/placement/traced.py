@@ -19,13 +19,14 @@ makespan alone. The order of the ops by time and of the tensors by size is kept.
 
 With ``measured=True`` (the live placement, :mod:`commsched.placement.live`) the weights
 stay in real units instead: an op's operations are its traced time in microseconds (times
-``time_factor``) plus ``op_overhead_us`` (devices of speed 1 then run one operation per
-microsecond), tensor sizes and memory demands are bytes.
+``time_factor``, one number or one per op) plus ``op_overhead_us`` (devices of speed 1
+then run one operation per microsecond), tensor sizes and memory demands are bytes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import networkx as nx
 
@@ -65,7 +66,7 @@ def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[i
 
 
 def problem_from_trace(g: nx.DiGraph, measured: bool = False, op_overhead_us: float = 0.0,
-                       time_factor: float = 1.0) -> Problem:
+                       time_factor: float | Sequence[float] = 1.0) -> Problem:
     """The thesis problem of a traced op graph; see the module docstring.
 
     Parameters
@@ -76,8 +77,9 @@ def problem_from_trace(g: nx.DiGraph, measured: bool = False, op_overhead_us: fl
         Real units (microseconds, bytes) instead of the thesis' 1-100 weights.
     op_overhead_us : float
         Added to every op's time under ``measured`` (the executor's per-op cost).
-    time_factor : float
-        Multiplies every traced time under ``measured`` (live op time over traced).
+    time_factor : float or sequence of float
+        Multiplies every traced time under ``measured`` (live op time over traced), or
+        each op's (``g.nodes`` order; the live placement's slowed ops).
 
     Returns
     -------
@@ -115,7 +117,10 @@ def problem_from_trace(g: nx.DiGraph, measured: bool = False, op_overhead_us: fl
                     coloc.append((index[v], index[var]))
     times = [float(a[v]["duration"]) for v in nodes]
     if measured:
-        return Problem.build(ops=[t * 1e6 * time_factor + op_overhead_us for t in times],
+        factor = [float(time_factor)] * len(times) if isinstance(time_factor, (int, float)) \
+            else [float(x) for x in time_factor]
+        return Problem.build(ops=[t * 1e6 * x + op_overhead_us
+                                  for t, x in zip(times, factor, strict=True)],
                              size=raw_size, ram=raw_ram,
                              edges=[(index[u], index[v]) for u, v in g.edges],
                              colocation=coloc, ids=list(range(len(nodes))))

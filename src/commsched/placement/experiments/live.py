@@ -1,19 +1,24 @@
 """Live placement: Laich's partitions and per-device orders executed on a TensorFlow cluster.
 
 The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here one
-traced graph (``placement_live.trace``, from ``data/traces``) runs on K emulated hosts
-(:mod:`commsched.cluster.emulated`: one TensorFlow task per thesis device, each in its own
-network namespace, every host link shaped by ``tbf`` to ``bandwidth``; one intra-op and
-one inter-op thread per task, so a task runs one op at a time like a thesis device):
+traced graph (``placement_live.trace``, from ``data/traces``) runs on the K devices of a
+thesis device file (``placement_live.device_csv``, :func:`commsched.io.thesis.
+read_devices`) emulated as hosts (:mod:`commsched.cluster.emulated`: one TensorFlow task
+per thesis device, each in its own network namespace, every host link shaped by ``tbf``
+to ``bandwidth``, so the file's transfer rates are not used; one intra-op and one inter-op
+thread per task, so a task runs one op at a time like a thesis device):
 
 1. **Plan.** The trace becomes a thesis problem in real units (microseconds, bytes;
    :func:`commsched.placement.traced.problem_from_trace` with ``measured``; the per-op
-   overhead of the trace itself added) on K devices of speed 1 and the nominal link rate
-   (:func:`commsched.placement.live.predict.live_cluster`). Every partitioner x scheduler
-   runs as in the thesis (:func:`commsched.placement.run.run_all`, thesis semantics, no
-   send operations); the placement gives each op its task, the simulated schedule gives
-   each device's order, enforced by control dependencies
-   (:mod:`commsched.placement.live.mapping`).
+   overhead of the trace itself added) on the file's devices (speeds relative to the
+   fastest, its memories) and the nominal link rate (:func:`commsched.placement.live.
+   predict.live_cluster`). Every partitioner x scheduler runs as in the thesis
+   (:func:`commsched.placement.run.run_all`, thesis semantics, no send operations); the
+   placement gives each op its task, the simulated schedule gives each device's order,
+   enforced by control dependencies, and each op of at least ``slow_min_us`` traced time
+   on a slower device gets its device's slow-down (:mod:`commsched.placement.live.
+   mapping`; a busy-wait of ``1/r - 1`` times the op's live duration, built by
+   :func:`commsched.placement.live.job.slow_down`).
 2. **Run.** One client in the first worker's namespace, its task the session's master
    (:mod:`commsched.placement.live.job`), rebuilds the graph with the tracer's builder
    (random weights, the traced shapes and names), applies each configuration and times
@@ -26,12 +31,14 @@ one inter-op thread per task, so a task runs one op at a time like a thesis devi
    measured median - 1 (and, beside it, against the fastest measured step, the one least
    disturbed by other work on a shared machine).
 
-Device speeds are not emulated: every task is the same (one thread on a shared CPU), so
-the thesis' devices all have speed 1 (the partitioners' heterogeneity is not exercised).
-Memory: TensorFlow does not expose a CPU allocator's peak per step cheaply; the table has
-the bytes each device allocated in a traced step (sum over ops) beside the simulator's
-peak tensor memory, and the peak resident memory (``VmHWM``) of each task's process over
-the whole run.
+Memory: each task's peak in a traced step is measured from TensorFlow's allocation records
+(:func:`commsched.placement.live.job.peak_bytes`: the running sum of every allocation and
+free on the task) plus the bytes of the configuration's variables placed there, and
+checked against the device file's ``RAM``: ``memory_use`` is the largest peak / RAM over
+the devices, a configuration above 1 is named on stderr and counted in
+``placement_live.memory_exceeded`` (the run goes on: the thesis' memory model is static
+and other than TensorFlow's). The metrics also have the peak resident memory (``VmHWM``)
+of each task's process over the whole run, mostly the TensorFlow runtime.
 
 Without root or namespace support (or with ``placement_live.enabled: false``) nothing runs:
 the tables hold one row ``skipped: <reason>`` and the metrics table is empty; an enabled
@@ -45,6 +52,7 @@ left in ``--workdir``.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -60,8 +68,17 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, emulated_cluster
 from commsched.cluster.procs import ProcRecord, end_processes, start_time
 from commsched.errors import CommschedError
+from commsched.io.thesis import Devices, read_devices
 from commsched.model.traced import load_trace
-from commsched.placement.live.mapping import device_names, order_edges, placed_devices
+from commsched.placement.live.job import peak_bytes
+from commsched.placement.live.mapping import (
+    canonical_device,
+    device_names,
+    order_edges,
+    placed_devices,
+    relative_speeds,
+    slowdowns,
+)
 from commsched.placement.live.predict import (
     CALIB_ONE,
     CALIB_SPLIT,
@@ -77,7 +94,7 @@ from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
 from commsched.results import write_metrics, write_table
 
-__all__ = ["main", "plan_configs", "rankings", "skipped_reason"]
+__all__ = ["main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
 
 
 def skipped_reason(section: Mapping[str, Any]) -> str | None:
@@ -98,7 +115,7 @@ def skipped_reason(section: Mapping[str, Any]) -> str | None:
     return net.check_support()
 
 
-def plan_configs(g: Any, section: Mapping[str, Any], devices: Sequence[str]
+def plan_configs(g: Any, section: Mapping[str, Any], dev: Devices, devices: Sequence[str]
                  ) -> list[dict[str, Any]]:
     """The calibration configurations, then every partitioner x scheduler.
 
@@ -107,8 +124,10 @@ def plan_configs(g: Any, section: Mapping[str, Any], devices: Sequence[str]
     g : networkx.DiGraph
         The traced graph.
     section : mapping
-        ``devices``, ``bandwidth``, ``memory_bytes``, ``partitioners``, ``schedulers``,
-        ``seed``, ``trace_steps``, ``calib_trace_steps``.
+        ``bandwidth``, ``slow_min_us``, ``partitioners``, ``schedulers``, ``seed``,
+        ``trace_steps``, ``calib_trace_steps``.
+    dev : Devices
+        The device file (``device_csv``).
     devices : sequence of str
         TensorFlow device of each thesis device (:func:`~commsched.placement.live.mapping.
         device_names`).
@@ -117,23 +136,26 @@ def plan_configs(g: Any, section: Mapping[str, Any], devices: Sequence[str]
     -------
     list of dict
         Per configuration: ``name``, ``partitioner``, ``scheduler``, ``device`` (array),
-        ``control`` (node pairs), ``placed`` and ``control`` by op name for the job, the
-        thesis' simulated ``makespan_us``, ``traffic`` and ``sim_peak_bytes``.
+        ``control`` (node pairs), ``placed`` and ``control`` by op name and ``slow`` (op ->
+        busy-wait factor; none for the calibration configurations, which run at host
+        speed) for the job, the thesis' simulated ``makespan_us``, ``traffic`` and
+        ``sim_peak_bytes``.
 
     Raises
     ------
     CommschedError
         A unit that fits no device, a placement onto a missing device, an unknown name.
     """
-    k = int(section["devices"])
+    k = dev.n
     names = list(g.nodes)
     p = problem_from_trace(g, measured=True, op_overhead_us=trace_op_overhead_us(g))
-    c = live_cluster(k, net.parse_rate(section["bandwidth"]), float(section["memory_bytes"]))
+    c = live_cluster(dev.speed, dev.ram, net.parse_rate(section["bandwidth"]))
+    durations = [float(g.nodes[v]["duration"]) for v in names]
     handles = {i for i, v in enumerate(names) if g.nodes[v].get("op_type") == "VarHandleOp"}
     out: list[dict[str, Any]] = []
-    for name, dev in calibration_placements(p, k).items():
+    for name, placement in calibration_placements(p, k).items():
         out.append({"name": name, "partitioner": name, "scheduler": "tensorflow",
-                    "device": dev, "control_idx": [],
+                    "device": placement, "control_idx": [], "slow": {},
                     "trace_steps": int(section["calib_trace_steps"])})
     runs = run_all(p, c, section["partitioners"], section["schedulers"],
                    Options(seed=int(section["seed"]), send_ops=0.0), record_memory=False)
@@ -141,6 +163,8 @@ def plan_configs(g: Any, section: Mapping[str, Any], devices: Sequence[str]
         out.append({"name": f"{r.partitioner}-{r.scheduler}", "partitioner": r.partitioner,
                     "scheduler": r.scheduler, "device": r.placement,
                     "control_idx": order_edges(r.exec_graph, r.schedule, p.n, handles),
+                    "slow": slowdowns(names, durations, r.placement, relative_speeds(dev.speed),
+                                      float(section["slow_min_us"])),
                     "trace_steps": int(section["trace_steps"]),
                     "makespan_us": r.makespan, "traffic": r.traffic,
                     "sim_peak_bytes": max(r.schedule.peak_memory)})
@@ -208,6 +232,49 @@ def _vm_hwm(c: EmulatedCluster) -> dict[str, float]:
     return out
 
 
+def measured_memory(g: Any, placement: Sequence[int], result: Mapping[str, Any], k: int
+                    ) -> list[float]:
+    """Each device's real peak memory in a configuration's traced steps.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The traced graph (its ``variables``: bytes of each variable's handle op).
+    placement : sequence of int
+        Device of every node (``g.nodes`` order).
+    result : mapping
+        The configuration's job result (``traced``: node stats by device, with
+        ``alloc_records``).
+    k : int
+        Devices.
+
+    Returns
+    -------
+    list of float
+        Per device: the bytes of the variables placed there plus the largest running sum
+        of the step's allocations and frees there
+        (:func:`commsched.placement.live.job.peak_bytes`), the largest over the steps.
+
+    References
+    ----------
+    Laich 2017, Sec. 4.1 (a device's memory must hold what is placed on it).
+    """
+    variables = g.graph.get("variables", {})
+    peak = [0.0] * k
+    for i, v in enumerate(g.nodes):
+        if v in variables:
+            peak[int(placement[i])] += float(variables[v]["bytes"])
+    index = {canonical_device(n): i for i, n in enumerate(device_names(
+        {"ps": ["-"], "worker": ["-"] * (k - 1)}))}
+    step_peak = [0.0] * k
+    for step in result["traced"]:
+        for name, b in peak_bytes(step).items():
+            d = index.get(canonical_device(name))
+            if d is not None:
+                step_peak[d] = max(step_peak[d], b)
+    return [a + b for a, b in zip(peak, step_peak, strict=True)]
+
+
 def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
     """The thesis' rankings on one column of step times (``live_s`` or ``predicted_s``).
 
@@ -243,19 +310,22 @@ def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
 
 
 def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-           k: int, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
+           dev: Devices, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
     by_name = {r["name"]: r for r in results}
+    k = dev.n
     f = fit(g, by_name, k)
     say("fit: " + ", ".join(f"{k} {v:.4g}" for k, v in f.as_dict().items()))
     rows = []
     for cfg in configs:
         r = by_name[cfg["name"]]
         live = statistics.median(r["steps_s"])
-        pred = predict(g, cfg["device"], cfg["control_idx"], k, f)
-        alloc: dict[str, float] = {}
-        for step in r["traced"][:1]:
-            for dev, ns in step.items():
-                alloc[dev] = sum(n["alloc_bytes"] for n in ns)
+        pred = predict(g, cfg["device"], cfg["control_idx"], cfg["slow"], k, f)
+        mem = measured_memory(g, cfg["device"], r, k)
+        use = [m / cap if cap > 0 else float("inf") for m, cap in zip(mem, dev.ram, strict=True)]
+        worst = max(range(k), key=lambda i: use[i])
+        if use[worst] > 1:
+            say(f"memory exceeded: {cfg['name']} peaks at {mem[worst]:.4g} bytes on device "
+                f"{worst}, whose RAM in the device file is {dev.ram[worst]}")
         rows.append({
             "partitioner": cfg["partitioner"], "scheduler": cfg["scheduler"],
             "calibration": cfg["name"] in (CALIB_ONE, CALIB_SPLIT),
@@ -266,9 +336,11 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
             "traffic_bytes": cfg.get("traffic", float("nan")),
             "devices_used": len(set(int(x) for x in cfg["device"])),
             "control_edges": len(cfg["control"]),
+            "slowed_ops": len(cfg["slow"]),
             "placed_frac": placed_fraction(r, cfg["placed"]),
             "sim_peak_bytes": cfg.get("sim_peak_bytes", float("nan")),
-            "live_alloc_bytes_max": max(alloc.values(), default=float("nan")),
+            "live_peak_bytes_max": max(mem),
+            "memory_use": use[worst],
             "init_s": r["init_s"],
         })
     table = pd.DataFrame(rows)
@@ -279,8 +351,10 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
     values["placement_live.median_abs_error_vs_min"] = float(
         combos["error_vs_min"].abs().median())
     values["placement_live.within_15pct_frac"] = float((combos["error"].abs() <= 0.15).mean())
-    values["placement_live.sim_peak_over_live_alloc_median"] = float(
-        (combos["sim_peak_bytes"] / combos["live_alloc_bytes_max"]).median())
+    values["placement_live.sim_peak_over_live_peak_median"] = float(
+        (combos["sim_peak_bytes"] / combos["live_peak_bytes_max"]).median())
+    values["placement_live.memory_use_max"] = float(table["memory_use"].max())
+    values["placement_live.memory_exceeded"] = float((table["memory_use"] > 1).sum())
     values["placement_live.placed_frac_min"] = float(table["placed_frac"].min())
     values["placement_live.combinations"] = float(len(combos))
     for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
@@ -322,10 +396,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = None
         if section["enabled"]:  # bad input is an error also where the run is skipped
             g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
-            k = int(section["devices"])
+            dev = read_devices(section["device_csv"])
+            k = dev.n
+            if not 2 <= k <= 8:
+                raise CommschedError(f"{section['device_csv']}: {k} devices; the live "
+                                     "placement runs 2 to 8 (one TensorFlow task each)")
             # device names depend only on the cluster's shape: plan before it is up
             shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
-            configs = plan_configs(g, section, device_names(shape))
+            configs = plan_configs(g, section, dev, device_names(shape))
         if not args.reuse or not section["enabled"]:
             reason = skipped_reason(section)
         if reason:
@@ -339,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             burst=section["burst"], latency=section["latency"], threads=1)
         meta = g.graph["meta"]
         hwm: dict[str, float] = {}
+        loads: dict[str, float] = {}
         if args.reuse:
             results = _reused(Path(args.workdir), configs)
         else:
@@ -351,11 +430,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "warmup": section["warmup"], "steps": section["steps"],
                         "timeout_s": section["step_timeout_s"], "threads": 1,
                         "configs": [{"name": x["name"], "placed": x["placed"],
-                                     "control": x["control"], "trace_steps": x["trace_steps"]}
-                                    for x in configs]}
+                                     "control": x["control"], "slow": x["slow"],
+                                     "trace_steps": x["trace_steps"]} for x in configs]}
+                load = os.getloadavg()[0]
                 results = _run_client(c, plan, Path(args.workdir), deadline, say)
                 hwm = _vm_hwm(c)
-        table, values = _table(g, configs, results, k, say)
+                loads = {"placement_live.load_start": load,
+                         "placement_live.load_end": os.getloadavg()[0]}
+        table, values = _table(g, configs, results, dev, say)
+        values.update(loads)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20
         out_cfg = {**section, "wall_s": round(time.perf_counter() - t, 1)}

@@ -10,7 +10,16 @@ protobuf with ``node`` entries of ``name``, ``op``, ``input``, ``device`` and ``
   simulated schedule, as a chain of control dependencies (consecutive nodes of a device);
   the chain agrees with a topological order of the graph, so it adds no cycle;
 * :func:`apply`: each op's device (``tf.device`` of the op, set in the ``GraphDef``), the
-  chain as control inputs, and the run's resource container on every variable.
+  chain as control inputs, and the run's resource container on every variable;
+* :func:`relative_speeds` and :func:`slowdowns`: the thesis' device speeds (operations per
+  time unit, Sec. 2.2) as a slow-down of each op on a slower device. The fastest device
+  runs at the host's speed (relative speed 1); an op of traced time ``t >= min_us`` placed
+  on a device of relative speed ``r < 1`` is followed by a busy-wait of ``1/r - 1`` times
+  its own live duration (:mod:`commsched.placement.live.job` builds it), so it lasts
+  ``1/r`` times what it lasts on the host at that moment. Shorter ops (the executor's
+  cost dominates them; in the thesis CNN's training step the 12 ops above 100 us carry 97%
+  of the traced op time) are left at host speed, and the simulator's prediction slows
+  exactly the ops the job slows (:func:`commsched.placement.live.predict.simulate`).
 
 Ops of the graph outside the traced iteration (the variables' initialisers) follow the op
 they are colocated with (``_class: loc:@...``), else their first input, else device 0.
@@ -27,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
@@ -36,7 +46,8 @@ import numpy as np
 from commsched.placement.model import PlacementError
 from commsched.sim.devices import COMPUTE, DeviceSchedule, ExecGraph
 
-__all__ = ["apply", "device_names", "order_edges", "placed_devices"]
+__all__ = ["apply", "canonical_device", "device_names", "order_edges", "placed_devices",
+           "relative_speeds", "slowdowns"]
 
 
 def device_names(spec: Mapping[str, Sequence[str]]) -> list[str]:
@@ -57,6 +68,26 @@ def device_names(spec: Mapping[str, Sequence[str]]) -> list[str]:
         out += [f"/job:{job}/replica:0/task:{i}/device:CPU:0"
                 for i in range(len(spec.get(job, [])))]
     return out
+
+
+def canonical_device(name: str) -> str:
+    """A device name as TensorFlow prints it in step stats (``cpu:0``) or in a placement
+    (``device:CPU:0``), in one spelling.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> canonical_device("/job:ps/replica:0/task:0/device:CPU:0")
+    '/job:ps/replica:0/task:0/cpu:0'
+    """
+    return name.lower().replace("device:", "")
 
 
 def order_edges(eg: ExecGraph, s: DeviceSchedule, n_ops: int, skip: Collection[int] = ()
@@ -185,3 +216,81 @@ def apply(gdef: Any, placed: Mapping[str, str], control: Sequence[tuple[str, str
         if n.op == "VarHandleOp":
             n.attr["container"].s = container.encode()
     return gdef
+
+
+def relative_speeds(speed: Sequence[float]) -> np.ndarray:
+    """Each device's speed over the fastest one's (the fastest runs at the host's speed).
+
+    Parameters
+    ----------
+    speed : sequence of float
+        Operations per time unit of every device (a thesis device file's ``#operations``).
+
+    Returns
+    -------
+    numpy.ndarray
+        In (0, 1], 1 for the fastest device.
+
+    Raises
+    ------
+    PlacementError
+        If a speed is not a positive number.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (a device's speed: operations per time unit; time = operations /
+    speed).
+
+    Examples
+    --------
+    >>> relative_speeds([80, 40, 20]).tolist()
+    [1.0, 0.5, 0.25]
+    """
+    s = np.asarray(speed, dtype=float)
+    if len(s) == 0:
+        raise PlacementError("no devices")
+    for i, x in enumerate(s):
+        if not (math.isfinite(x) and x > 0):
+            raise PlacementError(f"device {i} has speed {x:g}: a speed must be positive")
+    return s / s.max()
+
+
+def slowdowns(names: Sequence[str], duration_s: Sequence[float], placement: np.ndarray,
+              speed: np.ndarray, min_us: float) -> dict[str, float]:
+    """The busy-wait factor of every op the live job slows down (module docstring).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The traced ops, in the problem's node order.
+    duration_s : sequence of float
+        Their traced times in seconds.
+    placement : numpy.ndarray
+        The device index of every node.
+    speed : numpy.ndarray
+        Relative speed of every device (:func:`relative_speeds`).
+    min_us : float
+        Ops traced shorter than this (microseconds) run at host speed.
+
+    Returns
+    -------
+    dict of str to float
+        ``op -> 1/r - 1`` for every op of time ``>= min_us`` on a device of relative speed
+        ``r < 1``: after the op, a busy-wait of that many times the op's own duration.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (time of a node on a device = operations / speed).
+
+    Examples
+    --------
+    >>> slowdowns(["a", "b", "c"], [1e-3, 1e-3, 1e-6], np.array([0, 1, 1]),
+    ...           np.array([1.0, 0.25]), 100.0)
+    {'b': 3.0}
+    """
+    out = {}
+    for name, t, d in zip(names, duration_s, placement, strict=True):
+        r = float(speed[int(d)])
+        if r < 1.0 and t * 1e6 >= min_us:
+            out[name] = 1.0 / r - 1.0
+    return out

@@ -1,14 +1,25 @@
 """The thesis' simulator predicting live steps, with the runtime's overheads fitted once.
 
-The live cluster's devices are the thesis' devices of speed 1 (one operation per
-microsecond; :func:`live_cluster`). The traced times leave out what the distributed
-runtime adds; four numbers, fitted on two *calibration* configurations that are none of
-the measured partitioner x scheduler combinations (:func:`fit`), put it back:
+The live cluster's devices are those of a thesis device file, their speeds relative to the
+fastest, which runs one operation per microsecond (:func:`live_cluster`); the job slows
+each op of a slower device down (:func:`commsched.placement.live.mapping.slowdowns`) and
+the prediction slows exactly those ops by the same factor (:func:`simulate`). The
+calibration configurations run at host speed on every device (no slow-down: they measure
+the runtime, not the devices). The traced times leave out what the distributed runtime
+adds, and the trace was taken at another time, under another load, with two intra-op
+threads (the live tasks have one: a convolution takes about twice its traced time, a small
+op about its traced time). What the simulator needs is fitted on the two *calibration*
+configurations, which are none of the measured partitioner x scheduler combinations
+(:func:`fit`), all from the run itself (their FULL_TRACE steps are spread over the timed
+rounds, :func:`commsched.placement.live.job.trace_rounds`):
 
-* ``op_us``: per op, the executor's cost around each kernel, from the trace itself
-  (traced step wall time minus summed op times, over the op count);
-* ``time_factor``: live op time over traced op time, from the FULL_TRACE step stats of
-  ``calib-one`` (every op on device 0, TensorFlow's own order);
+* ``op_s``: each op's live time, its median over the FULL_TRACE steps of ``calib-one``
+  (every op on device 0, TensorFlow's own order, one op at a time), used instead of its
+  traced time; ``time_factor`` is their sum over the traced sum (reported, and used for
+  an op ``calib-one`` did not show);
+* ``op_us``: per op, the executor's cost around each kernel, from the same step stats:
+  the span from the first op's start to the last op's end minus the summed op times, over
+  the op count (:func:`run_op_overhead_us`);
 * ``step_s``: per step, the session's round trips, ``calib-one``'s median step minus its
   simulated makespan;
 * ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
@@ -16,8 +27,9 @@ the measured partitioner x scheduler combinations (:func:`fit`), put it back:
   ``calib-split`` (nearly every edge crosses a link): a transfer lasts from the later of
   the receiver's request and the producer's end (all tasks share the machine's clock) to
   the tensor's arrival; transfers that overlap another one on a host link they share
-  are left out (their time is queueing), and each transfer's shortest over the traced
-  steps is kept.
+  are left out (their time is queueing), and each transfer's median over the traced
+  steps is kept (the timed steps are medians too; the shortest, kept before, fitted the
+  least loaded moment and underpredicted the transfer-heavy configurations).
 
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
@@ -27,8 +39,8 @@ simulate_devices` with link contention, and adds ``step_s``.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -36,6 +48,7 @@ import numpy as np
 
 from commsched.cost.overhead import fit_link
 from commsched.errors import CommschedError
+from commsched.placement.live.mapping import canonical_device, relative_speeds
 from commsched.placement.model import TYPES, Cluster, Options, Problem
 from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
@@ -50,7 +63,7 @@ from commsched.sim.devices import (
 from commsched.tictac.live.steptrace import compute_busy, transfers
 
 __all__ = ["Fit", "calibration_placements", "fit", "live_cluster", "placed_fraction",
-           "predict", "trace_op_overhead_us"]
+           "predict", "run_op_overhead_us", "trace_op_overhead_us"]
 
 #: The calibration configurations' names.
 CALIB_ONE, CALIB_SPLIT = "calib-one", "calib-split"
@@ -58,42 +71,53 @@ CALIB_ONE, CALIB_SPLIT = "calib-one", "calib-split"
 
 @dataclass(frozen=True)
 class Fit:
-    """The runtime's overheads (module docstring); times in seconds, rate in bytes/s."""
+    """The runtime's overheads (module docstring); times in seconds, rate in bytes/s.
+
+    ``op_s`` maps an op to its live time; an op it lacks takes its traced time times
+    ``time_factor``.
+    """
 
     op_us: float
     time_factor: float
     step_s: float
     transfer_s: float
     rate_Bps: float
+    op_s: Mapping[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, float]:
-        """The five numbers by name."""
-        return asdict(self)
+        """The five numbers by name (not ``op_s``)."""
+        return {k: v for k, v in asdict(self).items() if k != "op_s"}
 
 
-def live_cluster(k: int, rate_Bps: float, memory_bytes: float) -> Cluster:
-    """K identical CPU devices of speed 1 (an operation per microsecond) and ``rate_Bps``.
+def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float], rate_Bps: float
+                 ) -> Cluster:
+    """The live devices: relative speeds (the fastest: an operation per microsecond).
 
     Parameters
     ----------
-    k : int
-        Devices (TensorFlow tasks).
+    speed : sequence of float
+        Every device's speed (a thesis device file's ``#operations``); only the ratios
+        count (:func:`commsched.placement.live.mapping.relative_speeds`).
+    memory_bytes : sequence of float
+        Every device's memory (the file's ``RAM``, bytes).
     rate_Bps : float
-        Link rate in bytes per second (converted to bytes per microsecond).
-    memory_bytes : float
-        Memory of every device.
+        Link rate in bytes per second (converted to bytes per microsecond) between every
+        pair: the emulated links are all shaped alike, so the file's rates are not used.
 
     Returns
     -------
     Cluster
+        CPU devices (the traced ops carry no device constraint).
 
     References
     ----------
     Laich 2017, Sec. 2.2 (devices: speed, memory, type, transfer rates).
     """
+    r = relative_speeds(speed)
+    k = len(r)
     rate = np.full((k, k), rate_Bps / 1e6)
     np.fill_diagonal(rate, np.inf)
-    return Cluster(np.ones(k), np.full(k, float(memory_bytes)),
+    return Cluster(r, np.asarray(memory_bytes, dtype=float),
                    np.full(k, TYPES.index("CPU"), dtype=np.int64), rate)
 
 
@@ -114,6 +138,42 @@ def trace_op_overhead_us(g: nx.DiGraph) -> float:
     wall = statistics.median(meta["step_wall_s"])
     ops = statistics.median(meta["sum_op_s"])
     return max(0.0, (wall - ops) / g.number_of_nodes() * 1e6)
+
+
+def run_op_overhead_us(steps: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]],
+                       ops: Collection[str]) -> float:
+    """Per-op executor cost of a live run: (span - summed op time) / ops, median over steps.
+
+    Parameters
+    ----------
+    steps : sequence of mapping
+        Traced steps of a configuration with every op on one device (node stats by
+        device, as :mod:`commsched.placement.live.job` keeps them).
+    ops : collection of str
+        The graph's ops (send/receive and other runtime nodes are left out).
+
+    Returns
+    -------
+    float
+        Microseconds (0 when no step saw an op).
+
+    Examples
+    --------
+    >>> st = {"d": [{"node_name": "a", "timeline_label": "a = MatMul()",
+    ...              "all_start_micros": 0, "op_end_rel_micros": 10},
+    ...             {"node_name": "b", "timeline_label": "b = MatMul()",
+    ...              "all_start_micros": 40, "op_end_rel_micros": 20}]}
+    >>> run_op_overhead_us([st], {"a", "b"})
+    15.0
+    """
+    per = []
+    for step in _traced_ops({"traced": steps}, set(ops)):
+        if step:
+            span = max(n["all_start_micros"] + n["op_end_rel_micros"] for n in step) \
+                - min(n["all_start_micros"] for n in step)
+            busy, n_ops = compute_busy(step)
+            per.append(max(0.0, span - busy * 1e6) / n_ops)
+    return statistics.median(per) if per else 0.0
 
 
 def calibration_placements(p: Problem, k: int) -> dict[str, np.ndarray]:
@@ -161,7 +221,7 @@ def _with_latency(eg: ExecGraph, latency: float) -> ExecGraph:
 
 
 def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, int]],
-             k: int, f: Fit) -> DeviceSchedule:
+             slow: Mapping[str, float], k: int, f: Fit) -> DeviceSchedule:
     """The simulated step (without ``step_s``) of a placement and its enforced order.
 
     Parameters
@@ -172,6 +232,10 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
         Device of every node (``g.nodes`` order).
     control : sequence of (int, int)
         The order's control edges (:func:`commsched.placement.live.mapping.order_edges`).
+    slow : mapping of str to float
+        The ops the job slows down and their busy-wait factor ``k``
+        (:func:`commsched.placement.live.mapping.slowdowns`): their live time is
+        ``(1 + k)`` times their time at host speed.
     k : int
         Devices.
     f : Fit
@@ -189,8 +253,11 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
     names = list(g.nodes)
     h = g.copy()
     h.add_edges_from(((names[a], names[b]) for a, b in control), control=True, bytes=0)
-    p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us, time_factor=f.time_factor)
-    c = live_cluster(k, f.rate_Bps, np.inf)
+    for v in names:
+        h.nodes[v]["duration"] = f.op_s.get(v, float(g.nodes[v]["duration"]) * f.time_factor)
+    p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us,
+                           time_factor=[1.0 + slow.get(v, 0.0) for v in names])
+    c = live_cluster([1.0] * k, [np.inf] * k, f.rate_Bps)
     eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
     s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
                          link_contention=True)
@@ -199,19 +266,19 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
 
 
 def predict(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, int]],
-            k: int, f: Fit) -> float:
+            slow: Mapping[str, float], k: int, f: Fit) -> float:
     """The predicted live step in seconds: :func:`simulate`'s makespan plus ``step_s``.
 
     Parameters
     ----------
-    g, placement, control, k, f
+    g, placement, control, slow, k, f
         As in :func:`simulate`.
 
     Returns
     -------
     float
     """
-    return simulate(g, placement, control, k, f).makespan / 1e6 + f.step_s
+    return simulate(g, placement, control, slow, k, f).makespan / 1e6 + f.step_s
 
 
 def _traced_ops(result: Mapping[str, Any], ops: set[str]) -> list[list[dict[str, Any]]]:
@@ -246,11 +313,15 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
         if name not in calib:
             raise CommschedError(f"calibration configuration {name!r} has no result")
     ops = set(g.nodes)
-    op_us = trace_op_overhead_us(g)
-    traced_sum = sum(float(g.nodes[v]["duration"]) for v in g.nodes)
-    busy = [compute_busy(step)[0] for step in _traced_ops(calib[CALIB_ONE], ops)]
-    factor = statistics.median(busy) / traced_sum if traced_sum > 0 else 1.0
-    shortest: dict[tuple[str, str], float] = {}
+    op_us = run_op_overhead_us(calib[CALIB_ONE]["traced"], ops)
+    live: dict[str, list[float]] = {}
+    for step in _traced_ops(calib[CALIB_ONE], ops):
+        for n in step:
+            live.setdefault(n["node_name"], []).append(n["op_end_rel_micros"] / 1e6)
+    op_s = {v: statistics.median(x) for v, x in live.items()}
+    traced_sum = sum(float(g.nodes[v]["duration"]) for v in op_s)
+    factor = sum(op_s.values()) / traced_sum if traced_sum > 0 else 1.0
+    spans: dict[tuple[str, str], list[float]] = {}
     for step in calib[CALIB_SPLIT]["traced"]:
         done = {n["node_name"]: (n["all_start_micros"] + n["op_end_rel_micros"]) / 1e6
                 for ns in step.values() for n in ns if n["node_name"] in ops}
@@ -262,18 +333,18 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
                    for o, _ in xs):
                 continue  # shared a host link with another transfer: queued, not fitted
             key = (t.src_op, t.dst_device)
-            shortest[key] = min(shortest.get(key, np.inf), t.end - begin)
-    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in shortest]
-    span = list(shortest.values())
+            spans.setdefault(key, []).append(t.end - begin)
+    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in spans]
+    span = [statistics.median(x) for x in spans.values()]
     if len(span) < 2:
         raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
                              "to fit the link on")
     transfer_s, rate = fit_link([1] * len(span), nbytes, span)
-    partial = Fit(op_us, factor, 0.0, transfer_s, rate)
+    partial = Fit(op_us, factor, 0.0, transfer_s, rate, op_s)
     one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
-    sim_one = simulate(g, one, [], k, partial).makespan / 1e6
+    sim_one = simulate(g, one, [], {}, k, partial).makespan / 1e6
     step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
-    return Fit(op_us, factor, step_s, transfer_s, rate)
+    return Fit(op_us, factor, step_s, transfer_s, rate, op_s)
 
 
 def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> float:
@@ -298,10 +369,5 @@ def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> flo
                 want = placed.get(n["node_name"])
                 if want is not None:
                     seen += 1
-                    ok += _same_device(dev, want)
+                    ok += canonical_device(dev) == canonical_device(want)
     return ok / seen if seen else float("nan")
-
-
-def _same_device(a: str, b: str) -> bool:
-    """Device names as TensorFlow prints them (``device:CPU:0`` or ``cpu:0``)."""
-    return a.lower().replace("device:", "") == b.lower().replace("device:", "")
