@@ -58,9 +58,11 @@ from commsched.echelon.live.tc import check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
 from commsched.errors import CommschedError
+from commsched.sim.flow import Policy, View, max_min
 
 __all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
-           "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
+           "kernel_fifo", "metrics", "predict", "skipped_reason", "summarize",
+           "traced_profiles"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
 #: The figures of ``notebooks/echelon_live.ipynb``.
@@ -251,29 +253,67 @@ def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: f
     return out
 
 
+def kernel_fifo(message_bytes: np.ndarray) -> Policy:
+    """The kernel's own sharing of a link (policy ``none``: one htb class, one FIFO) as a
+    flow policy: max-min fair with each flow weighted by the bytes of one of its messages.
+
+    A live sender writes a whole message into its socket and waits for the receiver's
+    acknowledgement (:mod:`commsched.echelon.live.transport`), so a bulk flow keeps about
+    one message queued at the bottleneck; a FIFO serves the queued bytes in order, so a
+    flow's share of the link is its share of the queue: a 64 kB activation waits behind
+    the 350 kB messages of the collectives instead of getting an equal share, as per-flow
+    fairness would give it. ``message_bytes[g]``: the message size of the flows of
+    (global) group ``g`` (the ``group`` meta column of
+    :func:`commsched.echelon.cluster_sim.run_jobs`).
+
+    Parameters
+    ----------
+    message_bytes : ndarray of float
+        Bytes of one message, per group.
+
+    Returns
+    -------
+    Policy
+
+    Examples
+    --------
+    Two flows on one 10 B/s link, messages of 1 and 4 bytes: the link is split 1:4.
+
+    >>> from commsched.sim.flow import big_switch, simulate
+    >>> r = simulate(big_switch(2, 10.0), [0, 0], [1, 1], [1.0, 8.0], [0.0, 0.0],
+    ...              kernel_fifo(np.array([1.0, 4.0])), group=[0, 1])
+    >>> r.finish.round(2).tolist()
+    [0.5, 0.9]
+    """
+    def policy(view: View) -> np.ndarray:
+        w = message_bytes[view.sim.meta["group"][view.active]]
+        return max_min(view.links, view.net.capacity, w)
+    return policy
+
+
 def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
             host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None
             ) -> ClusterRun:
     """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
-    ``overheads`` (s per message, :func:`fit_overheads`) a computation that waits for
-    flows starts that much later per message of its longest such flow (added to its
-    duration: the fluid simulator has no latency)."""
+    ``overheads`` (s per message, :func:`fit_overheads`) a flow's consumers see it done
+    that much later per message of it (its ``flow_latency``; the link is free meanwhile:
+    the fluid simulator has no latency). ``none`` runs :func:`kernel_fifo`."""
     racks = [r for jp in jobs for r in jp.racks]
-    graphs, h = [], 0
+    graphs, msg_bytes, h = [], [], 0
     for jp in jobs:
         hosts = tuple(range(h, h + jp.job.world))
         h += jp.job.world
         g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
+        n = {k: messages(grp.label, jp.job.world) for k, grp in enumerate(g.groups)}
+        size = {k: 0.0 for k in n}
+        for f, k in enumerate(g.flow_group):
+            size[k] = g.flow_size[f]
+        msg_bytes += [size[k] / n[k] for k in range(len(g.groups))]
         a = (overheads or {}).get(jp.job.name, 0.0)
-        if a > 0:
-            for (kind, i), preds in g.preds.items():
-                n = [messages(g.groups[g.flow_group[j]].label, jp.job.world)
-                     for k, j in preds if k == "f"]
-                if kind == "t" and n:
-                    g.task_dur[i] += a * max(n)
+        g.flow_latency = [a * n[k] for k in g.flow_group]
         graphs.append(g)
     return run_jobs(graphs, network(racks, host_Bps, core_Bps),
-                    "fair" if policy == "none" else policy)
+                    kernel_fifo(np.array(msg_bytes)) if policy == "none" else policy)
 
 
 def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
