@@ -51,10 +51,11 @@ from commsched.cluster.net import parse_rate
 from commsched.cluster.torchrun import LAUNCHERS
 from commsched.echelon.cluster_sim import ClusterRun, run_jobs
 from commsched.echelon.jobs import build_job
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.runner import JobPlacement, run_live
-from commsched.echelon.live.tc import check_htb
+from commsched.echelon.live.tc import EnforcedPolicy, check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
 from commsched.errors import CommschedError
@@ -292,12 +293,15 @@ def kernel_fifo(message_bytes: np.ndarray) -> Policy:
 
 
 def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
-            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None
-            ) -> ClusterRun:
+            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None,
+            update_s: float | None = None) -> ClusterRun:
     """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
     ``overheads`` (s per message, :func:`fit_overheads`) a flow's consumers see it done
     that much later per message of it (its ``flow_latency``; the link is free meanwhile:
-    the fluid simulator has no latency). ``none`` runs :func:`kernel_fifo`."""
+    the fluid simulator has no latency). ``none`` runs :func:`kernel_fifo`; any other
+    policy, with ``update_s`` (the controller's measured update latency, s), runs as the
+    live controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`),
+    without it as the policy asks."""
     racks = [r for jp in jobs for r in jp.racks]
     graphs, msg_bytes, h = [], [], 0
     for jp in jobs:
@@ -312,8 +316,14 @@ def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps:
         a = (overheads or {}).get(jp.job.name, 0.0)
         g.flow_latency = [a * n[k] for k in g.flow_group]
         graphs.append(g)
-    return run_jobs(graphs, network(racks, host_Bps, core_Bps),
-                    kernel_fifo(np.array(msg_bytes)) if policy == "none" else policy)
+    net = network(racks, host_Bps, core_Bps)
+    pol: Policy | str = policy
+    if policy == "none":
+        pol = kernel_fifo(np.array(msg_bytes))
+    elif update_s is not None:
+        pol = EnforcedPolicy(FLOW_SCHEDULERS[policy](), update_s,
+                             [len(net.capacity) - 2, len(net.capacity) - 1])  # the core
+    return run_jobs(graphs, net, pol)
 
 
 def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
@@ -323,10 +333,14 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
     over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
+    ups = t["updates"]
+    lat = ups[ups["policy"] != "none"]["latency_s"] if len(ups) else pd.Series(dtype=float)
+    update_s = float(lat.median()) if len(lat) else 0.0
     rows = []
     jobs = t["jobs"]
     for policy in params.policies:
-        sim = predict(params.jobs, profiles, core_Bps, host, policy, over).jobs_table()
+        sim = predict(params.jobs, profiles, core_Bps, host, policy, over,
+                      update_s).jobs_table()
         nominal = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
         for k, jp in enumerate(params.jobs):
             m = jobs[(jobs["policy"] == policy) & (jobs["job"] == jp.job.name)]
@@ -344,6 +358,7 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
                          "predicted_jct_s": pred,
                          "predicted_tardiness_s": float(sim.loc[k, "tardiness_s"]),
                          "message_overhead_s": over[jp.job.name],
+                         "update_latency_s": update_s,
                          "predicted_fluid_jct_s": float(nominal.loc[k, "jct_s"]),
                          "error_fluid_median": float((float(nominal.loc[k, "jct_s"])
                                                       / m["jct_s"] - 1).median()),
