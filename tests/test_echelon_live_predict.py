@@ -152,3 +152,20 @@ def test_predict_models_each_policy_back_end() -> None:
     assert jct[("none", None)]["pp"] > jct[("fair", None)]["pp"]
     # a late controller cannot give the pipeline its priority at once
     assert jct[("sebf", 0.01)]["pp"] > jct[("sebf", None)]["pp"]
+
+
+def test_enforced_policy_leaks_a_packet_per_message_boundary() -> None:
+    net = network([0, 1], 1000.0, 100.0)
+    floor = 100.0 * FLOOR_SHARE
+    msg = np.array([100.0, 10.0])  # the favoured flow (group 0) sends 100-byte messages
+
+    def run(leak: float) -> np.ndarray:
+        return simulate(net, [0, 0], [1, 1], [300.0, 1000.0], [0.0, 0.0],
+                        EnforcedPolicy(_strict, 0.0, [4, 5], msg, leak),
+                        group=[0, 1]).finish
+    top = 100.0 - floor  # its guarantee and the excess
+    assert run(0.0)[0] == pytest.approx(300.0 / top)
+    # of every 100 + 100 bytes on the link, 100 are its own: half its rate goes to the other
+    assert run(100.0)[0] == pytest.approx(300.0 / (top * 100.0 / 200.0))
+    with pytest.raises(CommschedError, match="leak"):
+        EnforcedPolicy(_strict, 0.0, [4, 5], msg, -1.0)

@@ -51,19 +51,18 @@ from commsched.cluster.net import parse_rate
 from commsched.cluster.torchrun import LAUNCHERS
 from commsched.echelon.cluster_sim import ClusterRun, run_jobs
 from commsched.echelon.jobs import build_job
-from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.runner import JobPlacement, run_live
-from commsched.echelon.live.tc import EnforcedPolicy, check_htb
+from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy, check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
-           "kernel_fifo", "metrics", "predict", "skipped_reason", "summarize",
-           "traced_profiles"]
+__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "kernel_fifo",
+           "messages", "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
 #: The figures of ``notebooks/echelon_live.ipynb``.
@@ -322,7 +321,8 @@ def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps:
         pol = kernel_fifo(np.array(msg_bytes))
     elif update_s is not None:
         pol = EnforcedPolicy(FLOW_SCHEDULERS[policy](), update_s,
-                             [len(net.capacity) - 2, len(net.capacity) - 1])  # the core
+                             [len(net.capacity) - 2, len(net.capacity) - 1],  # the core
+                             np.array(msg_bytes), GSO_BYTES)
     return run_jobs(graphs, net, pol)
 
 

@@ -51,13 +51,17 @@ from commsched.cluster import net
 from commsched.errors import CommschedError
 from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FLOOR_SHARE", "EnforcedPolicy", "HtbLink", "TcSession", "check_htb", "classid",
-           "enforce"]
+__all__ = ["FLOOR_SHARE", "GSO_BYTES", "EnforcedPolicy", "HtbLink", "TcSession", "check_htb",
+           "classid", "enforce"]
 
 #: Floor rate of a class the policy gives nothing, as a share of the link rate.
 FLOOR_SHARE = 0.005
 #: Share of the link guaranteed to untagged traffic (class 1:2).
 DEFAULT_SHARE = 0.03
+#: The largest packet the kernel hands a qdisc (``gso_max_size`` of the emulated
+#: cluster's veth links, ``ip -d link``): what a class held at the floor sends, once
+#: dequeued, while a favoured flow waits (:class:`EnforcedPolicy`).
+GSO_BYTES = 65536
 _BURST = "16k"  # htb burst: a few 1.5 kB packets (GSO segments up to 64 kB are charged)
 
 
@@ -290,6 +294,12 @@ class EnforcedPolicy:
       Every class has the link rate as ceil, so what the guarantees leave is shared
       equally (equal quanta) among the prio-0 classes, or, without any, among the
       prio-7 classes (htb borrows in priority order; a fluid flow is always backlogged).
+    * **Message boundaries.** With ``message_bytes`` (per group, the ``group`` meta
+      column) and ``leak_bytes``: a favoured flow's queue runs empty after each of its
+      messages (the sender waits for the acknowledgement), and a backlogged class held
+      at the floor then sends a packet that the favoured flow waits behind; so of every
+      ``m + leak_bytes`` bytes on the link, ``m`` (one message) are the favoured flow's
+      and ``leak_bytes`` are shared by the held flows.
     * Flows that do not cross the core are not shaped: they get a max-min share of what
       the core flows leave on their host links.
 
@@ -301,6 +311,10 @@ class EnforcedPolicy:
         Update latency (s), >= 0.
     core_links : sequence of int
         The link ids the controller shapes.
+    message_bytes : ndarray of float, optional
+        Bytes of one message, per group (the ``group`` meta column's values).
+    leak_bytes : float
+        Bytes a held class sends at each message boundary of a favoured flow (0: none).
 
     Examples
     --------
@@ -319,10 +333,13 @@ class EnforcedPolicy:
     [3.016, 3.5]
     """
 
-    def __init__(self, policy: Policy, delay: float, core_links: Sequence[int]) -> None:
-        if delay < 0:
-            raise CommschedError(f"update delay {delay} < 0")
+    def __init__(self, policy: Policy, delay: float, core_links: Sequence[int],
+                 message_bytes: np.ndarray | None = None, leak_bytes: float = 0.0) -> None:
+        if delay < 0 or leak_bytes < 0:
+            raise CommschedError(f"update delay {delay} and leak bytes {leak_bytes} must "
+                                 "be >= 0")
         self.policy, self.delay = policy, float(delay)
+        self.message_bytes, self.leak = message_bytes, float(leak_bytes)
         self.core = np.asarray(core_links, dtype=np.int64)
         self.in_force: dict[int, float] = {}
         self.pending: list[tuple[float, dict[int, float]]] = []
@@ -347,8 +364,8 @@ class EnforcedPolicy:
         left = cap.copy()
         on_core = np.isin(links, self.core)
         for c in self.core:
-            mine = np.flatnonzero(on_core.any(axis=1) & (links == c).any(axis=1))
-            if not len(mine):
+            mine = [int(k) for k in np.flatnonzero((links == c).any(axis=1))]
+            if not mine:
                 continue
             known = {k: self.in_force[act[k]] for k in mine if act[k] in self.in_force}
             cls = enforce(known, float(cap[c]))
@@ -357,7 +374,13 @@ class EnforcedPolicy:
             prio = np.array([cls[k][1] if k in cls else 0 for k in mine])
             excess = max(cap[c] - guar.sum(), 0.0)
             top = prio == prio.min()
-            rate[mine] = guar + np.where(top, excess / top.sum(), 0.0)
+            r = guar + np.where(top, excess / top.sum(), 0.0)
+            low = guar <= floor * (1 + 1e-9)  # held at the floor or not seen yet
+            if self.leak and self.message_bytes is not None and low.any() and (~low).any():
+                m = self.message_bytes[view.sim.meta["group"][view.active[mine]]]
+                give = np.where(low, 0.0, r * self.leak / (m + self.leak))
+                r = r - give + np.where(low, give.sum() / low.sum(), 0.0)
+            rate[mine] = r
         core_flows = on_core.any(axis=1)
         for k in np.flatnonzero(core_flows):  # what the core flows take from host links
             for ln in links[k][links[k] >= 0]:
