@@ -19,13 +19,20 @@ classes in force).
 
 Prediction (:func:`predict`): the coupled compute + flow simulator
 (:func:`commsched.echelon.cluster_sim.run_jobs`) runs the same three jobs (the job graphs the
-live flows were matched to) on :func:`~commsched.echelon.live.topology.network` with the
+live flows were matched to, with the live jobs' serial collectives: one communication
+thread per process) on :func:`~commsched.echelon.live.topology.network` with the
 *measured* core rate (one TCP stream across the core before the runs; the host links
 scaled by the same ratio) and compute times *traced* from the live runs (per job and
 computation kind, the median over every policy and repeat: one profile per job, not one
-per run), under the same policy (``none``: per-flow max-min fairness, what TCP
-approximates). ``error = predicted / measured - 1`` of each job's JCT; nothing is fitted
-to a JCT.
+per run). What the fluid simulator lacks is modelled from the traces, never fitted to a
+JCT: a per-message overhead per job (:func:`fit_overheads`: the low quantile of every flow's
+time beyond its bytes at the path rate) as each flow's latency; policy ``none`` as the
+kernel's FIFO (:func:`kernel_fifo`: shares by message bytes); every other policy as the
+controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`: decisions in
+force after the measured median update latency, htb classes and borrowing, and one 64 KiB
+GSO packet of a held flow at each message boundary of a favoured one). ``error =
+predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
+with the policy as it asks and no overhead.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
 ``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
