@@ -43,6 +43,20 @@ def test_serial_collectives_wait_for_the_previous_one() -> None:
     assert np.allclose(second["release"], 4.0) and np.allclose(second["finish"], 8.0)
 
 
+def test_serial_reduce_scatters_wait_for_the_previous_one() -> None:
+    prof = LayerProfile("toy", fwd=(1.0, 1.0), bwd=(1.0, 1.0), params=(3.0, 3.0),
+                        act=(1, 0))
+    for serial in (False, True):
+        job = build_job(JobSpec("z", "fsdp", hosts=(0, 1, 2), blocks=2,
+                                serial_collectives=serial), prof)
+        rs = {job.groups[g].label: [("f", i) for i, gg in enumerate(job.flow_group) if gg == g]
+              for g in range(len(job.groups))}
+        waits = set(job.preds[rs["reduce-scatter0"][0]])
+        # reduce-scatter1 (the backward's first) runs first; serial: 0 waits for its flows
+        assert (set(rs["reduce-scatter1"]) <= waits) == serial
+        assert not set(rs["allgather"]) & set(job.preds[rs["reduce-scatter1"][0]])
+
+
 def test_live_jobs_are_simulated_with_serial_collectives() -> None:
     assert LiveJob("d", "dp-allreduce").spec().serial_collectives
 

@@ -11,7 +11,8 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
     ``dp-allreduce``
         Each worker: forward (one task), then backward block by block, last block first
         (gradient *buckets* = blocks). When every worker has finished bucket ``b``, its ring
-        all-reduce runs; the next iteration's forward waits for every all-reduce.
+        all-reduce runs (``serial_collectives``: once the previous bucket's is done too);
+        the next iteration's forward waits for every all-reduce.
     ``dp-ps``
         As above, but each worker pushes bucket ``b`` to every server (an equal shard each)
         when it finishes it; a server returns (pulls) its shard to every worker once all
@@ -35,7 +36,8 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
         of each block, its parameters are all-gathered (one after the other: one
         communication stream, running as far ahead of the computation as the network
         lets it: no memory limit on prefetching); after the backward of a block, its
-        gradients are reduce-scattered (beside the all-gathers, not queued behind them).
+        gradients are reduce-scattered (beside the all-gathers, not queued behind them;
+        ``serial_collectives``: each after the previous reduce-scatter).
         The next iteration starts once every reduce-scatter is done.
 
 Collectives (our choice). A ring all-reduce of ``S`` bytes over ``W`` workers is one
