@@ -183,3 +183,20 @@ def test_enforced_policy_leaks_a_packet_per_message_boundary() -> None:
     assert run(100.0)[0] == pytest.approx(300.0 / (top * 100.0 / 200.0))
     with pytest.raises(CommschedError, match="leak"):
         EnforcedPolicy(_strict, 0.0, [4, 5], msg, -1.0)
+
+
+def test_predict_takes_the_offsets_the_live_flows_carried() -> None:
+    job = LiveJob("z", "fsdp", width=16, blocks=2, batch=6, iterations=1)
+    jobs = [JobPlacement(job, (0, 1, 0))]
+    traced = {"z": simulator_profile(job, [1e-3, 1e-3], [1e-3, 1e-3])}
+    arranged = {"z": simulator_profile(job, [0.5, 0.5], [0.5, 0.5])}
+    run = predict(jobs, traced, 1e5, 1e6, "eiff", arranged=arranged)
+    ag = run.flows[run.flows["kind"] == "fsdp"]
+    g = build_job(job.spec(), arranged["z"])
+    offsets = sorted(o for o, k in zip(g.flow_offset, g.flow_group, strict=True)
+                     if g.groups[k].kind == "fsdp")
+    assert max(offsets) == pytest.approx(1.5)  # fwd0, fwd1, bwd1 of the arranged profile
+    # ideal = the group's first release + the offsets the live flows carried
+    assert np.allclose(np.sort(ag["ideal"] - ag["release"].min()), offsets)
+    # while the compute times still come from the traced profile
+    assert (run.tasks["finish"] - run.tasks["start"]).max() == pytest.approx(1e-3)

@@ -30,8 +30,9 @@ time beyond its bytes at the path rate) as each flow's latency; policy ``none`` 
 kernel's FIFO (:func:`kernel_fifo`: shares by message bytes); every other policy as the
 controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`: decisions in
 force after the measured median update latency, htb classes and borrowing, and one 64 KiB
-GSO packet of a held flow at each message boundary of a favoured one). ``error =
-predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
+GSO packet of a held flow at each message boundary of a favoured one); the flows'
+EchelonFlow offsets are the ones the live flows carried (:func:`arranged_profiles`).
+``error = predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
 with the policy as it asks and no overhead.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
@@ -64,11 +65,13 @@ from commsched.echelon.live.runner import JobPlacement, run_live
 from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy, check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
+from commsched.echelon.profile import LayerProfile
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "kernel_fifo",
+__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "arranged_profiles",
+           "fit_overheads", "kernel_fifo",
            "messages", "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
@@ -298,22 +301,34 @@ def kernel_fifo(message_bytes: np.ndarray) -> Policy:
     return policy
 
 
+def arranged_profiles(run: Mapping[str, Any]) -> dict[str, LayerProfile]:
+    """Per job, the profile that set its live flows' EchelonFlow offsets (the one
+    measured before the runs, as each worker recorded it)."""
+    return {name: LayerProfile(**ranks[0]["profile"])
+            for name, ranks in run["runs"][0]["workers"].items()}
+
+
 def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
             host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None,
-            update_s: float | None = None) -> ClusterRun:
+            update_s: float | None = None,
+            arranged: Mapping[str, LayerProfile] | None = None) -> ClusterRun:
     """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
     ``overheads`` (s per message, :func:`fit_overheads`) a flow's consumers see it done
     that much later per message of it (its ``flow_latency``; the link is free meanwhile:
     the fluid simulator has no latency). ``none`` runs :func:`kernel_fifo`; any other
     policy, with ``update_s`` (the controller's measured update latency, s), runs as the
     live controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`),
-    without it as the policy asks."""
+    without it as the policy asks. ``profiles`` set the compute times; ``arranged``
+    (:func:`arranged_profiles`), where given, the flows' EchelonFlow offsets, as the live
+    flows carried them (else ``profiles`` set both)."""
     racks = [r for jp in jobs for r in jp.racks]
     graphs, msg_bytes, h = [], [], 0
     for jp in jobs:
         hosts = tuple(range(h, h + jp.job.world))
         h += jp.job.world
         g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
+        if arranged is not None:
+            g.flow_offset = build_job(jp.job.spec(hosts), arranged[jp.job.name]).flow_offset
         n = {k: messages(grp.label, jp.job.world) for k, grp in enumerate(g.groups)}
         size = {k: 0.0 for k in n}
         for f, k in enumerate(g.flow_group):
@@ -334,9 +349,11 @@ def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps:
 
 
 def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
-              core_nominal: float, host_nominal: float) -> pd.DataFrame:
+              core_nominal: float, host_nominal: float,
+              arranged: Mapping[str, LayerProfile] | None = None) -> pd.DataFrame:
     """Per policy and job: measured JCT, iteration time and tardiness (median over
-    repeats), the simulator's prediction and its error."""
+    repeats), the simulator's prediction and its error (``arranged``: as
+    :func:`predict`)."""
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
     over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
@@ -346,8 +363,8 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
     rows = []
     jobs = t["jobs"]
     for policy in params.policies:
-        sim = predict(params.jobs, profiles, core_Bps, host, policy, over,
-                      update_s).jobs_table()
+        sim = predict(params.jobs, profiles, core_Bps, host, policy, over, update_s,
+                      arranged).jobs_table()
         nominal = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
         for k, jp in enumerate(params.jobs):
             m = jobs[(jobs["policy"] == policy) & (jobs["job"] == jp.job.name)]
@@ -486,7 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t = analyse(run)
         topo = run["topology"]
         s = summarize(params, t, float(run["core_Bps_measured"]),
-                      parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]))
+                      parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]),
+                      arranged_profiles(run))
         t["summary"] = s
         driver.write_outputs({getattr(args, n): t[n] for n in TABLES}, metrics(s, t["updates"]),
                              args.metrics, raw)
