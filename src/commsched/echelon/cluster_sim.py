@@ -137,7 +137,8 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
     in :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`).
 
     Hosts run one task at a time, in the order the job created them (after the job's
-    arrival and the task's predecessors); jobs must use disjoint hosts (dedicated devices,
+    arrival and the task's predecessors); a flow's consumers see it done its
+    ``flow_latency`` after its last byte; jobs must use disjoint hosts (dedicated devices,
     the paper's Sec. 5 setting). With ``check`` the flow schedule is recorded and verified
     by :func:`commsched.sim.flow.check_flow_schedule`.
 
@@ -208,6 +209,7 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
                             for k, j in enumerate(jobs)])
     index = np.concatenate([np.asarray(j.flow_index, dtype=np.int64) for j in jobs])
     offset = np.concatenate([np.asarray(j.flow_offset, dtype=float) for j in jobs])
+    latency = np.concatenate([np.asarray(j.flow_latency, dtype=float) for j in jobs])
     fjob = np.repeat(np.arange(len(jobs)), np.diff(f0))
     start, finish = np.full(nt, np.nan), np.full(nt, np.nan)
     sim_id = np.full(nf, -1, dtype=np.int64)
@@ -216,7 +218,7 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
     ideal = np.full(nf, np.nan)
     head = dict.fromkeys(queue, 0)
     busy: set[int] = set()
-    events: list[tuple[float, int]] = []  # (finish time, task)
+    events: list[tuple[float, int]] = []  # (time, task | nt + flow seen done | -1 - job)
     sim = FlowSim(net, pol, record=check)
     done = 0
 
@@ -262,7 +264,11 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
         if len(fin):
             now = sim.now
             for s in fin:
-                complete(nt + flow_of_sim[int(s)], now)
+                f = flow_of_sim[int(s)]
+                if latency[f] > 0:  # its consumers see it done later; the link is free
+                    heapq.heappush(events, (now + float(latency[f]), nt + f))
+                else:
+                    complete(nt + f, now)
             continue
         if t_next == math.inf:
             break
@@ -272,6 +278,8 @@ def run_jobs(jobs: Sequence[JobGraph], net: Network, policy: Policy | str,
             if t < 0:
                 if free[-1 - t]:
                     release(free[-1 - t], now)
+            elif t >= nt:
+                complete(t, now)
             else:
                 finish[t] = now
                 busy.discard(int(host[t]))

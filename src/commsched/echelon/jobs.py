@@ -11,7 +11,8 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
     ``dp-allreduce``
         Each worker: forward (one task), then backward block by block, last block first
         (gradient *buckets* = blocks). When every worker has finished bucket ``b``, its ring
-        all-reduce runs; the next iteration's forward waits for every all-reduce.
+        all-reduce runs (``serial_collectives``: once the previous bucket's is done too);
+        the next iteration's forward waits for every all-reduce.
     ``dp-ps``
         As above, but each worker pushes bucket ``b`` to every server (an equal shard each)
         when it finishes it; a server returns (pulls) its shard to every worker once all
@@ -35,7 +36,8 @@ blocks; every paradigm unrolls ``iterations`` iterations, chained by each host's
         of each block, its parameters are all-gathered (one after the other: one
         communication stream, running as far ahead of the computation as the network
         lets it: no memory limit on prefetching); after the backward of a block, its
-        gradients are reduce-scattered (beside the all-gathers, not queued behind them).
+        gradients are reduce-scattered (beside the all-gathers, not queued behind them;
+        ``serial_collectives``: each after the previous reduce-scatter).
         The next iteration starts once every reduce-scatter is done.
 
 Collectives (our choice). A ring all-reduce of ``S`` bytes over ``W`` workers is one
@@ -118,6 +120,11 @@ class JobSpec:
         Iterations to unroll.
     arrival : float
         When the job starts (s).
+    serial_collectives : bool
+        ``dp-allreduce`` and ``fsdp`` only: the job's all-reduces (its reduce-scatters)
+        run one after another on one communication thread, as the live jobs'
+        single-thread executors do (:mod:`commsched.echelon.live.jobs`): each waits for the
+        previous one's flows. Default False: each is released once its inputs are ready.
     """
 
     name: str
@@ -128,6 +135,7 @@ class JobSpec:
     blocks: int = 4
     iterations: int = 1
     arrival: float = 0.0
+    serial_collectives: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,7 +166,9 @@ class JobGraph:
     and after the tasks before it on its host (creation order); a flow is released when
     its ``preds`` are done. ``flow_offset`` is the flow's ideal finish time minus its
     group's reference time (EchelonFlow Eq. 1's arrangement); ``flow_index`` its position
-    in the group in creation order. Nodes are ``("t", i)`` (task ``i``) or ``("f", i)``.
+    in the group in creation order; ``flow_latency`` the time (s, default 0) between the
+    flow's last byte and its consumers seeing it done (acknowledgements, wake-ups; the
+    link is free meanwhile). Nodes are ``("t", i)`` (task ``i``) or ``("f", i)``.
 
     Parameters
     ----------
@@ -181,6 +191,7 @@ class JobGraph:
     flow_group: list[int] = field(default_factory=list)
     flow_index: list[int] = field(default_factory=list)
     flow_offset: list[float] = field(default_factory=list)
+    flow_latency: list[float] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     preds: dict[Node, list[Node]] = field(default_factory=dict)
     _count: dict[int, int] = field(default_factory=dict, repr=False)
@@ -255,6 +266,7 @@ class JobGraph:
         self.flow_index.append(self._count.get(group, 0))
         self._count[group] = self.flow_index[-1] + 1
         self.flow_offset.append(float(offset))
+        self.flow_latency.append(0.0)
         node = ("f", len(self.flow_src) - 1)
         self.preds[node] = list(after)
         return [node]
@@ -340,11 +352,13 @@ def _data_parallel(job: JobGraph, p: LayerProfile) -> None:
             for b in reversed(range(p.blocks)):
                 done[b].append(job.task(h, p.bwd[b], it, f"bwd{b}"))
         sync = []
+        stream: list[Node] = []  # the previous all-reduce (serial_collectives)
         for b in reversed(range(p.blocks)):
             if spec.paradigm == "dp-allreduce":
                 grp = job.group("coflow", f"allreduce{b}")
-                sync += job.ring(spec.hosts, 2 * (W - 1) / W * p.params[b], it, grp, 0.0,
-                                 after=done[b])
+                stream = job.ring(spec.hosts, 2 * (W - 1) / W * p.params[b], it, grp, 0.0,
+                                  after=done[b] + (stream if spec.serial_collectives else []))
+                sync += stream
                 continue
             shard = p.params[b] / len(spec.servers)
             push = job.group("coflow", f"push{b}")
@@ -422,12 +436,15 @@ def _fsdp(job: JobGraph, p: LayerProfile) -> None:
             gathered.append(got)
             prev = got
         sync = []
+        stream: list[Node] = []  # the previous reduce-scatter (serial_collectives)
         for i, (kind, b) in enumerate(order):
             ts = [job.task(h, p.fwd[b] if kind == "fwd" else p.bwd[b], it, f"{kind}{b}",
                            after=gathered[i]) for h in spec.hosts]
             if kind == "bwd":
                 grp = job.group("coflow", f"reduce-scatter{b}")
-                sync += job.ring(spec.hosts, per * p.params[b], it, grp, 0.0, after=ts)
+                stream = job.ring(spec.hosts, per * p.params[b], it, grp, 0.0,
+                                  after=ts + (stream if spec.serial_collectives else []))
+                sync += stream
 
 
 _BUILDERS: dict[str, Callable[[JobGraph, LayerProfile], None]] = {

@@ -19,13 +19,21 @@ classes in force).
 
 Prediction (:func:`predict`): the coupled compute + flow simulator
 (:func:`commsched.echelon.cluster_sim.run_jobs`) runs the same three jobs (the job graphs the
-live flows were matched to) on :func:`~commsched.echelon.live.topology.network` with the
+live flows were matched to, with the live jobs' serial collectives: one communication
+thread per process) on :func:`~commsched.echelon.live.topology.network` with the
 *measured* core rate (one TCP stream across the core before the runs; the host links
 scaled by the same ratio) and compute times *traced* from the live runs (per job and
 computation kind, the median over every policy and repeat: one profile per job, not one
-per run), under the same policy (``none``: per-flow max-min fairness, what TCP
-approximates). ``error = predicted / measured - 1`` of each job's JCT; nothing is fitted
-to a JCT.
+per run). What the fluid simulator lacks is modelled from the traces, never fitted to a
+JCT: a per-message overhead per job (:func:`fit_overheads`: the low quantile of every flow's
+time beyond its bytes at the path rate) as each flow's latency; policy ``none`` as the
+kernel's FIFO (:func:`kernel_fifo`: shares by message bytes); every other policy as the
+controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`: decisions in
+force after the measured median update latency, htb classes and borrowing, and one 64 KiB
+GSO packet of a held flow at each message boundary of a favoured one); the flows'
+EchelonFlow offsets are the ones the live flows carried (:func:`arranged_profiles`).
+``error = predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
+with the policy as it asks and no overhead.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
 ``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
@@ -54,13 +62,17 @@ from commsched.echelon.jobs import build_job
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.runner import JobPlacement, run_live
-from commsched.echelon.live.tc import check_htb
+from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy, check_htb
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
+from commsched.echelon.profile import LayerProfile
+from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
+from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "fit_overheads", "messages",
-           "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
+__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "arranged_profiles",
+           "fit_overheads", "kernel_fifo",
+           "messages", "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
 #: The figures of ``notebooks/echelon_live.ipynb``.
@@ -251,42 +263,108 @@ def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: f
     return out
 
 
+def kernel_fifo(message_bytes: np.ndarray) -> Policy:
+    """The kernel's own sharing of a link (policy ``none``: one htb class, one FIFO) as a
+    flow policy: max-min fair with each flow weighted by the bytes of one of its messages.
+
+    A live sender writes a whole message into its socket and waits for the receiver's
+    acknowledgement (:mod:`commsched.echelon.live.transport`), so a bulk flow keeps about
+    one message queued at the bottleneck; a FIFO serves the queued bytes in order, so a
+    flow's share of the link is its share of the queue: a 64 kB activation waits behind
+    the 350 kB messages of the collectives instead of getting an equal share, as per-flow
+    fairness would give it. ``message_bytes[g]``: the message size of the flows of
+    (global) group ``g`` (the ``group`` meta column of
+    :func:`commsched.echelon.cluster_sim.run_jobs`).
+
+    Parameters
+    ----------
+    message_bytes : ndarray of float
+        Bytes of one message, per group.
+
+    Returns
+    -------
+    Policy
+
+    Examples
+    --------
+    Two flows on one 10 B/s link, messages of 1 and 4 bytes: the link is split 1:4.
+
+    >>> from commsched.sim.flow import big_switch, simulate
+    >>> r = simulate(big_switch(2, 10.0), [0, 0], [1, 1], [1.0, 8.0], [0.0, 0.0],
+    ...              kernel_fifo(np.array([1.0, 4.0])), group=[0, 1])
+    >>> r.finish.round(2).tolist()
+    [0.5, 0.9]
+    """
+    def policy(view: View) -> np.ndarray:
+        w = message_bytes[view.sim.meta["group"][view.active]]
+        return max_min(view.links, view.net.capacity, w)
+    return policy
+
+
+def arranged_profiles(run: Mapping[str, Any]) -> dict[str, LayerProfile]:
+    """Per job, the profile that set its live flows' EchelonFlow offsets (the one
+    measured before the runs, as each worker recorded it)."""
+    return {name: LayerProfile(**ranks[0]["profile"])
+            for name, ranks in run["runs"][0]["workers"].items()}
+
+
 def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps: float,
-            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None
-            ) -> ClusterRun:
+            host_Bps: float, policy: str, overheads: Mapping[str, float] | None = None,
+            update_s: float | None = None,
+            arranged: Mapping[str, LayerProfile] | None = None) -> ClusterRun:
     """The simulator's run of ``jobs`` under ``policy`` (module docstring). With
-    ``overheads`` (s per message, :func:`fit_overheads`) a computation that waits for
-    flows starts that much later per message of its longest such flow (added to its
-    duration: the fluid simulator has no latency)."""
+    ``overheads`` (s per message, :func:`fit_overheads`) a flow's consumers see it done
+    that much later per message of it (its ``flow_latency``; the link is free meanwhile:
+    the fluid simulator has no latency). ``none`` runs :func:`kernel_fifo`; any other
+    policy, with ``update_s`` (the controller's measured update latency, s), runs as the
+    live controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`),
+    without it as the policy asks. ``profiles`` set the compute times; ``arranged``
+    (:func:`arranged_profiles`), where given, the flows' EchelonFlow offsets, as the live
+    flows carried them (else ``profiles`` set both)."""
     racks = [r for jp in jobs for r in jp.racks]
-    graphs, h = [], 0
+    graphs, msg_bytes, h = [], [], 0
     for jp in jobs:
         hosts = tuple(range(h, h + jp.job.world))
         h += jp.job.world
         g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
+        if arranged is not None:
+            g.flow_offset = build_job(jp.job.spec(hosts), arranged[jp.job.name]).flow_offset
+        n = {k: messages(grp.label, jp.job.world) for k, grp in enumerate(g.groups)}
+        size = {k: 0.0 for k in n}
+        for f, k in enumerate(g.flow_group):
+            size[k] = g.flow_size[f]
+        msg_bytes += [size[k] / n[k] for k in range(len(g.groups))]
         a = (overheads or {}).get(jp.job.name, 0.0)
-        if a > 0:
-            for (kind, i), preds in g.preds.items():
-                n = [messages(g.groups[g.flow_group[j]].label, jp.job.world)
-                     for k, j in preds if k == "f"]
-                if kind == "t" and n:
-                    g.task_dur[i] += a * max(n)
+        g.flow_latency = [a * n[k] for k in g.flow_group]
         graphs.append(g)
-    return run_jobs(graphs, network(racks, host_Bps, core_Bps),
-                    "fair" if policy == "none" else policy)
+    net = network(racks, host_Bps, core_Bps)
+    pol: Policy | str = policy
+    if policy == "none":
+        pol = kernel_fifo(np.array(msg_bytes))
+    elif update_s is not None:
+        pol = EnforcedPolicy(FLOW_SCHEDULERS[policy](), update_s,
+                             [len(net.capacity) - 2, len(net.capacity) - 1],  # the core
+                             np.array(msg_bytes), GSO_BYTES)
+    return run_jobs(graphs, net, pol)
 
 
 def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
-              core_nominal: float, host_nominal: float) -> pd.DataFrame:
+              core_nominal: float, host_nominal: float,
+              arranged: Mapping[str, LayerProfile] | None = None) -> pd.DataFrame:
     """Per policy and job: measured JCT, iteration time and tardiness (median over
-    repeats), the simulator's prediction and its error."""
+    repeats), the simulator's prediction and its error (``arranged``: as
+    :func:`predict`)."""
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
     over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
+    ups = t["updates"]
+    lat = ups[ups["policy"] != "none"]["latency_s"] if len(ups) else pd.Series(dtype=float)
+    update_s = float(lat.median()) if len(lat) else 0.0
     rows = []
     jobs = t["jobs"]
     for policy in params.policies:
-        sim = predict(params.jobs, profiles, core_Bps, host, policy, over).jobs_table()
+        sim = predict(params.jobs, profiles, core_Bps, host, policy, over, update_s,
+                      arranged).jobs_table()
         nominal = predict(params.jobs, profiles, core_Bps, host, policy).jobs_table()
         for k, jp in enumerate(params.jobs):
             m = jobs[(jobs["policy"] == policy) & (jobs["job"] == jp.job.name)]
@@ -304,6 +382,7 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
                          "predicted_jct_s": pred,
                          "predicted_tardiness_s": float(sim.loc[k, "tardiness_s"]),
                          "message_overhead_s": over[jp.job.name],
+                         "update_latency_s": update_s,
                          "predicted_fluid_jct_s": float(nominal.loc[k, "jct_s"]),
                          "error_fluid_median": float((float(nominal.loc[k, "jct_s"])
                                                       / m["jct_s"] - 1).median()),
@@ -424,7 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t = analyse(run)
         topo = run["topology"]
         s = summarize(params, t, float(run["core_Bps_measured"]),
-                      parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]))
+                      parse_rate(topo["core_rate"]), parse_rate(topo["host_rate"]),
+                      arranged_profiles(run))
         t["summary"] = s
         driver.write_outputs({getattr(args, n): t[n] for n in TABLES}, metrics(s, t["updates"]),
                              args.metrics, raw)

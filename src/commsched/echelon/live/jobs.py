@@ -126,11 +126,12 @@ class LiveJob:
         return self.width * self.width + self.width
 
     def spec(self, hosts: tuple[int, ...] | None = None) -> JobSpec:
-        """The simulator's :class:`~commsched.echelon.jobs.JobSpec` of this job."""
+        """The simulator's :class:`~commsched.echelon.jobs.JobSpec` of this job (its
+        collectives serial: one communication thread per process, as :func:`run_rank`)."""
         return JobSpec(self.name, self.paradigm, hosts or tuple(range(self.world)),
                        micro_batches=self.micro_batches if self.pipeline else 1,
                        blocks=self.world if self.pipeline else self.blocks,
-                       iterations=self.iterations)
+                       iterations=self.iterations, serial_collectives=True)
 
 
 def stage_blocks(job: LiveJob) -> list[range]:

@@ -29,7 +29,9 @@ shares the excess among prio-0 classes by quantum, not in the policy's rank orde
 packets already queued are not reordered.
 
 :func:`check_htb` tells at start whether ``htb`` and ``u32`` exist (a clear error where
-they do not).
+they do not). :class:`EnforcedPolicy` is the same back end as a flow policy of the
+simulator (the controller's delay and htb's classes), so that the simulator predicts
+what the live enforcement does rather than what the policy asks for.
 """
 
 from __future__ import annotations
@@ -43,15 +45,23 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from commsched.cluster import net
 from commsched.errors import CommschedError
+from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FLOOR_SHARE", "HtbLink", "TcSession", "check_htb", "classid", "enforce"]
+__all__ = ["FLOOR_SHARE", "GSO_BYTES", "EnforcedPolicy", "HtbLink", "TcSession", "check_htb",
+           "classid", "enforce"]
 
 #: Floor rate of a class the policy gives nothing, as a share of the link rate.
 FLOOR_SHARE = 0.005
 #: Share of the link guaranteed to untagged traffic (class 1:2).
 DEFAULT_SHARE = 0.03
+#: The largest packet the kernel hands a qdisc (``gso_max_size`` of the emulated
+#: cluster's veth links, ``ip -d link``): what a class held at the floor sends, once
+#: dequeued, while a favoured flow waits (:class:`EnforcedPolicy`).
+GSO_BYTES = 65536
 _BURST = "16k"  # htb burst: a few 1.5 kB packets (GSO segments up to 64 kB are charged)
 
 
@@ -268,3 +278,115 @@ def enforce(rates: Mapping[int, float], capacity: float) -> dict[int, tuple[floa
     total = sum(pos.values())
     scale = min(1.0, room / total) if total > 0 else 1.0
     return {t: ((round(pos[t] * scale, 9), 0) if t in pos else (floor, 7)) for t in rates}
+
+
+class EnforcedPolicy:
+    """A flow policy as the live controller enforces it on the core links: the
+    simulator's model of this back end (:mod:`commsched.echelon.live.controller`).
+
+    * **Delay.** The policy is asked only when the set of active flows changes (the
+      controller acts on the senders' start and finish events) and its decision is in
+      force ``delay`` s later (the measured update latency: event, policy call, ``tc``);
+      until then the decision before stays in force.
+    * **htb classes.** On each core link the decision in force becomes classes as
+      :func:`enforce` makes them (guaranteed rate, prio 0; nothing: the floor, prio 7),
+      a flow that decision does not know yet keeps its idle class (floor, prio 0).
+      Every class has the link rate as ceil, so what the guarantees leave is shared
+      equally (equal quanta) among the prio-0 classes, or, without any, among the
+      prio-7 classes (htb borrows in priority order; a fluid flow is always backlogged).
+    * **Message boundaries.** With ``message_bytes`` (per group, the ``group`` meta
+      column) and ``leak_bytes``: a favoured flow's queue runs empty after each of its
+      messages (the sender waits for the acknowledgement), and a backlogged class held
+      at the floor then sends a packet that the favoured flow waits behind; so of every
+      ``m + leak_bytes`` bytes on the link, ``m`` (one message) are the favoured flow's
+      and ``leak_bytes`` are shared by the held flows.
+    * Flows that do not cross the core are not shaped: they get a max-min share of what
+      the core flows leave on their host links.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler (the same object the controller calls).
+    delay : float
+        Update latency (s), >= 0.
+    core_links : sequence of int
+        The link ids the controller shapes.
+    message_bytes : ndarray of float, optional
+        Bytes of one message, per group (the ``group`` meta column's values).
+    leak_bytes : float
+        Bytes a held class sends at each message boundary of a favoured flow (0: none).
+
+    Examples
+    --------
+    Strict priority (the first flow gets the whole link) on one 100 B/s link, decisions
+    in force 0.5 s late: a second flow arriving at t = 1 shares the excess over the
+    first flow's guarantee until the decision that stops it is in force (then it keeps
+    the floor rate), and gets the link at once when the first one ends (htb lends it).
+
+    >>> from commsched.sim.flow import big_switch, simulate
+    >>> first = lambda v: np.where(np.arange(len(v.active)) == 0, 100.0, 0.0)
+    >>> net = big_switch(2, 1000.0)
+    >>> net.capacity[:] = [1000.0, 1000.0, 100.0, 100.0]
+    >>> r = simulate(net, [0, 0], [1, 1], [300.0, 50.0], [0.0, 1.0],
+    ...              EnforcedPolicy(first, 0.5, [2, 3]))
+    >>> r.finish.round(3).tolist()
+    [3.016, 3.5]
+    """
+
+    def __init__(self, policy: Policy, delay: float, core_links: Sequence[int],
+                 message_bytes: np.ndarray | None = None, leak_bytes: float = 0.0) -> None:
+        if delay < 0 or leak_bytes < 0:
+            raise CommschedError(f"update delay {delay} and leak bytes {leak_bytes} must "
+                                 "be >= 0")
+        self.policy, self.delay = policy, float(delay)
+        self.message_bytes, self.leak = message_bytes, float(leak_bytes)
+        self.core = np.asarray(core_links, dtype=np.int64)
+        self.in_force: dict[int, float] = {}
+        self.pending: list[tuple[float, dict[int, float]]] = []
+        self.seen: frozenset[int] = frozenset()
+
+    def __call__(self, view: View) -> np.ndarray:
+        act = [int(i) for i in view.active]
+        if frozenset(act) != self.seen:  # a start or finish event: a new decision
+            self.seen = frozenset(act)
+            dec = dict(zip(act, np.asarray(self.policy(view), dtype=float).tolist(),
+                           strict=True))
+            if self.delay > 0:
+                self.pending.append((view.now + self.delay, dec))
+                view.sim.wake_at(view.now + self.delay)
+            else:
+                self.in_force = dec
+        while self.pending and self.pending[0][0] <= view.now + 1e-12:
+            self.in_force = self.pending.pop(0)[1]
+        links = np.asarray(view.links)
+        cap = np.asarray(view.net.capacity, dtype=float)
+        rate = np.zeros(len(act))
+        left = cap.copy()
+        on_core = np.isin(links, self.core)
+        for c in self.core:
+            mine = [int(k) for k in np.flatnonzero((links == c).any(axis=1))]
+            if not mine:
+                continue
+            known = {k: self.in_force[act[k]] for k in mine if act[k] in self.in_force}
+            cls = enforce(known, float(cap[c]))
+            floor = cap[c] * FLOOR_SHARE
+            guar = np.array([cls[k][0] if k in cls else floor for k in mine])
+            prio = np.array([cls[k][1] if k in cls else 0 for k in mine])
+            excess = max(cap[c] - guar.sum(), 0.0)
+            top = prio == prio.min()
+            r = guar + np.where(top, excess / top.sum(), 0.0)
+            low = guar <= floor * (1 + 1e-9)  # held at the floor or not seen yet
+            if self.leak and self.message_bytes is not None and low.any() and (~low).any():
+                m = self.message_bytes[view.sim.meta["group"][view.active[mine]]]
+                give = np.where(low, 0.0, r * self.leak / (m + self.leak))
+                r = r - give + np.where(low, give.sum() / low.sum(), 0.0)
+            rate[mine] = r
+        core_flows = on_core.any(axis=1)
+        for k in np.flatnonzero(core_flows):  # what the core flows take from host links
+            for ln in links[k][links[k] >= 0]:
+                if ln not in self.core:
+                    left[ln] -= rate[k]
+        local = np.flatnonzero(~core_flows)
+        if len(local):
+            rate[local] = max_min(links[local], np.maximum(left, 0.0))
+        return rate
