@@ -112,11 +112,17 @@ PartitionName=gpu Nodes=$NODE Default=NO MaxTime=INFINITE State=UP
 EOF
 }
 
-# Start "$@" detached (own session, output to log/<name>.out), record its pid.
+# Start "$@" detached (own session, output to log/<name>.out), record its pid, and wait
+# (bounded) until the child has exec'd the program: before that its command line is this
+# script's, which alive() would take for a dead daemon (seen under load).
 start() {
-  local name=$1; shift
+  local name=$1 pid t=0; shift
   setsid "$@" >"$RUN/log/$name.out" 2>&1 </dev/null &
-  echo $! >"$RUN/$name.pid"
+  pid=$!
+  echo "$pid" >"$RUN/$name.pid"
+  while [ -e "/proc/$pid" ] && ! alive "$name" >/dev/null && (( t++ < WAIT_S * 10 )); do
+    sleep 0.1
+  done
 }
 
 node_state() { sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1; }

@@ -238,7 +238,6 @@ def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: s
            "timeout_s": 120}
     out = [f"--{n}={tmp_path / n}.csv" for n in ("steps", "allreduces", "link", "summary",
                                                   "metrics")]
-    before = set(net.list_namespaces())
     p = subprocess.Popen([sys.executable, "-m", "commsched.pace.experiments.live",
                           "--config-json", json.dumps(cfg), "--workdir", str(tmp_path / "w"),
                           *out], stderr=subprocess.PIPE, text=True,
@@ -252,12 +251,17 @@ def test_a_signal_during_a_live_run_leaves_nothing_behind(tmp_path: Path, sig: s
     workers = [int(x) for x in subprocess.run(["pgrep", "-f", str(results / "worker")],
                                                capture_output=True, text=True).stdout.split()]
     assert workers, "no worker process found"
+    # this run's namespaces (other runs may have theirs: compare by the run's prefix)
+    ours = {subprocess.run(["ip", "netns", "identify", str(w)], capture_output=True,
+                           text=True, timeout=30).stdout.strip() for w in workers} - {""}
+    assert ours, "no worker runs in a namespace"
+    prefixes = {ns.rsplit("-", 1)[0] + "-" for ns in ours}
     p.send_signal(getattr(signal, sig))
     _, err = p.communicate(timeout=60)
     last = err.strip().splitlines()[-1]
     assert (p.returncode, last) == ((130, "pace_live: interrupted") if sig == "SIGINT" else
                                     (2, "pace_live: error: interrupted by SIGTERM")), err[-500:]
-    assert set(net.list_namespaces()) <= before
+    assert not [ns for pre in prefixes for ns in net.list_namespaces(pre)]
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(
             f"/proc/{pid}/status").read_text().lower(), f"worker {pid} left running"

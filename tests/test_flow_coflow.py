@@ -176,6 +176,7 @@ def test_replay_command(tmp_path, capsys):
     df = pd.read_csv(out, comment="#")
     assert list(df.columns[:4]) == ["id", "arrival", "finish", "cct"]
     assert df["id"].tolist() == [1, 2, 3]
+    capsys.readouterr()  # the good run's output (a progress line when it takes over ~10 s)
     trace.write_text("3 1\n1 0 2 0 1 2:1.0\n")
     assert main(["echelon", "replay", str(trace), "-o", str(out)]) == 2
     err = capsys.readouterr().err
