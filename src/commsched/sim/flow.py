@@ -335,6 +335,7 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
         rate[i] = 0.0
     cap = capacity.copy()
     hops = links.shape[1]
+    sel = np.empty(order.shape[0], np.int64)
     for c in range(bounds.shape[0] - 1):
         left = False
         for lk in range(cap.shape[0]):
@@ -343,7 +344,22 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
                 break
         if not left:
             return
-        grp = order[bounds[c]:bounds[c + 1]]
+        # a flow crossing a link with nothing left gets 0: water-filling would freeze it
+        # at level 0 in its first round and change nothing else, so it is left out
+        m = 0
+        for i in order[bounds[c]:bounds[c + 1]]:
+            ok = True
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0 and cap[lk] <= 0.0:
+                    ok = False
+                    break
+            if ok:
+                sel[m] = i
+                m += 1
+        if m == 0:
+            continue
+        grp = sel[:m]
         water_fill(links, grp, np.maximum(cap, 0.0), w, rate)
         for i in grp:
             for h in range(hops):
