@@ -690,12 +690,9 @@ def _heap_push(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: in
 
 
 @njit(cache=True)
-def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
-              n: int) -> None:  # pragma: no cover - compiled
-    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
-    k, i, v = key[lo + n - 1], ids[lo + n - 1], ver[lo + n - 1]
-    n -= 1
-    j = 0
+def _heap_sift(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: int, j: int,
+               k: float, i: int, v: int) -> None:  # pragma: no cover - compiled
+    """Put (k, i, v) at position j of the heap key[lo:lo+n] and sift it down."""
     while True:
         c = 2 * j + 1
         if c >= n:
@@ -706,8 +703,24 @@ def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
             break
         key[lo + j], ids[lo + j], ver[lo + j] = key[lo + c], ids[lo + c], ver[lo + c]
         j = c
-    if n:
-        key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+    key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+
+
+@njit(cache=True)
+def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
+              n: int) -> None:  # pragma: no cover - compiled
+    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
+    if n > 1:
+        _heap_sift(key, ids, ver, lo, n - 1, 0, key[lo + n - 1], ids[lo + n - 1],
+                   ver[lo + n - 1])
+
+
+@njit(cache=True)
+def _heapify(key: np.ndarray, ids: np.ndarray, ver: np.ndarray,
+             n: int) -> None:  # pragma: no cover - compiled
+    """Make key[:n] (ids, versions alongside) a binary min-heap, bottom-up in O(n)."""
+    for j in range(n // 2 - 1, -1, -1):
+        _heap_sift(key, ids, ver, 0, n, j, key[j], ids[j], ver[j])
 
 
 @njit(cache=True)
@@ -788,6 +801,9 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                         nt += 1
             for lk in range(nl):
                 lmark[lk] = 0
+            # many new rates: rebuild the heap of next completions rather than push each
+            # (and leave stale entries behind); also when it is full of stale entries
+            rebuild = 4 * nt >= nact or gn + nt > gkey.shape[0]
             for k in range(nt):
                 r = tlist[k]
                 touched[r] = 0
@@ -805,20 +821,19 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 t0[r] = now
                 x[r] = nx
                 ver[r] += 1
-                if nx > 0:
-                    if gn == gkey.shape[0]:  # full of stale entries: rebuild it
-                        gn = 0
-                        for j in range(nact):
-                            q = act[j]
-                            if x[q] > 0:
-                                ver[q] += 1
-                                _heap_push(gkey, gid, gver, 0, gn,
-                                           t0[q] + (hkey[hlo[q]] - s0[q]) / x[q], q, ver[q])
-                                gn += 1
-                    else:
-                        _heap_push(gkey, gid, gver, 0, gn,
-                                   now + (hkey[hlo[r]] - s0[r]) / nx, r, ver[r])
+                if nx > 0 and not rebuild:
+                    _heap_push(gkey, gid, gver, 0, gn, now + (hkey[hlo[r]] - s0[r]) / nx, r,
+                               ver[r])
+                    gn += 1
+            if rebuild:  # every active route's next completion, heapified in O(routes)
+                gn = 0
+                for j in range(nact):
+                    q = act[j]
+                    if x[q] > 0:
+                        gkey[gn] = t0[q] + (hkey[hlo[q]] - s0[q]) / x[q]
+                        gid[gn], gver[gn] = q, ver[q]
                         gn += 1
+                _heapify(gkey, gid, gver, gn)
             nt = 0
         while gn and gver[0] != ver[gid[0]]:
             _heap_pop(gkey, gid, gver, 0, gn)
