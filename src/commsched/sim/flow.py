@@ -724,6 +724,84 @@ def _heapify(key: np.ndarray, ids: np.ndarray, ver: np.ndarray,
 
 
 @njit(cache=True)
+def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: np.ndarray,
+                   capacity: np.ndarray, count: np.ndarray, lcount: np.ndarray,
+                   x: np.ndarray, agg: np.ndarray, frozen: np.ndarray, event: float,
+                   touched: np.ndarray, tlist: np.ndarray,
+                   nt: int) -> int:  # pragma: no cover - compiled
+    """:func:`water_fill` of the active routes (weights: their flow counts ``count``) for
+    :func:`_route_run`, on its standing link-to-route lists (``link_routes`` from
+    ``link_ptr[l]``) and per-link flow counts ``lcount`` (a link's weight sum), so it
+    costs O(links per round + routes through the links that saturate), with no per-call
+    gathering; the rounds, levels and saturation rule are :func:`water_fill`'s, so the
+    rates are the same. Writes ``agg[r]`` (the route's rate, ``count[r]`` times its
+    flows') of every active route with a link, marks ``frozen[r] = event``, and appends
+    to the touched list ``tlist[nt:]`` each route whose per-flow rate differs from
+    ``x[r]``; returns the new length of the touched list."""
+    nl = capacity.shape[0]
+    hops = route_links.shape[1]
+    cap = capacity.copy()
+    tol = REL_TOL * cap
+    wsum = np.zeros(nl)
+    used = np.empty(nl, np.int64)
+    full = np.zeros(nl, np.bool_)
+    nused = 0
+    for lk in range(nl):
+        if lcount[lk] > 0:
+            wsum[lk] = lcount[lk]
+            used[nused] = lk
+            nused += 1
+    total = 0.0
+    while nused:
+        level = np.inf
+        arg = -1
+        for j in range(nused):
+            lk = used[j]
+            share = cap[lk] / wsum[lk]
+            if share < level:
+                level, arg = share, lk
+        level = max(level, 0.0)
+        total += level
+        nfull = 0
+        for j in range(nused):
+            lk = used[j]
+            cap[lk] -= wsum[lk] * level
+            if cap[lk] <= tol[lk]:
+                full[lk] = True
+                nfull += 1
+        if nfull == 0:  # float noise: saturate the tightest link
+            full[arg] = True
+        for j in range(nused):
+            lk = used[j]
+            if full[lk]:
+                for k in range(link_ptr[lk], link_ptr[lk + 1]):
+                    r = link_routes[k]
+                    if count[r] == 0 or frozen[r] == event:
+                        continue
+                    frozen[r] = event
+                    w = float(count[r])
+                    agg[r] = w * total
+                    if not touched[r] and agg[r] / count[r] != x[r]:
+                        touched[r] = 1
+                        tlist[nt] = r
+                        nt += 1
+                    for h in range(hops):
+                        q = route_links[r, h]
+                        if q >= 0:
+                            wsum[q] -= w
+                wsum[lk] = 0.0  # every route through a full link is frozen now
+        k = 0
+        for j in range(nused):
+            lk = used[j]
+            full[lk] = False
+            if wsum[lk] > 0:
+                used[k] = lk
+                k += 1
+        nused = k
+    return nt
+
+
+@njit(cache=True)
 def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarray,
                link_ptr: np.ndarray, capacity: np.ndarray, size: np.ndarray,
                release: np.ndarray, order: np.ndarray, port_share: bool, state: np.ndarray,
@@ -737,9 +815,11 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
     active list, touched, heap base, active list, touched list) and keeps its flows in a
     heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
-    heap holds each route's next completion time, stale entries skipped by version. A
-    rate is recomputed only for routes whose links' flow counts changed (port share) or,
-    for max-min, re-water-filled over the active routes and rebased where it changed.
+    heap holds each route's next completion time, stale entries skipped by version (and
+    rebuilt in O(active routes) when a quarter of them or more get new rates). A rate is
+    recomputed only for routes whose links' flow counts changed (port share) or, for
+    max-min, re-water-filled over the active routes (:func:`_route_max_min`, on standing
+    link-to-route lists) and rebased where it changed.
     Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
     size, active routes, touched routes]; returns after ``stop_after`` completions or at
     the end (flows completed in this call; -1 for a stall)."""
@@ -751,8 +831,8 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     nl = capacity.shape[0]
     nr = route_links.shape[0]
     hops = route_links.shape[1]
-    w = np.zeros(nr)
-    agg = np.zeros(nr)
+    agg = np.zeros(nr)  # max-min: each route's rate (all its flows together)
+    frozen = np.full(nr, -1.0)  # max-min: the event that froze it
     done = 0
     while (nxt < n or nflows > 0) and done < stop_after:
         # flows released by now join their routes
@@ -790,15 +870,8 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                                 tlist[nt] = r
                                 nt += 1
             else:
-                routes = act[:nact]
-                for r in routes:
-                    w[r] = count[r]
-                water_fill(route_links, routes, capacity, w, agg)
-                for r in routes:
-                    if not touched[r] and agg[r] / count[r] != x[r]:
-                        touched[r] = 1
-                        tlist[nt] = r
-                        nt += 1
+                nt = _route_max_min(route_links, link_routes, link_ptr, capacity, count,
+                                    lcount, x, agg, frozen, events, touched, tlist, nt)
             for lk in range(nl):
                 lmark[lk] = 0
             # many new rates: rebuild the heap of next completions rather than push each
