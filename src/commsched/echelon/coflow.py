@@ -187,7 +187,7 @@ def _active_groups(act: np.ndarray,
     for j in range(n):
         g = np.int64(group[act[j]])
         if j == 0 or g != prev:
-            k = np.searchsorted(gids, g)
+            k = int(np.searchsorted(gids, g))
             prev = g
         loc[j] = k
     return gids, loc

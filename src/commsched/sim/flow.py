@@ -188,6 +188,50 @@ def max_min(links: np.ndarray, capacity: np.ndarray,
 
 
 @njit(cache=True)
+def _fill_round(cap: np.ndarray, wsum: np.ndarray, used: np.ndarray, nused: int,
+                tol: np.ndarray, total: float,
+                full: np.ndarray) -> tuple[float, int]:  # pragma: no cover - compiled
+    """One water-filling round on the links ``used[:nused]`` (leftover ``cap``, weight
+    of their growing flows ``wsum``): raise the level ``total`` by the smallest leftover
+    per weight, take that from every link; the links whose leftover falls to ``tol``
+    (the tightest one when float noise leaves none) saturate. Returns the new level and
+    how many links saturated (their ids in ``full``, in ``used`` order)."""
+    level = np.inf
+    arg = -1
+    for j in range(nused):
+        lk = used[j]
+        share = cap[lk] / wsum[lk]
+        if share < level:
+            level, arg = share, lk
+    level = max(level, 0.0)
+    nfull = 0
+    for j in range(nused):
+        lk = used[j]
+        cap[lk] -= wsum[lk] * level
+        if cap[lk] <= tol[lk]:
+            full[nfull] = lk
+            nfull += 1
+    if nfull == 0:  # float noise: saturate the tightest link
+        full[0] = arg
+        nfull = 1
+    return total + level, nfull
+
+
+@njit(cache=True)
+def _keep_growing(used: np.ndarray, nused: int,
+                  left: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Keep in ``used[:nused]`` the links with ``left > 0`` (growing flows still cross
+    them); returns how many."""
+    k = 0
+    for j in range(nused):
+        lk = used[j]
+        if left[lk] > 0:
+            used[k] = lk
+            k += 1
+    return k
+
+
+@njit(cache=True)
 def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.ndarray,
                rate: np.ndarray) -> None:  # pragma: no cover - compiled
     """Weighted max-min water-filling of the flows ``idx`` (rows of ``links``, weights
@@ -255,51 +299,25 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
                     by_link[fill[lk]] = p
                     fill[lk] += 1
     tol = REL_TOL * cap
-    full = np.zeros(nl, np.bool_)
+    full = np.empty(nl, np.int64)
     total = 0.0
     while nused:
-        level = np.inf
-        arg = -1
-        for j in range(nused):
-            lk = used[j]
-            share = cap[lk] / wsum[lk]
-            if share < level:
-                level, arg = share, lk
-        level = max(level, 0.0)
-        total += level
-        nfull = 0
-        for j in range(nused):
-            lk = used[j]
-            cap[lk] -= wsum[lk] * level
-            if cap[lk] <= tol[lk]:
-                full[lk] = True
-                nfull += 1
-        if nfull == 0:  # float noise: saturate the tightest link
-            full[arg] = True
-        for j in range(nused):
-            lk = used[j]
-            if full[lk]:
-                for k in range(start[lk], start[lk + 1]):
-                    p = by_link[k]
-                    if live[p]:
-                        live[p] = False
-                        i = idx[p]
-                        rate[i] = w[i] * total
-                        for h in range(hops):
-                            q = links[i, h]
-                            if q >= 0:
-                                wsum[q] -= w[i]
-                                cnt[q] -= 1
-                cnt[lk] = 0  # every flow through a full link is frozen now
-                wsum[lk] = 0.0
-        k = 0
-        for j in range(nused):
-            lk = used[j]
-            full[lk] = False
-            if cnt[lk] > 0:
-                used[k] = lk
-                k += 1
-        nused = k
+        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        for lk in full[:nfull]:
+            for k in range(start[lk], start[lk + 1]):
+                p = by_link[k]
+                if live[p]:
+                    live[p] = False
+                    i = idx[p]
+                    rate[i] = w[i] * total
+                    for h in range(hops):
+                        q = links[i, h]
+                        if q >= 0:
+                            wsum[q] -= w[i]
+                            cnt[q] -= 1
+            cnt[lk] = 0  # every flow through a full link is frozen now
+            wsum[lk] = 0.0
+        nused = _keep_growing(used, nused, cnt)
 
 
 def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
@@ -744,60 +762,34 @@ def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: n
     tol = REL_TOL * cap
     wsum = np.zeros(nl)
     used = np.empty(nl, np.int64)
-    full = np.zeros(nl, np.bool_)
+    full = np.empty(nl, np.int64)
+    total = 0.0
     nused = 0
     for lk in range(nl):
         if lcount[lk] > 0:
             wsum[lk] = lcount[lk]
             used[nused] = lk
             nused += 1
-    total = 0.0
     while nused:
-        level = np.inf
-        arg = -1
-        for j in range(nused):
-            lk = used[j]
-            share = cap[lk] / wsum[lk]
-            if share < level:
-                level, arg = share, lk
-        level = max(level, 0.0)
-        total += level
-        nfull = 0
-        for j in range(nused):
-            lk = used[j]
-            cap[lk] -= wsum[lk] * level
-            if cap[lk] <= tol[lk]:
-                full[lk] = True
-                nfull += 1
-        if nfull == 0:  # float noise: saturate the tightest link
-            full[arg] = True
-        for j in range(nused):
-            lk = used[j]
-            if full[lk]:
-                for k in range(link_ptr[lk], link_ptr[lk + 1]):
-                    r = link_routes[k]
-                    if count[r] == 0 or frozen[r] == event:
-                        continue
-                    frozen[r] = event
-                    w = float(count[r])
-                    agg[r] = w * total
-                    if not touched[r] and agg[r] / count[r] != x[r]:
-                        touched[r] = 1
-                        tlist[nt] = r
-                        nt += 1
-                    for h in range(hops):
-                        q = route_links[r, h]
-                        if q >= 0:
-                            wsum[q] -= w
-                wsum[lk] = 0.0  # every route through a full link is frozen now
-        k = 0
-        for j in range(nused):
-            lk = used[j]
-            full[lk] = False
-            if wsum[lk] > 0:
-                used[k] = lk
-                k += 1
-        nused = k
+        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        for lk in full[:nfull]:
+            for k in range(link_ptr[lk], link_ptr[lk + 1]):
+                r = link_routes[k]
+                if count[r] == 0 or frozen[r] == event:
+                    continue
+                frozen[r] = event
+                w = float(count[r])
+                agg[r] = w * total
+                if not touched[r] and agg[r] / count[r] != x[r]:
+                    touched[r] = 1
+                    tlist[nt] = r
+                    nt += 1
+                for h in range(hops):
+                    q = route_links[r, h]
+                    if q >= 0:
+                        wsum[q] -= w
+            wsum[lk] = 0.0  # every route through a full link is frozen now
+        nused = _keep_growing(used, nused, wsum)
     return nt
 
 
