@@ -348,7 +348,9 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
     """Strict-priority weighted water-filling (compiled): class ``c`` is the flows
     ``order[bounds[c]:bounds[c + 1]]``; classes in that order, each :func:`water_fill`-ed
     on what the classes before it left. Once no link has more than ``REL_TOL`` of its
-    ``capacity`` left, the remaining classes get 0. Writes ``rate[order]``."""
+    ``capacity`` left, the remaining classes get 0; within a class, a flow crossing a link
+    with nothing left gets 0 without entering the water-filling (O(flows) for the rest of
+    a saturated network). Writes ``rate[order]``."""
     for i in order:
         rate[i] = 0.0
     cap = capacity.copy()
