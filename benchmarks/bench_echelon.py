@@ -16,7 +16,11 @@ resident memory is the process's ``ru_maxrss``):
 
 Each case first replays a 20-Coflow trace in the same process so that the numba kernels
 are compiled (or loaded from their on-disk cache) before the clock starts; the time that
-takes is recorded as ``warmup_s``.
+takes is recorded as ``warmup_s``. The timed replay runs under cProfile (a few hundred
+thousand Python-level calls at most, each compiled kernel call one of them: well under a
+second of overhead); ``profile`` records the functions with the largest own time and their
+share of the replay's wall time, which says where a replay that misses its target spends
+it (the compiled kernels show as the Python calls that enter them).
 
 The machine is shared (several engineers on 2 cores while these numbers were taken): the
 record carries the load average; compare timings only between runs of similar load.
@@ -30,8 +34,10 @@ synthetic cases only). The pipeline measures the same FB2010 replays too: rule
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import resource
 import subprocess
 import sys
@@ -72,14 +78,20 @@ def one(case: str, scheduler: str, flows: int) -> dict[str, Any]:
     t = time.perf_counter()
     replay(synthetic_trace(2000, seed=1), scheduler)
     warmup = time.perf_counter() - t
+    prof = cProfile.Profile()
     t, c = time.perf_counter(), time.process_time()
+    prof.enable()
     df = replay(trace, scheduler)
+    prof.disable()
     wall, cpu = time.perf_counter() - t, time.process_time() - c
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    top = sorted(((v[2], f"{Path(k[0]).name}:{k[2]}") for k, v in stats.items()), reverse=True)
     return {"case": case, "scheduler": scheduler, "coflows": len(df),
             "flows": int(df["width"].sum()), "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
             "events": df.attrs["events"], "warmup_s": round(warmup, 3),
             "avg_cct_s": float(df["cct"].mean()),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "profile": {name: round(own / wall, 3) for own, name in top[:5]}}
 
 
 def main() -> int:

@@ -90,20 +90,6 @@ __all__ = ["COFLOW_SCHEDULERS", "GBPS", "CoflowOrder", "bottleneck", "madd", "re
 GBPS = 1e9 / 8
 
 
-def _groups(view: View) -> tuple[np.ndarray, int]:
-    """The active flows' Coflow ids as indices ``0..n-1`` in increasing id order, and
-    ``n`` (ids that are small non-negative integers serve as their own indices)."""
-    col = view.sim.meta.get("group")
-    if col is None:
-        raise CommschedError("Coflow scheduling needs the flow meta column 'group' "
-                             "(the Coflow id of each flow)")
-    g = col[view.active].astype(np.int64)
-    if len(g) and g.min() >= 0 and g.max() < max(1 << 20, 4 * len(g)):
-        return g, int(g.max()) + 1
-    gids, gidx = np.unique(g, return_inverse=True)
-    return gidx.reshape(-1), len(gids)
-
-
 def _link_bytes(links: np.ndarray, rem: np.ndarray, gidx: np.ndarray, ngroups: int,
                 nlinks: int) -> np.ndarray:
     """``(groups, links)`` remaining bytes of each group on each link."""
@@ -156,57 +142,74 @@ class CoflowOrder:
         self.order = order
         self._static: dict[int, float] = {}  # Coflow id -> bottleneck of its full size
 
-    def _static_keys(self, view: View) -> np.ndarray:
-        """Per active flow, its Coflow's bottleneck time on the bytes of the Coflow's flows
-        active when the Coflow was first seen (all of them in a Coflow trace)."""
-        col = view.sim.meta["group"][view.active].astype(np.int64)
-        new = np.unique(col[~np.isin(col, np.fromiter(self._static, np.int64,
-                                                         len(self._static)))])
-        if len(new):
-            m = np.isin(col, new)
-            ids, gidx = np.unique(col[m], return_inverse=True)
-            cap = view.net.capacity.astype(float)
-            b = _link_bytes(view.links[m], view.sim.size[view.active[m]], gidx.reshape(-1),
-                            len(ids), len(cap))
-            self._static.update(zip(ids.tolist(), np.max(b / cap, axis=1).tolist(),
-                                    strict=True))
-        return np.array([self._static[g] for g in col.tolist()])
-
     def __call__(self, view: View) -> np.ndarray:
         n = len(view.active)
         rates = np.zeros(n)
         if n == 0:
             return rates
-        grp, ngroups = _groups(view)
-        key = self._static_keys(view) if self.order == "sebf-static" else np.zeros(0)
-        _coflow_order(view.links, view.remaining, view.sim.release[view.active], grp,
-                      ngroups, view.net.capacity.astype(float), self.order == "fifo", key,
+        sim = view.sim
+        col = sim.meta.get("group")
+        if col is None:
+            raise CommschedError("Coflow scheduling needs the flow meta column 'group' "
+                                 "(the Coflow id of each flow)")
+        gids, loc = _active_groups(view.active, col)
+        static = self.order == "sebf-static"
+        key = (np.array([self._static.get(g, np.nan) for g in gids.tolist()]) if static
+               else np.zeros(0))
+        fresh = bool(np.isnan(key).any())
+        _coflow_order(view.links, view.active, sim.remaining, sim.size, sim.release, loc,
+                      len(gids), view.net.capacity.astype(float), self.order == "fifo", key,
                       view.now, rates)
+        if static and fresh:  # the keys of the Coflows seen for the first time
+            self._static.update(zip(gids.tolist(), key.tolist(), strict=True))
         return rates
 
 
 @njit(cache=True)
-def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: np.ndarray,
-                  ngroups: int, cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
+def _active_groups(act: np.ndarray,
+                   group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """The distinct Coflow ids (``group``, cast to int64) of the active flows ``act`` in
+    increasing order, and each active flow's index into them (compiled; a run of flows of
+    one Coflow, as admission order gives, costs one comparison a flow)."""
+    n = act.shape[0]
+    seen = np.empty(n, np.int64)
+    ns = 0
+    prev = np.int64(0)
+    for j in range(n):
+        g = np.int64(group[act[j]])
+        if j == 0 or g != prev:
+            seen[ns] = g
+            ns += 1
+            prev = g
+    gids = np.unique(seen[:ns])
+    loc = np.empty(n, np.int64)
+    k = 0
+    for j in range(n):
+        g = np.int64(group[act[j]])
+        if j == 0 or g != prev:
+            k = int(np.searchsorted(gids, g))
+            prev = g
+        loc[j] = k
+    return gids, loc
+
+
+@njit(cache=True)
+def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
+                  size: np.ndarray, release: np.ndarray, loc: np.ndarray, ng: int,
+                  cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
                   rates: np.ndarray) -> None:  # pragma: no cover - compiled
-    """:class:`CoflowOrder`'s rates of the active flows (rows of ``links``, remaining
-    bytes ``rem``, releases ``release``, Coflow indices ``grp`` in ``0..ngroups-1``,
-    increasing with the Coflow id) on link capacities ``cap``, written to ``rates``.
-    The ranking key is the earliest release (``fifo``), else the per-flow ``fixed`` key
-    of the flow's Coflow when given, else the bottleneck time of the remaining bytes."""
+    """:class:`CoflowOrder`'s rates of the active flows ``act`` (rows of ``links``; the
+    simulator's per-flow ``remaining``, ``size`` and ``release`` arrays read at ``act``;
+    Coflow indices ``loc`` in ``0..ng-1``, increasing with the Coflow id) on link
+    capacities ``cap``, written to ``rates``. The ranking key is the earliest release
+    (``fifo``), else the per-Coflow ``fixed`` key when given (``nan`` entries: the
+    bottleneck time of the sizes of the Coflow's active flows, written back), else the
+    bottleneck time of the remaining bytes."""
     n, hops = links.shape
     nl = cap.shape[0]
-    local = np.full(ngroups, -1, np.int64)
+    rem = np.empty(n)
     for j in range(n):
-        local[grp[j]] = 0
-    ng = 0
-    for g in range(ngroups):  # local numbering in increasing Coflow id
-        if local[g] >= 0:
-            local[g] = ng
-            ng += 1
-    loc = np.empty(n, np.int64)
-    for j in range(n):
-        loc[j] = local[grp[j]]
+        rem[j] = remaining[act[j]]
     b = np.zeros((ng, nl))  # remaining bytes per Coflow and link
     for j in range(n):
         for h in range(hops):
@@ -216,10 +219,26 @@ def _coflow_order(links: np.ndarray, rem: np.ndarray, release: np.ndarray, grp: 
     key = np.full(ng, np.inf)
     if fifo:
         for j in range(n):
-            key[loc[j]] = min(key[loc[j]], release[j])
+            key[loc[j]] = min(key[loc[j]], release[act[j]])
     elif fixed.shape[0]:
-        for j in range(n):
-            key[loc[j]] = fixed[j]
+        new = False
+        for k in range(ng):
+            new = new or np.isnan(fixed[k])
+        if new:
+            fb = np.zeros((ng, nl))  # their bytes of full sizes per link
+            for j in range(n):
+                if np.isnan(fixed[loc[j]]):
+                    for h in range(hops):
+                        lk = links[j, h]
+                        if lk >= 0:
+                            fb[loc[j], lk] += size[act[j]]
+            for k in range(ng):
+                if np.isnan(fixed[k]):
+                    m = 0.0
+                    for lk in range(nl):
+                        m = max(m, fb[k, lk] / cap[lk])
+                    fixed[k] = m
+        key[:] = fixed
     else:
         for k in range(ng):
             m = 0.0

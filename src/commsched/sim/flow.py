@@ -188,6 +188,50 @@ def max_min(links: np.ndarray, capacity: np.ndarray,
 
 
 @njit(cache=True)
+def _fill_round(cap: np.ndarray, wsum: np.ndarray, used: np.ndarray, nused: int,
+                tol: np.ndarray, total: float,
+                full: np.ndarray) -> tuple[float, int]:  # pragma: no cover - compiled
+    """One water-filling round on the links ``used[:nused]`` (leftover ``cap``, weight
+    of their growing flows ``wsum``): raise the level ``total`` by the smallest leftover
+    per weight, take that from every link; the links whose leftover falls to ``tol``
+    (the tightest one when float noise leaves none) saturate. Returns the new level and
+    how many links saturated (their ids in ``full``, in ``used`` order)."""
+    level = np.inf
+    arg = -1
+    for j in range(nused):
+        lk = used[j]
+        share = cap[lk] / wsum[lk]
+        if share < level:
+            level, arg = share, lk
+    level = max(level, 0.0)
+    nfull = 0
+    for j in range(nused):
+        lk = used[j]
+        cap[lk] -= wsum[lk] * level
+        if cap[lk] <= tol[lk]:
+            full[nfull] = lk
+            nfull += 1
+    if nfull == 0:  # float noise: saturate the tightest link
+        full[0] = arg
+        nfull = 1
+    return total + level, nfull
+
+
+@njit(cache=True)
+def _keep_growing(used: np.ndarray, nused: int,
+                  left: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Keep in ``used[:nused]`` the links with ``left > 0`` (growing flows still cross
+    them); returns how many."""
+    k = 0
+    for j in range(nused):
+        lk = used[j]
+        if left[lk] > 0:
+            used[k] = lk
+            k += 1
+    return k
+
+
+@njit(cache=True)
 def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.ndarray,
                rate: np.ndarray) -> None:  # pragma: no cover - compiled
     """Weighted max-min water-filling of the flows ``idx`` (rows of ``links``, weights
@@ -255,51 +299,25 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
                     by_link[fill[lk]] = p
                     fill[lk] += 1
     tol = REL_TOL * cap
-    full = np.zeros(nl, np.bool_)
+    full = np.empty(nl, np.int64)
     total = 0.0
     while nused:
-        level = np.inf
-        arg = -1
-        for j in range(nused):
-            lk = used[j]
-            share = cap[lk] / wsum[lk]
-            if share < level:
-                level, arg = share, lk
-        level = max(level, 0.0)
-        total += level
-        nfull = 0
-        for j in range(nused):
-            lk = used[j]
-            cap[lk] -= wsum[lk] * level
-            if cap[lk] <= tol[lk]:
-                full[lk] = True
-                nfull += 1
-        if nfull == 0:  # float noise: saturate the tightest link
-            full[arg] = True
-        for j in range(nused):
-            lk = used[j]
-            if full[lk]:
-                for k in range(start[lk], start[lk + 1]):
-                    p = by_link[k]
-                    if live[p]:
-                        live[p] = False
-                        i = idx[p]
-                        rate[i] = w[i] * total
-                        for h in range(hops):
-                            q = links[i, h]
-                            if q >= 0:
-                                wsum[q] -= w[i]
-                                cnt[q] -= 1
-                cnt[lk] = 0  # every flow through a full link is frozen now
-                wsum[lk] = 0.0
-        k = 0
-        for j in range(nused):
-            lk = used[j]
-            full[lk] = False
-            if cnt[lk] > 0:
-                used[k] = lk
-                k += 1
-        nused = k
+        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        for lk in full[:nfull]:
+            for k in range(start[lk], start[lk + 1]):
+                p = by_link[k]
+                if live[p]:
+                    live[p] = False
+                    i = idx[p]
+                    rate[i] = w[i] * total
+                    for h in range(hops):
+                        q = links[i, h]
+                        if q >= 0:
+                            wsum[q] -= w[i]
+                            cnt[q] -= 1
+            cnt[lk] = 0  # every flow through a full link is frozen now
+            wsum[lk] = 0.0
+        nused = _keep_growing(used, nused, cnt)
 
 
 def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
@@ -330,11 +348,14 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
     """Strict-priority weighted water-filling (compiled): class ``c`` is the flows
     ``order[bounds[c]:bounds[c + 1]]``; classes in that order, each :func:`water_fill`-ed
     on what the classes before it left. Once no link has more than ``REL_TOL`` of its
-    ``capacity`` left, the remaining classes get 0. Writes ``rate[order]``."""
+    ``capacity`` left, the remaining classes get 0; within a class, a flow crossing a link
+    with nothing left gets 0 without entering the water-filling (O(flows) for the rest of
+    a saturated network). Writes ``rate[order]``."""
     for i in order:
         rate[i] = 0.0
     cap = capacity.copy()
     hops = links.shape[1]
+    sel = np.empty(order.shape[0], np.int64)
     for c in range(bounds.shape[0] - 1):
         left = False
         for lk in range(cap.shape[0]):
@@ -343,7 +364,22 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
                 break
         if not left:
             return
-        grp = order[bounds[c]:bounds[c + 1]]
+        # a flow crossing a link with nothing left gets 0: water-filling would freeze it
+        # at level 0 in its first round and change nothing else, so it is left out
+        m = 0
+        for i in order[bounds[c]:bounds[c + 1]]:
+            ok = True
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0 and cap[lk] <= 0.0:
+                    ok = False
+                    break
+            if ok:
+                sel[m] = i
+                m += 1
+        if m == 0:
+            continue
+        grp = sel[:m]
         water_fill(links, grp, np.maximum(cap, 0.0), w, rate)
         for i in grp:
             for h in range(hops):
@@ -674,12 +710,9 @@ def _heap_push(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: in
 
 
 @njit(cache=True)
-def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
-              n: int) -> None:  # pragma: no cover - compiled
-    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
-    k, i, v = key[lo + n - 1], ids[lo + n - 1], ver[lo + n - 1]
-    n -= 1
-    j = 0
+def _heap_sift(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int, n: int, j: int,
+               k: float, i: int, v: int) -> None:  # pragma: no cover - compiled
+    """Put (k, i, v) at position j of the heap key[lo:lo+n] and sift it down."""
     while True:
         c = 2 * j + 1
         if c >= n:
@@ -690,8 +723,76 @@ def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
             break
         key[lo + j], ids[lo + j], ver[lo + j] = key[lo + c], ids[lo + c], ver[lo + c]
         j = c
-    if n:
-        key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+    key[lo + j], ids[lo + j], ver[lo + j] = k, i, v
+
+
+@njit(cache=True)
+def _heap_pop(key: np.ndarray, ids: np.ndarray, ver: np.ndarray, lo: int,
+              n: int) -> None:  # pragma: no cover - compiled
+    """Remove the top of the heap key[lo:lo+n] (n >= 1)."""
+    if n > 1:
+        _heap_sift(key, ids, ver, lo, n - 1, 0, key[lo + n - 1], ids[lo + n - 1],
+                   ver[lo + n - 1])
+
+
+@njit(cache=True)
+def _heapify(key: np.ndarray, ids: np.ndarray, ver: np.ndarray,
+             n: int) -> None:  # pragma: no cover - compiled
+    """Make key[:n] (ids, versions alongside) a binary min-heap, bottom-up in O(n)."""
+    for j in range(n // 2 - 1, -1, -1):
+        _heap_sift(key, ids, ver, 0, n, j, key[j], ids[j], ver[j])
+
+
+@njit(cache=True)
+def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: np.ndarray,
+                   capacity: np.ndarray, count: np.ndarray, lcount: np.ndarray,
+                   x: np.ndarray, agg: np.ndarray, frozen: np.ndarray, event: float,
+                   touched: np.ndarray, tlist: np.ndarray,
+                   nt: int) -> int:  # pragma: no cover - compiled
+    """:func:`water_fill` of the active routes (weights: their flow counts ``count``) for
+    :func:`_route_run`, on its standing link-to-route lists (``link_routes`` from
+    ``link_ptr[l]``) and per-link flow counts ``lcount`` (a link's weight sum), so it
+    costs O(links per round + routes through the links that saturate), with no per-call
+    gathering; the rounds, levels and saturation rule are :func:`water_fill`'s, so the
+    rates are the same. Writes ``agg[r]`` (the route's rate, ``count[r]`` times its
+    flows') of every active route with a link, marks ``frozen[r] = event``, and appends
+    to the touched list ``tlist[nt:]`` each route whose per-flow rate differs from
+    ``x[r]``; returns the new length of the touched list."""
+    nl = capacity.shape[0]
+    hops = route_links.shape[1]
+    cap = capacity.copy()
+    tol = REL_TOL * cap
+    wsum = np.zeros(nl)
+    used = np.empty(nl, np.int64)
+    full = np.empty(nl, np.int64)
+    total = 0.0
+    nused = 0
+    for lk in range(nl):
+        if lcount[lk] > 0:
+            wsum[lk] = lcount[lk]
+            used[nused] = lk
+            nused += 1
+    while nused:
+        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        for lk in full[:nfull]:
+            for k in range(link_ptr[lk], link_ptr[lk + 1]):
+                r = link_routes[k]
+                if count[r] == 0 or frozen[r] == event:
+                    continue
+                frozen[r] = event
+                w = float(count[r])
+                agg[r] = w * total
+                if not touched[r] and agg[r] / count[r] != x[r]:
+                    touched[r] = 1
+                    tlist[nt] = r
+                    nt += 1
+                for h in range(hops):
+                    q = route_links[r, h]
+                    if q >= 0:
+                        wsum[q] -= w
+            wsum[lk] = 0.0  # every route through a full link is frozen now
+        nused = _keep_growing(used, nused, wsum)
+    return nt
 
 
 @njit(cache=True)
@@ -708,9 +809,11 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
     active list, touched, heap base, active list, touched list) and keeps its flows in a
     heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
-    heap holds each route's next completion time, stale entries skipped by version. A
-    rate is recomputed only for routes whose links' flow counts changed (port share) or,
-    for max-min, re-water-filled over the active routes and rebased where it changed.
+    heap holds each route's next completion time, stale entries skipped by version (and
+    rebuilt in O(active routes) when a quarter of them or more get new rates). A rate is
+    recomputed only for routes whose links' flow counts changed (port share) or, for
+    max-min, re-water-filled over the active routes (:func:`_route_max_min`, on standing
+    link-to-route lists) and rebased where it changed.
     Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
     size, active routes, touched routes]; returns after ``stop_after`` completions or at
     the end (flows completed in this call; -1 for a stall)."""
@@ -722,8 +825,8 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     nl = capacity.shape[0]
     nr = route_links.shape[0]
     hops = route_links.shape[1]
-    w = np.zeros(nr)
-    agg = np.zeros(nr)
+    agg = np.zeros(nr)  # max-min: each route's rate (all its flows together)
+    frozen = np.full(nr, -1.0)  # max-min: the event that froze it
     done = 0
     while (nxt < n or nflows > 0) and done < stop_after:
         # flows released by now join their routes
@@ -761,17 +864,13 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                                 tlist[nt] = r
                                 nt += 1
             else:
-                routes = act[:nact]
-                for r in routes:
-                    w[r] = count[r]
-                water_fill(route_links, routes, capacity, w, agg)
-                for r in routes:
-                    if not touched[r] and agg[r] / count[r] != x[r]:
-                        touched[r] = 1
-                        tlist[nt] = r
-                        nt += 1
+                nt = _route_max_min(route_links, link_routes, link_ptr, capacity, count,
+                                    lcount, x, agg, frozen, events, touched, tlist, nt)
             for lk in range(nl):
                 lmark[lk] = 0
+            # many new rates: rebuild the heap of next completions rather than push each
+            # (and leave stale entries behind); also when it is full of stale entries
+            rebuild = 4 * nt >= nact or gn + nt > gkey.shape[0]
             for k in range(nt):
                 r = tlist[k]
                 touched[r] = 0
@@ -789,20 +888,19 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 t0[r] = now
                 x[r] = nx
                 ver[r] += 1
-                if nx > 0:
-                    if gn == gkey.shape[0]:  # full of stale entries: rebuild it
-                        gn = 0
-                        for j in range(nact):
-                            q = act[j]
-                            if x[q] > 0:
-                                ver[q] += 1
-                                _heap_push(gkey, gid, gver, 0, gn,
-                                           t0[q] + (hkey[hlo[q]] - s0[q]) / x[q], q, ver[q])
-                                gn += 1
-                    else:
-                        _heap_push(gkey, gid, gver, 0, gn,
-                                   now + (hkey[hlo[r]] - s0[r]) / nx, r, ver[r])
+                if nx > 0 and not rebuild:
+                    _heap_push(gkey, gid, gver, 0, gn, now + (hkey[hlo[r]] - s0[r]) / nx, r,
+                               ver[r])
+                    gn += 1
+            if rebuild:  # every active route's next completion, heapified in O(routes)
+                gn = 0
+                for j in range(nact):
+                    q = act[j]
+                    if x[q] > 0:
+                        gkey[gn] = t0[q] + (hkey[hlo[q]] - s0[q]) / x[q]
+                        gid[gn], gver[gn] = q, ver[q]
                         gn += 1
+                _heapify(gkey, gid, gver, gn)
             nt = 0
         while gn and gver[0] != ver[gid[0]]:
             _heap_pop(gkey, gid, gver, 0, gn)
