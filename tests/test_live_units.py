@@ -28,8 +28,8 @@ from commsched.results import read_metrics, read_table
 from commsched.tictac.experiments import live
 from commsched.tictac.live.analysis import (
     fit_overhead,
-    runtime_predictions,
     metrics,
+    runtime_predictions,
     summarize,
     workload_compute_factors,
 )

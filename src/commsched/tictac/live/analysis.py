@@ -233,7 +233,8 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
     leave-one-model-out on the achieved orders, intended orders, one fit for the runtime
-    and its leave-one-model-out form on the intended orders), the sender-vs-DAG difference and order agreements. With
+    and its leave-one-model-out form on the intended orders), the sender-vs-DAG
+    difference and order agreements. With
     ``repeats``, ``out_of_order`` and ``overhead`` their values too
     (``live.baseline.unique_order_frac_spread``: the largest minus the smallest share of
     distinct baseline orders over the models).
