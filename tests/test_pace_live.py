@@ -182,14 +182,21 @@ def test_tables_summary_and_metrics_of_a_run(trace: nx.DiGraph) -> None:
         100 * s.error.abs().median())
 
 
-def test_transfer_predicts_each_model_from_the_others_fit(trace: nx.DiGraph) -> None:
+def synthetic_runs(trace: nx.DiGraph, models: tuple[str, ...]
+                   ) -> tuple[list[dict[str, Any]], list[pd.DataFrame], list[pd.DataFrame]]:
+    """:func:`synthetic_run` under each model name: the runs, summaries and all-reduces."""
     runs, sums, ars = [], [], []
-    for model in ("m1", "m2"):
+    for model in models:
         run = {**synthetic_run(trace), "model": model}
         t = tables(run)
         runs.append(run)
         sums.append(summarize(run, t["steps"], t["allreduces"], params()))
         ars.append(t["allreduces"])
+    return runs, sums, ars
+
+
+def test_transfer_predicts_each_model_from_the_others_fit(trace: nx.DiGraph) -> None:
+    runs, sums, ars = synthetic_runs(trace, ("m1", "m2"))
     summary, allreduces = pd.concat(sums, ignore_index=True), pd.concat(ars, ignore_index=True)
     out = transfer(runs, summary, allreduces)
     fit = fit_runtime(summary, allreduces, exclude_model="m1")
@@ -215,13 +222,7 @@ def test_every_pace_live_claim_metric_is_produced(trace: nx.DiGraph) -> None:
                                          "pace-live-resnet50-over-ddp",
                                          "pace-live-simulator-error",
                                          "pace-live-simulator-lomo-error"}
-    runs, sums, ars = [], [], []
-    for model in ("resnet50", "alexnet"):
-        run = {**synthetic_run(trace), "model": model}
-        t = tables(run)
-        runs.append(run)
-        sums.append(summarize(run, t["steps"], t["allreduces"], params()))
-        ars.append(t["allreduces"])
+    runs, sums, ars = synthetic_runs(trace, ("resnet50", "alexnet"))
     s = transfer(runs, pd.concat(sums, ignore_index=True), pd.concat(ars, ignore_index=True))
     assert {c["metric"] for c in claims} <= set(metrics(s))
 
