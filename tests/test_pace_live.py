@@ -211,6 +211,8 @@ def test_transfer_predicts_each_model_from_the_others_fit(trace: nx.DiGraph) -> 
     assert m["pace_live.error_lomo_median_abs_pct"] == pytest.approx(
         100 * out.error_lomo.abs().median())
     assert "pace_live.error_runtime_median_abs_pct" in m
+    no_wfbp = transfer(runs, summary, allreduces[allreduces.policy != "wfbp"])
+    assert no_wfbp.error_runtime.isna().all() and no_wfbp.error_lomo.isna().all()
     one = transfer(runs[:1], sums[0], ars[0])  # one model: nothing to leave it out of
     assert one.error_lomo.isna().all() and "pace_live.error_lomo_median_abs_pct" not in metrics(one)
 

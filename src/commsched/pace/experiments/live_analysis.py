@@ -306,7 +306,8 @@ def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
     given) with :func:`fit_runtime`'s overheads: fitted over every model
     (``predicted_runtime_s``, ``error_runtime``) and over the other models only
     (``predicted_lomo_s``, ``error_lomo``: a new model predicted before it has run; NaN
-    with a single model).
+    with a single model). Both are NaN unless every model ran ``wfbp`` (the
+    all-reduces they are fitted on).
 
     Parameters
     ----------
@@ -330,7 +331,11 @@ def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
     out = summary.copy()
     by_run = {r["model"]: r for r in runs}
     models = list(dict.fromkeys(summary["model"]))
-    fits = {"runtime": dict.fromkeys(models, fit_runtime(summary, allreduces)),
+    ran = set(allreduces["model"][allreduces["policy"] == "wfbp"]) if len(allreduces) else set()
+    if not set(models) <= ran:  # a model without WFBP all-reduces: nothing to fit on
+        models = []
+    fits = {"runtime": dict.fromkeys(models, fit_runtime(summary, allreduces)
+                                     if models else None),
             "lomo": ({m: fit_runtime(summary, allreduces, m) for m in models}
                      if len(models) > 1 else {})}
     for col, fit_of in fits.items():

@@ -116,19 +116,19 @@ class Workload:
         dict of str to float
             ``{config name: seconds}``.
         """
-        by_run: dict[tuple[str, str], float] = {}
-        for hook in dict.fromkeys(str(c["enforce"]) for c in self.configs):
-            ov = overhead.for_hook(hook) if overhead else None
+        def hook_ov(c: Mapping[str, Any]) -> Overhead | None:
+            return overhead.for_hook(str(c["enforce"])) if overhead else None
+
+        by_run: dict[tuple[Overhead | None, str], float] = {}
+        for ov in dict.fromkeys(hook_ov(c) for c in self.configs):
             mw = compose(ov.apply(self.view) if ov else self.view, n_workers)
-            for c in self.configs:
-                name = str(c["order"])
-                if str(c["enforce"]) != hook or (hook, name) in by_run:
-                    continue
+            for name in dict.fromkeys(str(c["order"]) for c in self.configs
+                                      if hook_ov(c) == ov):
                 res = simulate_workers(mw, self.recv_orders.get(name), iterations, seed=seed,
                                        validate_every=max(1, iterations // 10))
                 t = float(np.mean(res.iteration_time))
-                by_run[hook, name] = ov.iteration_time(t) if ov else t
-        return {c["name"]: by_run[str(c["enforce"]), str(c["order"])] for c in self.configs}
+                by_run[ov, name] = ov.iteration_time(t) if ov else t
+        return {c["name"]: by_run[hook_ov(c), str(c["order"])] for c in self.configs}
 
     def predict_achieved(self, n_workers: int, overhead: Overhead,
                          achieved: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
