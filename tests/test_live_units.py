@@ -29,6 +29,7 @@ from commsched.tictac.experiments import live
 from commsched.tictac.live.analysis import (
     fit_overhead,
     metrics,
+    runtime_predictions,
     summarize,
     workload_compute_factors,
 )
@@ -376,6 +377,61 @@ def test_fit_overhead_recovers_known_costs():
     assert fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
     with pytest.raises(CommschedError, match="no traced baseline"):
         fit_overhead(x.iloc[:0], t, st)
+
+
+def test_the_held_out_model_leaves_every_pooled_fit():
+    # m1 and m2: compute = 1.5 x oracle + 1 ms/op, baseline transfers 1 ms + 100 MB/s;
+    # m3 is far off (compute 4 x, 10 ms per transfer): leaving it out gives m1 and m2's
+    xrows, trows, srows = [], [], []
+    for model, n, size, oracle, k, per in (("m1", 4, 1e6, 0.5, 1.5, 1e-3),
+                                           ("m2", 10, 3e5, 0.2, 1.5, 1e-3),
+                                           ("m3", 6, 5e5, 0.3, 4.0, 1e-2)):
+        for step in range(2):
+            t = 0.0
+            for i in range(n):
+                t += per + size / 1e8
+                xrows.append({"model": model, "mode": "train", "config": "baseline",
+                              "trace_step": step, "worker": 0, "kind": "recv",
+                              "variable": f"v{i}", "bytes": size, "start_s": 0.0, "end_s": t})
+            trows.append({"model": model, "mode": "train", "config": "baseline",
+                          "compute_s": k * oracle * (1 + step) + n * 1e-3,
+                          "oracle_compute_s": oracle * (1 + step), "oracle_ops": n})
+            srows.append({"model": model, "mode": "train", "config": "baseline",
+                          "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
+    x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
+    held = fit_overhead(x, t, st, exclude_model="m3")
+    assert held.compute_factor == pytest.approx(1.5) and held.op_s == pytest.approx(1e-3)
+    assert held.transfer_s == pytest.approx(1e-3) and held.rate_Bps == pytest.approx(1e8)
+    pooled = fit_overhead(x, t, st)
+    assert pooled.compute_factor > 1.6 and pooled.transfer_s > 1.1e-3
+
+
+def test_runtime_predictions_run_the_intended_orders_with_each_hooks_overheads():
+    w = _toy_workload()
+    w.configs.append({"name": "tac-dag", "order": "tac", "enforce": "dag",
+                      "priorities": {"a": 0, "b": 1}})
+    w.predicted["tac-dag"] = 2.0
+    params = LiveParams.from_config({**SECTION, "workers": 2, "sim_iterations": 4})
+    # By hand (as in the achieved-order test): four 1 s transfers on the shared channel,
+    # then each worker's 1 s op: 5 s + step_s 0.5. Under the DAG hook every transfer pays
+    # 1 s more: 9 s + 0.5. The pooled fit's link is twice as fast: 3 s + 0.5.
+    held = Overhead(0.0, 8.0, 1.0, 0.0, 0.5, dag_transfer_s=1.0)
+    pooled = Overhead(0.0, 16.0, 1.0, 0.0, 0.5)
+    pred = runtime_predictions([w], params, pooled, {"toy": held})
+    assert pred["lomo"]["toy.infer"]["tac-sender"] == pytest.approx(5.5)
+    assert pred["lomo"]["toy.infer"]["tac-dag"] == pytest.approx(9.5)
+    assert pred["runtime"]["toy.infer"]["tac-sender"] == pytest.approx(3.5)
+    assert runtime_predictions([w], params, pooled, {})["lomo"] == {}
+    results = [_result(c, task, [5.0], [0.0], {"a": 0.1, "b": 0.2})
+               for c in ("baseline", "tac-sender", "tac-dag") for task in (0, 1)]
+    steps, xfers = tables(results, [w], 2)
+    s = summarize(steps, xfers, [w], 2, runtime=pred).set_index("config")
+    assert s.loc["tac-dag", "pred_error_lomo"] == pytest.approx(9.5 / 5.0 - 1)
+    assert s.loc["tac-sender", "pred_error_runtime"] == pytest.approx(3.5 / 5.0 - 1)
+    m = metrics(s.reset_index())
+    assert m["live.pred_error_lomo.max_abs"] == pytest.approx(0.9)
+    assert m["live.pred_error_lomo.median_abs"] == pytest.approx(
+        s.pred_error_lomo.abs().median())
 
 
 def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():

@@ -17,7 +17,14 @@ from commsched.claims import load_claims
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
 from commsched.pace.experiments.live import main
-from commsched.pace.experiments.live_analysis import fit_cost, metrics, summarize, tables
+from commsched.pace.experiments.live_analysis import (
+    fit_cost,
+    fit_runtime,
+    metrics,
+    summarize,
+    tables,
+    transfer,
+)
 from commsched.pace.experiments.live_plans import Params, cost_model, make_plans, predict
 from commsched.pace.sim import Workload
 from commsched.results import read_metrics, read_table
@@ -101,6 +108,33 @@ def test_the_cost_fit_uses_the_wfbp_all_reduces() -> None:
     assert f.a == pytest.approx(0.003, abs=1e-6)
 
 
+def test_the_runtime_fit_pools_models_of_different_link_rates() -> None:
+    # a and b: 2 ms start-up, 80% of the link rate (1 and 4 MB/s), compute 1.2 and 1.8 x
+    # the trace's; c is far off (20 ms, 10%, 5 x): leaving it out gives a and b's
+    rows, summ = [], []
+    for model, bw, rate, a, scale in (("a", "8mbit", 1e6, 0.002, 1.2),
+                                      ("b", "32mbit", 4e6, 0.002, 1.8),
+                                      ("c", "8mbit", 1e6, 0.02, 5.0)):
+        frac = 0.1 if model == "c" else 0.8
+        for nbytes in (1e3, 1e4, 1e5):
+            rows.append({"model": model, "bandwidth": bw, "policy": "wfbp", "bytes": nbytes,
+                         "agree_s": 1.0, "start_s": 1.001,
+                         "end_s": 1.0 + a + nbytes / (frac * rate)})
+        rows.append({"model": model, "bandwidth": bw, "policy": "pace", "bytes": 5e5,
+                     "agree_s": 0.0, "start_s": 0.0, "end_s": 99.0})
+        summ.append({"model": model, "policy": "wfbp", "compute_s": scale,
+                     "trace_compute_s": 1.0})
+    ars, summary = pd.DataFrame(rows), pd.DataFrame(summ)
+    f = fit_runtime(summary, ars, exclude_model="c")
+    assert f.compute_scale == pytest.approx(1.5)
+    assert f.startup_s == pytest.approx(0.002) and f.rate_fraction == pytest.approx(0.8)
+    assert f.cost(4e6).time(1e5) == pytest.approx(0.002 + 1e5 / 3.2e6)
+    assert fit_runtime(summary, ars).rate_fraction < 0.5  # c pulls the pooled fit
+    assert fit_runtime(summary, ars, "b").compute_scale == pytest.approx(3.1)
+    with pytest.raises(CommschedError, match="too few wfbp all-reduces"):
+        fit_runtime(summary[summary.model == "a"], ars[ars.model == "a"], "a")
+
+
 def synthetic_run(trace: nx.DiGraph) -> dict[str, Any]:
     """What two workers of a live run return, with made-up times."""
     w = Workload(trace)
@@ -148,19 +182,51 @@ def test_tables_summary_and_metrics_of_a_run(trace: nx.DiGraph) -> None:
         100 * s.error.abs().median())
 
 
+def synthetic_runs(trace: nx.DiGraph, models: tuple[str, ...]
+                   ) -> tuple[list[dict[str, Any]], list[pd.DataFrame], list[pd.DataFrame]]:
+    """:func:`synthetic_run` under each model name: the runs, summaries and all-reduces."""
+    runs, sums, ars = [], [], []
+    for model in models:
+        run = {**synthetic_run(trace), "model": model}
+        t = tables(run)
+        runs.append(run)
+        sums.append(summarize(run, t["steps"], t["allreduces"], params()))
+        ars.append(t["allreduces"])
+    return runs, sums, ars
+
+
+def test_transfer_predicts_each_model_from_the_others_fit(trace: nx.DiGraph) -> None:
+    runs, sums, ars = synthetic_runs(trace, ("m1", "m2"))
+    summary, allreduces = pd.concat(sums, ignore_index=True), pd.concat(ars, ignore_index=True)
+    out = transfer(runs, summary, allreduces)
+    fit = fit_runtime(summary, allreduces, exclude_model="m1")
+    run = runs[0]
+    pace = predict(Workload(trace, compute_scale=fit.compute_scale), run["plans"]["pace"][1],
+                   fit.cost(run["bandwidth_Bps"]))[0]
+    row = out[(out.model == "m1") & (out.policy == "pace")].iloc[0]
+    assert row.predicted_lomo_s == pytest.approx(pace)
+    assert row.error_lomo == pytest.approx(pace / row.measured_s - 1)
+    assert out.error_runtime.notna().all() and out.error_lomo.notna().all()
+    m = metrics(out)
+    assert m["pace_live.error_lomo_median_abs_pct"] == pytest.approx(
+        100 * out.error_lomo.abs().median())
+    assert "pace_live.error_runtime_median_abs_pct" in m
+    no_wfbp = transfer(runs, summary, allreduces[allreduces.policy != "wfbp"])
+    assert no_wfbp.error_runtime.isna().all() and no_wfbp.error_lomo.isna().all()
+    one = transfer(runs[:1], sums[0], ars[0])  # one model: nothing to leave it out of
+    assert one.error_lomo.isna().all() and "pace_live.error_lomo_median_abs_pct" not in metrics(one)
+
+
 def test_every_pace_live_claim_metric_is_produced(trace: nx.DiGraph) -> None:
     claims = [c for c in load_claims([ROOT / "papers/claims/pace-live.yaml"])
               if c["target"] == "pace_live"]
     assert {c["id"] for c in claims} >= {"pace-live-resnet50-over-wfbp",
                                          "pace-live-resnet50-over-ddp",
-                                         "pace-live-simulator-error"}
-    run = synthetic_run(trace)
-    t = tables(run)
-    s = summarize(run, t["steps"], t["allreduces"], params())
-    produced = set()
-    for model in ("resnet50", "alexnet"):
-        produced |= set(metrics(s.assign(model=model)))
-    assert {c["metric"] for c in claims} <= produced
+                                         "pace-live-simulator-error",
+                                         "pace-live-simulator-lomo-error"}
+    runs, sums, ars = synthetic_runs(trace, ("resnet50", "alexnet"))
+    s = transfer(runs, pd.concat(sums, ignore_index=True), pd.concat(ars, ignore_index=True))
+    assert {c["metric"] for c in claims} <= set(metrics(s))
 
 
 def test_skipped_run_writes_tables_that_say_why(tmp_path: Path) -> None:

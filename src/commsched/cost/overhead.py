@@ -41,9 +41,10 @@ other op ``compute_factor * gap_factor * d + op_s``; :meth:`Overhead.iteration_t
 use), pooled over all models, modes and configs given. The live experiment
 (:func:`commsched.tictac.live.analysis.fit_overhead`) may replace ``compute_factor`` by one
 per model and mode, from that workload's own traced steps (its live op time over the
-oracle's: a live time oracle, as the trace is the unloaded one); its leave-one-model-out
-check uses the pooled fit of the other models only. Nothing is fitted to the measured
-iteration times.
+oracle's: a live time oracle, as the trace is the unloaded one); its one fit for the
+runtime (:func:`commsched.tictac.live.analysis.runtime_predictions`) keeps the pooled
+fit for every model, and its leave-one-model-out check uses the pooled fit of the other
+models only. Nothing is fitted to the measured iteration times.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ and input size, and a link rate at which communication is comparable to computat
    worker's interface counters every ``sample_ms`` (PACE Fig. 10 analog).
 3. **Prediction** (:func:`~.live_plans.predict`, :func:`~.live_analysis.summarize`).
    :func:`commsched.pace.sim.simulate_plan` runs the same plan (Horovod's and DDP's
-   realised by the policies of :mod:`commsched.pace.dynamic`) on the same trace. Two
+   realised by the policies of :mod:`commsched.pace.dynamic`) on the same trace. Three
    predictions (our choices):
 
    * ``predicted_nominal_s``: the trace's op times as traced and the nominal ring cost of
@@ -35,6 +35,12 @@ and input size, and a link rate at which communication is comparable to computat
      cost ``a + b*S`` fitted to the run's WFBP all-reduces, agreement round included
      (:func:`~.live_analysis.fit_cost`: the per-operation start-up that the nominal model
      leaves out). Not fitted to any step time.
+   * ``predicted_runtime_s`` and ``predicted_lomo_s`` (:func:`~.live_analysis.transfer`):
+     one set of overheads for the runtime instead of one per model
+     (:func:`~.live_analysis.fit_runtime`: the median compute scale over the models, one
+     start-up and one share of the link rate fitted to every model's WFBP all-reduces),
+     fitted over every model and over the other models only (leave-one-model-out: the
+     error of predicting a model that has not run yet).
 
    PyTorch DDP waits for every bucket at the end of the backward pass, so its step is
    predicted as the later of the last bucket's end and the compute time; the plan
@@ -76,7 +82,7 @@ from commsched.cluster.emulated import ClusterConfig, emulated_cluster
 from commsched.cluster.torchrun import RDZV_PORT, hosts_argv
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
-from commsched.pace.experiments.live_analysis import metrics, summarize, tables
+from commsched.pace.experiments.live_analysis import metrics, summarize, tables, transfer
 from commsched.pace.experiments.live_plans import LiveModel, Params, make_plans
 from commsched.pace.live.ddp import NO_COMM, WorkerConfig
 from commsched.pace.live.launch import MODULE, launch
@@ -307,18 +313,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  args.metrics, raw)
             return
         parts: dict[str, list[pd.DataFrame]] = {name: [] for name in TABLES}
+        runs = []
         for lm in params.models:
             driver.say(f"pace_live: {lm.trace} at {lm.bandwidth}")
             run = run_model(params, lm, Path(args.workdir), "reuse" if args.reuse else "run")
+            runs.append(run)
             t = tables(run, params.sample_ms / 1e3)
             for name, df in t.items():
                 parts[name].append(df)
             parts["summary"].append(summarize(run, t["steps"], t["allreduces"], params))
         out = {name: pd.concat(dfs, ignore_index=True) for name, dfs in parts.items()}
+        out["summary"] = transfer(runs, out["summary"], out["allreduces"])
         driver.write_outputs({getattr(args, n): out[n] for n in TABLES}, metrics(out["summary"]),
                              args.metrics, raw)
         s = out["summary"]
-        print(s[["model", "policy", "measured_s", "predicted_s", "error"]].to_string(
+        print(s[["model", "policy", "measured_s", "predicted_s", "error", "error_runtime",
+                 "error_lomo"]].to_string(
             index=False), file=sys.stderr)
 
     return driver.run_interruptible("pace_live", body)

@@ -3,24 +3,30 @@
 From the workers' results of one model (:mod:`commsched.pace.live.ddp`): :func:`tables`
 lists every timed step, every all-reduce and the link utilisation (:func:`utilisation`);
 :func:`summarize` puts the simulator's predictions beside the measured median step, with
-the all-reduce cost fitted to the run (:func:`fit_cost`); :func:`metrics` names the
+the all-reduce cost fitted to the run (:func:`fit_cost`); :func:`transfer` adds the
+predictions of one set of overheads for the runtime, fitted over every model
+(:func:`fit_runtime`) and leaving each model out in turn; :func:`metrics` names the
 claimed numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from commsched.cluster import net
 from commsched.cost import LinearModel, fit_linear
+from commsched.errors import CommschedError
 from commsched.pace.experiments.live_plans import Params, cost_model, predict
 from commsched.pace.live.ddp import NO_COMM
 from commsched.pace.sim import Workload
 
-__all__ = ["fit_cost", "metrics", "summarize", "tables", "utilisation"]
+__all__ = ["RuntimeFit", "fit_cost", "fit_runtime", "metrics", "summarize", "tables",
+           "transfer", "utilisation"]
 
 
 def utilisation(rows: Sequence[Sequence[float]], start: float, end: float, bin_s: float
@@ -141,9 +147,107 @@ def fit_cost(allreduces: pd.DataFrame, nominal: LinearModel, policy: str = "wfbp
     d = allreduces[allreduces["policy"] == policy] if len(allreduces) else allreduces
     if len(d) < 2 or d["bytes"].nunique() < 2:
         return nominal
-    begin = d["agree_s"] if "agree_s" in d else d["start_s"]
-    f = fit_linear(d["bytes"], d["end_s"] - begin)
+    f = fit_linear(d["bytes"], _durations(d))
     return LinearModel(max(f.a, 0.0), f.b)
+
+
+def _durations(allreduces: pd.DataFrame) -> pd.Series:
+    """Each all-reduce's time from the start of its agreement round to its end."""
+    begin = allreduces["agree_s"] if "agree_s" in allreduces else allreduces["start_s"]
+    return allreduces["end_s"] - begin
+
+
+@dataclass(frozen=True)
+class RuntimeFit:
+    """One set of overheads of the live PyTorch runtime, for any model and link rate.
+
+    Parameters
+    ----------
+    compute_scale : float
+        Live compute time of an iteration without communication over the trace's.
+    startup_s : float
+        Start-up of one all-reduce (agreement round included), s.
+    rate_fraction : float
+        The share of the shaped link's rate an all-reduce's bytes get.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3 (the linear all-reduce model).
+    """
+
+    compute_scale: float
+    startup_s: float
+    rate_fraction: float
+
+    def cost(self, bandwidth_Bps: float) -> LinearModel:
+        """The all-reduce cost ``a + b*S`` on a link of ``bandwidth_Bps`` bytes/s.
+
+        Parameters
+        ----------
+        bandwidth_Bps : float
+            The shaped link's rate.
+
+        Returns
+        -------
+        LinearModel
+            ``a = startup_s``, ``b = 1 / (rate_fraction * bandwidth_Bps)``.
+        """
+        return LinearModel(self.startup_s, 1.0 / (self.rate_fraction * bandwidth_Bps))
+
+
+def fit_runtime(summary: pd.DataFrame, allreduces: pd.DataFrame,
+                exclude_model: str | None = None, policy: str = "wfbp") -> RuntimeFit:
+    """One :class:`RuntimeFit` pooled over the models of a run, none of them per model.
+
+    ``compute_scale`` is the median over the models of the measured step without
+    communication over the trace's compute time (:func:`summarize`'s ``compute_s`` and
+    ``trace_compute_s``); ``startup_s`` and ``rate_fraction`` come from one least-squares
+    fit of every model's ``policy`` all-reduce durations (from the agreement round's start,
+    as :func:`fit_cost`) against bytes over that model's link rate (``bandwidth``), so
+    models shaped to different rates share it. Nothing is fitted to a step time.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`summarize`'s rows of every model (``model``, ``compute_s``,
+        ``trace_compute_s``).
+    allreduces : pandas.DataFrame
+        The all-reduce tables of every model (:func:`tables`: ``model``, ``bandwidth``,
+        ``policy``, ``bytes``, ``end_s`` and ``agree_s`` or ``start_s``).
+    exclude_model : str, optional
+        Leave this model out (the leave-one-model-out check of :func:`transfer`).
+    policy : str
+        Whose all-reduces to fit (WFBP: one per tensor, sizes over several decades).
+
+    Returns
+    -------
+    RuntimeFit
+        The pooled overheads.
+
+    Raises
+    ------
+    CommschedError
+        If no model is left, or its all-reduces have fewer than two distinct sizes or
+        durations that do not grow with the bytes.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C and Fig. 3 (the linear all-reduce model).
+    """
+    s = summary.drop_duplicates("model")
+    d = allreduces[allreduces["policy"] == policy] if len(allreduces) else allreduces
+    if exclude_model is not None:
+        s = s[s["model"] != exclude_model]
+        d = d[d["model"] != exclude_model] if len(d) else d
+    if s.empty or len(d) < 2 or d["bytes"].nunique() < 2:
+        raise CommschedError(f"fit_runtime: too few {policy} all-reduces to fit "
+                             f"(models left: {', '.join(map(str, s['model'])) or 'none'})")
+    scale = float((s["compute_s"] / s["trace_compute_s"]).median())
+    x = d["bytes"] / d["bandwidth"].map(net.parse_rate)
+    f = fit_linear(x, _durations(d))
+    if f.b <= 0:
+        raise CommschedError("fit_runtime: all-reduce durations do not grow with the bytes")
+    return RuntimeFit(scale, max(f.a, 0.0), 1.0 / f.b)
 
 
 def summarize(run: Mapping[str, Any], steps: pd.DataFrame, allreduces: pd.DataFrame,
@@ -194,6 +298,62 @@ def summarize(run: Mapping[str, Any], steps: pd.DataFrame, allreduces: pd.DataFr
     return df
 
 
+def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
+             allreduces: pd.DataFrame) -> pd.DataFrame:
+    """The summary with the predictions of one set of overheads for the runtime.
+
+    Every policy's step is predicted from its intended plan (the one the workers were
+    given) with :func:`fit_runtime`'s overheads: fitted over every model
+    (``predicted_runtime_s``, ``error_runtime``) and over the other models only
+    (``predicted_lomo_s``, ``error_lomo``: a new model predicted before it has run; NaN
+    with a single model). Both are NaN unless every model ran ``wfbp`` (the
+    all-reduces they are fitted on).
+
+    Parameters
+    ----------
+    runs : sequence of mapping
+        Every model's run (``model``, ``trace_graph``, ``plans``, ``bandwidth_Bps``).
+    summary : pandas.DataFrame
+        :func:`summarize`'s rows of those models.
+    allreduces : pandas.DataFrame
+        Their all-reduce tables (:func:`tables`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``summary`` with the four columns.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`fit_runtime`.
+    """
+    out = summary.copy()
+    by_run = {r["model"]: r for r in runs}
+    models = list(dict.fromkeys(summary["model"]))
+    ran = set(allreduces["model"][allreduces["policy"] == "wfbp"]) if len(allreduces) else set()
+    if not set(models) <= ran:  # a model without WFBP all-reduces: nothing to fit on
+        models = []
+    fits = {"runtime": dict.fromkeys(models, fit_runtime(summary, allreduces)
+                                     if models else None),
+            "lomo": ({m: fit_runtime(summary, allreduces, m) for m in models}
+                     if len(models) > 1 else {})}
+    for col, fit_of in fits.items():
+        pred: list[float] = []
+        for row in summary.itertuples():
+            fit = fit_of.get(row.model)
+            if fit is None:
+                pred.append(float("nan"))
+                continue
+            run = by_run[row.model]
+            w = Workload(run["trace_graph"], compute_scale=fit.compute_scale)
+            pred.append(predict(w, run["plans"][row.policy][1],
+                                fit.cost(run["bandwidth_Bps"]), row.policy == "ddp")[0])
+        out[f"predicted_{col}_s"] = pred
+        out[f"error_{col}"] = out[f"predicted_{col}_s"] / out["measured_s"] - 1
+    return out
+
+
 def metrics(summary: pd.DataFrame) -> dict[str, float]:
     """The claimed numbers (``pace_live.*``) of the summaries.
 
@@ -207,7 +367,8 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
     dict
         Per model PACE's gain over each other policy in percent and each policy's
         prediction error; the simulator's absolute error in percent, median and largest
-        over every model and policy (``_nominal``: the uncalibrated prediction).
+        over every model and policy (``_nominal``: the uncalibrated prediction;
+        ``_runtime`` and ``_lomo``: :func:`transfer`'s, where its columns are there).
 
     References
     ----------
@@ -228,4 +389,10 @@ def metrics(summary: pd.DataFrame) -> dict[str, float]:
         out["pace_live.error_max_abs_pct"] = 100 * float(err.max())
         out["pace_live.error_nominal_median_abs_pct"] = 100 * float(
             summary["error_nominal"].abs().median())
+        for col in ("runtime", "lomo"):
+            err = (summary[f"error_{col}"].abs().dropna() if f"error_{col}" in summary
+                   else pd.Series(dtype=float))
+            if not err.empty:
+                out[f"pace_live.error_{col}_median_abs_pct"] = 100 * float(err.median())
+                out[f"pace_live.error_{col}_max_abs_pct"] = 100 * float(err.max())
     return out

@@ -36,8 +36,13 @@ For every configured model and mode (inference, training):
    separates the simulator's
    error from the hook's (the hooks enforce the order only in part: ``end_agreement``).
    ``pred_error_loo``: the achieved orders with every overhead, compute speed included,
-   fitted on the other models only (a check that the fit generalises). ``pred_error =
-   predicted / measured - 1`` on the mean iteration time.
+   fitted on the other models only (a check that the fit generalises). One fit for the
+   runtime, nothing per model (:func:`~commsched.tictac.live.analysis.runtime_predictions`:
+   the pooled compute speed too), on the intended orders: over every model
+   (``pred_error_runtime``) and over the other models only (``pred_error_lomo``, what a
+   user predicting a model that has not run gets). Each intended-order prediction gives
+   every config its hook's overheads. ``pred_error = predicted / measured - 1`` on the
+   mean iteration time.
 4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
    order of arrival repeats (:func:`~commsched.tictac.live.tables.arrival_order_repeats`;
    TicTac Sec. 1 and 2.2 saw a new

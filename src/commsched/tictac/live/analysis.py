@@ -23,7 +23,8 @@ from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.tables import agreement, arrival_order_repeats, out_of_order_rate
 from commsched.tictac.live.workload import Workload
 
-__all__ = ["analyse", "fit_overhead", "metrics", "summarize", "workload_compute_factors"]
+__all__ = ["analyse", "fit_overhead", "metrics", "runtime_predictions", "summarize",
+           "workload_compute_factors"]
 
 
 def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
@@ -118,7 +119,9 @@ def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], floa
 def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload],
               n_workers: int, fitted: Mapping[str, Mapping[str, float]] | None = None,
               loo: Mapping[str, Mapping[str, float]] | None = None,
-              intended: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+              intended: Mapping[str, Mapping[str, float]] | None = None,
+              runtime: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+              ) -> pd.DataFrame:
     """The summary table: one row per model, mode and config.
 
     Parameters
@@ -136,6 +139,8 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
     intended : mapping, optional
         The same with the whole run's overheads on the intended orders
         (:mod:`commsched.tictac.experiments.live`, step 3).
+    runtime : mapping, optional
+        :func:`runtime_predictions`: ``{"runtime" | "lomo": {group id: {config: s}}}``.
 
     Returns
     -------
@@ -145,7 +150,9 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
         and the predictions with their errors: ``predicted_nominal_s`` (nominal link
         rate, the oracle's op times); ``predicted_s`` / ``pred_error`` the fitted ones
         where given, else the nominal ones; ``pred_error_loo`` and
-        ``predicted_intended_s`` / ``pred_error_intended`` (NaN when not given).
+        ``predicted_intended_s`` / ``pred_error_intended``, ``predicted_runtime_s`` /
+        ``pred_error_runtime`` and ``predicted_lomo_s`` / ``pred_error_lomo`` (NaN when
+        not given).
 
     References
     ----------
@@ -173,6 +180,9 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                     agree_end.append(agreement(dict(zip(grp.variable, grp.end_s, strict=True)),
                                                prio))
             strag = float(x["straggler"].mean())
+            by_fit = {k: (runtime[k][w.group_id][c["name"]]
+                          if runtime and w.group_id in runtime.get(k, {}) else math.nan)
+                      for k in ("runtime", "lomo")}
             rows.append({
                 "model": w.model, "mode": w.mode, "batch": w.batch, "bandwidth": w.bandwidth,
                 "workers": n_workers, "config": c["name"], "order": c["order"],
@@ -196,6 +206,8 @@ def summarize(steps: pd.DataFrame, xfers: pd.DataFrame, loads: Sequence[Workload
                                          else math.nan),
                 "pred_error_intended": (intended[w.group_id][c["name"]] / mean - 1.0
                                         if intended else math.nan),
+                **{f"predicted_{k}_s": v for k, v in by_fit.items()},
+                **{f"pred_error_{k}": v / mean - 1.0 for k, v in by_fit.items()},
                 "predicted_gain": pred["baseline"] / pred[c["name"]] - 1.0,
                 "comm_comp_ratio": w.comm_comp,
             })
@@ -220,7 +232,9 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     prediction errors, the work time's coefficient of variation (``work_cv``);
     per model and mode the best gain over the ordered configs; pooled:
     the prediction errors' median and largest absolute values (nominal, fitted,
-    leave-one-model-out), the sender-vs-DAG difference and order agreements. With
+    leave-one-model-out on the achieved orders, intended orders, one fit for the runtime
+    and its leave-one-model-out form on the intended orders), the sender-vs-DAG
+    difference and order agreements. With
     ``repeats``, ``out_of_order`` and ``overhead`` their values too
     (``live.baseline.unique_order_frac_spread``: the largest minus the smallest share of
     distinct baseline orders over the models).
@@ -271,7 +285,8 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         if not sel.empty:
             out[f"live.{hook}.order_agreement"] = float(sel.order_agreement.mean())
             out[f"live.{hook}.end_agreement"] = float(sel.end_agreement.mean())
-    for col in ("pred_error", "pred_error_nominal", "pred_error_loo", "pred_error_intended"):
+    for col in ("pred_error", "pred_error_nominal", "pred_error_loo", "pred_error_intended",
+                "pred_error_runtime", "pred_error_lomo"):
         err = summary[col].abs().dropna() if col in summary else pd.Series(dtype=float)
         if not err.empty:
             out[f"live.{col}.median_abs"] = float(err.median())
@@ -297,6 +312,49 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     return out
 
 
+def runtime_predictions(loads: Sequence[Workload], params: LiveParams, pooled: Overhead,
+                        held_out: Mapping[str, Overhead]
+                        ) -> dict[str, dict[str, dict[str, float]]]:
+    """The intended orders' predictions of one overhead fit for the runtime.
+
+    No number is the workload's own: every overhead, the compute speed included, is
+    :func:`fit_overhead`'s pooled fit, over every model (``runtime``) or over the other
+    models only (``lomo``: a model predicted before it has run, on the order it is meant
+    to run).
+
+    Parameters
+    ----------
+    loads : sequence of Workload
+        The workloads.
+    params : LiveParams
+        Workers, simulated iterations and seed.
+    pooled : Overhead
+        :func:`fit_overhead` of every model.
+    held_out : mapping of str to Overhead
+        ``{model: fit_overhead(..., exclude_model=model)}``; a workload whose model is
+        not in it has no ``lomo`` prediction.
+
+    Returns
+    -------
+    dict
+        ``{"runtime" | "lomo": {group id: {config: s}}}``
+        (:meth:`~commsched.tictac.live.workload.Workload.predict`).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 3 (the execution model)
+       and Sec. 5 (the time oracle).
+    """
+    def run(w: Workload, ov: Overhead) -> dict[str, float]:
+        return w.predict(params.workers, params.sim_iterations, params.seed, ov)
+
+    return {"runtime": {w.group_id: run(w, pooled)
+                        for w in progress(loads, "predictions of the runtime fit")},
+            "lomo": {w.group_id: run(w, held_out[w.model])
+                     for w in progress(loads, "leave-one-model-out predictions")
+                     if w.model in held_out}}
+
+
 def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
             loads: Sequence[Workload], params: LiveParams,
             achieved: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
@@ -306,7 +364,8 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
 
     Fits the overheads (:func:`fit_overhead`: on every model, and leaving each model out
     in turn), re-runs the simulator with them on the orders the run achieved and on the
-    intended ones, and measures order repeats and gRPC reordering.
+    intended ones (:func:`runtime_predictions` for the pooled fits without a per-model
+    compute speed), and measures order repeats and gRPC reordering.
 
     Parameters
     ----------
@@ -346,16 +405,16 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     intended = {w.group_id: w.predict(params.workers, params.sim_iterations, params.seed,
                                       own[w.group_id])
                 for w in progress(loads, "predictions of the intended orders")}
-    loo: dict[str, dict[str, float]] = {}
     models = sorted({w.model for w in loads})
-    if len(models) > 1:
-        for model in progress(models, "leave-one-model-out fits"):
-            ov_m = fit_overhead(xfers, traced, steps, exclude_model=model)
-            for w in loads:
-                if w.model == model:
-                    loo[w.group_id] = w.predict_achieved(params.workers, ov_m,
-                                                         achieved[w.group_id])
-    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None, intended)
+    held_out = ({m: fit_overhead(xfers, traced, steps, exclude_model=m)
+                 for m in progress(models, "leave-one-model-out fits")}
+                if len(models) > 1 else {})
+    loo = {w.group_id: w.predict_achieved(params.workers, held_out[w.model],
+                                          achieved[w.group_id])
+           for w in loads if w.model in held_out}
+    runtime = runtime_predictions(loads, params, ov, held_out)
+    summary = summarize(steps, xfers, loads, params.workers, fitted, loo or None, intended,
+                        runtime)
     nominal = net.parse_rate(loads[0].bandwidth) if loads else math.nan
     values = metrics(summary, arrival_order_repeats(xfers), out_of_order_rate(xfers),
                      {**{k: v for k, v in dataclasses.asdict(ov).items() if v is not None},

@@ -96,7 +96,8 @@ class Workload:
         """The simulator's mean iteration time of every config with its intended order.
 
         The baseline runs an independent random order per worker and iteration; every
-        ordered config runs its ordering's priorities (:func:`commsched.tictac.sim.run`).
+        ordered config runs its ordering's priorities (:func:`commsched.tictac.sim.run`),
+        with its hook's overheads (:meth:`~commsched.cost.overhead.Overhead.for_hook`).
 
         Parameters
         ----------
@@ -115,15 +116,19 @@ class Workload:
         dict of str to float
             ``{config name: seconds}``.
         """
-        view = overhead.apply(self.view) if overhead else self.view
-        mw = compose(view, n_workers)
-        by_order = {}
-        for name in [None, *self.recv_orders]:
-            res = simulate_workers(mw, self.recv_orders[name] if name else None, iterations,
-                                   seed=seed, validate_every=max(1, iterations // 10))
-            t = float(np.mean(res.iteration_time))
-            by_order[name or "none"] = overhead.iteration_time(t) if overhead else t
-        return {c["name"]: by_order[c["order"]] for c in self.configs}
+        def hook_ov(c: Mapping[str, Any]) -> Overhead | None:
+            return overhead.for_hook(str(c["enforce"])) if overhead else None
+
+        by_run: dict[tuple[Overhead | None, str], float] = {}
+        for ov in dict.fromkeys(hook_ov(c) for c in self.configs):
+            mw = compose(ov.apply(self.view) if ov else self.view, n_workers)
+            for name in dict.fromkeys(str(c["order"]) for c in self.configs
+                                      if hook_ov(c) == ov):
+                res = simulate_workers(mw, self.recv_orders.get(name), iterations, seed=seed,
+                                       validate_every=max(1, iterations // 10))
+                t = float(np.mean(res.iteration_time))
+                by_run[ov, name] = ov.iteration_time(t) if ov else t
+        return {c["name"]: by_run[hook_ov(c), str(c["order"])] for c in self.configs}
 
     def predict_achieved(self, n_workers: int, overhead: Overhead,
                          achieved: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
