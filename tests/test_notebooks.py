@@ -73,6 +73,8 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
                                 "allreduces": _f("pace_live_skipped.csv")}),
     ("placement_tensorflow", "placement_bars", {"table": _f("placement_tensorflow.csv"),
                                                 "kind": "makespan"}),
+    ("placement_tensorflow_traffic", "placement_bars", {
+        "table": _f("placement_tensorflow.csv"), "kind": "traffic"}),
     ("placement_seven_gantt", "placement_seven", {"table": _f("placement_seven_gantt.csv"),
                                                   "kind": "gantt"}),
     ("echelon_core", "echelon_core", {"fig2": _f("echelon_core_fig2.csv"),
