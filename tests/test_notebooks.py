@@ -40,6 +40,7 @@ from commsched.errors import CommschedError
 from commsched.explore import paper_vs_ours
 from commsched.paths import figure_path, repo_path, repo_root
 from commsched.plotting import check_figure_inputs
+from commsched.results import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -216,6 +217,19 @@ def test_paper_vs_ours_rows() -> None:
     assert "claims.csv" in rows.attrs["source"]
     with pytest.raises(CommschedError, match="no claim matches 'tictac-nope'"):
         paper_vs_ours(["tictac-nope"], _f("claims.csv"))
+
+
+def test_paper_vs_ours_judges_rows_an_older_claims_table_lacks(tmp_path: Path) -> None:
+    """A claims table written before a row was added (an earlier run) is no error: the
+    rows are judged now from the claims files."""
+    old = read_table(_f("claims.csv"))
+    old = old[old.id != "tictac-seq32-one-best-order"]
+    old.to_csv(tmp_path / "claims.csv", index=False)
+    rows = paper_vs_ours(["tictac-par32-*", "tictac-seq32-one-best-order"],
+                         tmp_path / "claims.csv")
+    assert set(rows.id) == {"tictac-par32-every-order-best", "tictac-seq32-one-best-order"}
+    assert rows.attrs["source"].startswith("judged now")
+    assert "has no row 'tictac-seq32-one-best-order'" in rows.attrs["source"]
 
 
 def _free_port() -> int:

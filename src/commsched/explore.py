@@ -1,10 +1,11 @@
 """What a notebook shows beside its figure: the paper's numbers and ours.
 
 :func:`paper_vs_ours` lists a notebook's rows of the claims table (paper value, ours,
-status, reason), from ``results/claims.csv`` when the pipeline has written it, else judged
-now, the same way ``commsched claims`` does, from ``papers/claims/*.yaml`` and whichever
-metrics tables exist (a partial run: the other rows say ``pending`` and which target makes
-them).
+status, reason), from ``results/claims.csv`` when the pipeline has written it (and it holds
+every row asked for), else judged now, the same way ``commsched claims`` does, from
+``papers/claims/*.yaml`` and whichever metrics tables exist (a partial run: the other rows
+say ``pending`` and which target makes them). A claims table older than the claims files
+(written before a row was added) is thus not an error: the rows are judged now.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def paper_vs_ours(patterns: Sequence[str], claims: str | os.PathLike[str] = "res
         Claim ids or ``fnmatch`` patterns of them.
     claims : str or PathLike
         The pipeline's claims table (resolved against the repository root). When it does
-        not exist the rows are judged now from ``papers/claims/*.yaml`` against the metrics
-        tables under ``results/metrics/``.
+        not exist, or lacks a row a pattern asks for (it predates that row), the rows are
+        judged now from ``papers/claims/*.yaml`` against the metrics tables under
+        ``results/metrics/``.
 
     Returns
     -------
@@ -55,20 +57,31 @@ def paper_vs_ours(patterns: Sequence[str], claims: str | os.PathLike[str] = "res
     if path.is_file():
         df = read_table(path)
         source = f"{path} (written by `snakemake claims`)"
+        missing = next((p for p in patterns if not _hits(df, p).any()), None)
+        if missing is not None:
+            df, source = _judged_now(f"{path} has no row {missing!r}: older than the claims files")
     else:
-        root = repo_root()
-        found = load_claims(sorted((root / "papers" / "claims").glob("*.yaml")))
-        metrics = sorted((root / "results" / "metrics").glob("*.csv"))
-        df = pd.DataFrame([r.__dict__ for r in evaluate(found, metrics)])
-        source = (f"judged now against the {len(metrics)} metrics tables in "
-                  f"{root / 'results' / 'metrics'} ({path} does not exist yet)")
-    ids = df["id"].astype(str)
+        df, source = _judged_now(f"{path} does not exist yet")
     keep = pd.Series(False, index=df.index)
     for pattern in patterns:
-        hit = ids.map(lambda i, p=pattern: fnmatch.fnmatchcase(i, p))
+        hit = _hits(df, pattern)
         if not hit.any():
             raise CommschedError(f"paper vs ours: no claim matches {pattern!r} in {source}")
         keep |= hit
     out = df.loc[keep, COLUMNS].reset_index(drop=True)
     out.attrs["source"] = source
     return out
+
+
+def _hits(df: pd.DataFrame, pattern: str) -> pd.Series:
+    return df["id"].astype(str).map(lambda i: fnmatch.fnmatchcase(i, pattern))
+
+
+def _judged_now(why: str) -> tuple[pd.DataFrame, str]:
+    """Every claims row judged against the metrics tables there are, and a source line."""
+    root = repo_root()
+    found = load_claims(sorted((root / "papers" / "claims").glob("*.yaml")))
+    metrics = sorted((root / "results" / "metrics").glob("*.csv"))
+    df = pd.DataFrame([r.__dict__ for r in evaluate(found, metrics)])
+    return df, (f"judged now against the {len(metrics)} metrics tables in "
+                f"{root / 'results' / 'metrics'} ({why})")
