@@ -135,6 +135,14 @@ def test_every_notebook_has_a_case() -> None:
     assert {c[1] for c in CASES} == {p.stem for p in NOTEBOOKS.glob("*.ipynb")}
 
 
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_cell_has_an_id(path: Path) -> None:
+    """nbformat 4.5 requires cell ids: without them nbformat warns and will refuse."""
+    nb = json.loads(path.read_text())
+    assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5)
+    assert all("id" in c for c in nb["cells"]), f"{path.name}: run nbformat's normalize()"
+
+
 @pytest.mark.parametrize("cid", [c[0] for c in CASES])
 def test_notebook_shows_its_figure(executed: dict[str, dict[str, Any]], cid: str) -> None:
     r = executed[cid]

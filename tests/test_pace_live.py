@@ -217,6 +217,25 @@ def test_transfer_predicts_each_model_from_the_others_fit(trace: nx.DiGraph) -> 
     assert one.error_lomo.isna().all() and "pace_live.error_lomo_median_abs_pct" not in metrics(one)
 
 
+def test_transfer_without_a_slope_predicts_nothing_and_says_why(
+        trace: nx.DiGraph, capsys: pytest.CaptureFixture[str]) -> None:
+    # a short run on a fast link: the larger all-reduces happened to finish sooner
+    runs, sums, ars = synthetic_runs(trace, ("m1", "m2"))
+    summary, allreduces = pd.concat(sums, ignore_index=True), pd.concat(ars, ignore_index=True)
+    wfbp = allreduces.policy == "wfbp"
+    begin = allreduces["agree_s"] if "agree_s" in allreduces else allreduces["start_s"]
+    allreduces.loc[wfbp, "end_s"] = begin[wfbp] + 1.0 / allreduces.loc[wfbp, "bytes"]
+    with pytest.raises(CommschedError, match="do not grow with the bytes"):
+        fit_runtime(summary, allreduces)
+    out = transfer(runs, summary, allreduces)
+    assert out.error_runtime.isna().all() and out.error_lomo.isna().all()
+    assert out.error.notna().all()  # the run's own predictions stand
+    err = capsys.readouterr().err
+    assert "pace_live: no runtime prediction: fit_runtime: all-reduce durations" in err
+    assert "no runtime prediction without m1:" in err
+    assert "pace_live.error_runtime_median_abs_pct" not in metrics(out)
+
+
 def test_every_pace_live_claim_metric_is_produced(trace: nx.DiGraph) -> None:
     claims = [c for c in load_claims([ROOT / "papers/claims/pace-live.yaml"])
               if c["target"] == "pace_live"]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from commsched import driver
 from commsched.cluster import net
 from commsched.cost import LinearModel, fit_linear
 from commsched.errors import CommschedError
@@ -307,7 +308,9 @@ def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
     (``predicted_runtime_s``, ``error_runtime``) and over the other models only
     (``predicted_lomo_s``, ``error_lomo``: a new model predicted before it has run; NaN
     with a single model). Both are NaN unless every model ran ``wfbp`` (the
-    all-reduces they are fitted on).
+    all-reduces they are fitted on), and NaN where :func:`fit_runtime` cannot fit
+    (its reason is printed on stderr): a run too short or too noisy for a slope is
+    still analysed, it only makes no such prediction.
 
     Parameters
     ----------
@@ -322,11 +325,6 @@ def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
     -------
     pandas.DataFrame
         ``summary`` with the four columns.
-
-    Raises
-    ------
-    CommschedError
-        As :func:`fit_runtime`.
     """
     out = summary.copy()
     by_run = {r["model"]: r for r in runs}
@@ -334,10 +332,17 @@ def transfer(runs: Sequence[Mapping[str, Any]], summary: pd.DataFrame,
     ran = set(allreduces["model"][allreduces["policy"] == "wfbp"]) if len(allreduces) else set()
     if not set(models) <= ran:  # a model without WFBP all-reduces: nothing to fit on
         models = []
-    fits = {"runtime": dict.fromkeys(models, fit_runtime(summary, allreduces)
-                                     if models else None),
-            "lomo": ({m: fit_runtime(summary, allreduces, m) for m in models}
-                     if len(models) > 1 else {})}
+
+    def pooled(exclude: str | None = None) -> RuntimeFit | None:
+        try:
+            return fit_runtime(summary, allreduces, exclude)
+        except CommschedError as e:  # e.g. a short run on a fast link: noise, no slope
+            driver.say(f"pace_live: no runtime prediction"
+                       f"{'' if exclude is None else f' without {exclude}'}: {e}")
+            return None
+
+    fits = {"runtime": dict.fromkeys(models, pooled() if models else None),
+            "lomo": {m: pooled(m) for m in models} if len(models) > 1 else {}}
     for col, fit_of in fits.items():
         pred: list[float] = []
         for row in summary.itertuples():
