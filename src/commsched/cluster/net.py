@@ -357,12 +357,12 @@ def peer_shaping(namespace: str, dev: str) -> dict[str, float]:
         if f:
             flowid = f.group(1)
             continue
-        m = _MATCH_RE.search(line)
-        if m and flowid is not None:
+        match = _MATCH_RE.search(line)
+        if match and flowid is not None:
             if flowid not in classes:
                 raise CommschedError(f"{namespace} {dev}: a filter sends to class {flowid}, "
                                      "which does not exist")
-            out[str(ipaddress.IPv4Address(int(m.group(1), 16)))] = classes[flowid]
+            out[str(ipaddress.IPv4Address(int(match.group(1), 16)))] = classes[flowid]
             flowid = None
     return out
 
