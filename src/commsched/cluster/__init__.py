@@ -1,7 +1,7 @@
 """Parameter-server clusters for the live experiments.
 
 :mod:`commsched.cluster.emulated` (the API: :func:`emulated_cluster`, :func:`status`,
-:class:`HostCluster`), :mod:`commsched.cluster.net` (namespaces, veth, bridge, ``tbf``),
+:class:`HostCluster`), :mod:`commsched.cluster.net` (namespaces, veth, bridge, ``tbf`` or per-peer ``htb``),
 :mod:`commsched.cluster.procs` (processes by PID), :mod:`commsched.cluster.state` (run
 records), :mod:`commsched.cluster.server` (one TensorFlow gRPC server). Importing this
 package does not import TensorFlow.

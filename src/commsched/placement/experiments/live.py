@@ -415,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         section = driver.section_from_options(args, "placement_live")
-        reason = None
+        reason, per_pair = None, False
         if section["enabled"]:  # bad input is an error also where the run is skipped
             g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
             dev = read_devices(section["device_csv"])
@@ -428,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = plan_configs(g, section, dev, device_names(shape))
             rates, per_pair = nominal_rates(dev.rates, net.parse_rate(section["bandwidth"]))
         if not args.reuse or not section["enabled"]:
-            reason = skipped_reason(section, section["enabled"] and per_pair)
+            reason = skipped_reason(section, per_pair)
         if reason:
             say(f"live placement skipped: {reason}")
             write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
