@@ -263,19 +263,30 @@ def test_config_error_is_one_line(tmp_path, capsys):
 REASON = net.check_support()
 
 
-@pytest.mark.slow
-@pytest.mark.live
-@pytest.mark.skipif(REASON is not None, reason=f"live cluster unavailable: {REASON}")
-def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
+def _run_live(tmp_path: Path, cfg: dict) -> tuple[str, pd.DataFrame, dict]:
+    """Run the driver on ``cfg`` (bounded), check that it tore everything down; return its
+    cluster's run id, its table and its metrics by name."""
     table, metrics = tmp_path / "t.csv", tmp_path / "m.csv"
     p = subprocess.run([sys.executable, "-m", "commsched.placement.experiments.live",
-                        "--config-json", json.dumps(TINY), "--trace-dir",
+                        "--config-json", json.dumps(cfg), "--trace-dir",
                         str(ROOT / "data" / "traces"), "--workdir", str(tmp_path / "run"),
                         "--table", str(table), "--metrics", str(metrics)],
                        capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
-    run_id = re.search(r"cluster (\w+) up", p.stderr).group(1)
-    t = read_table(table)
+    up = re.search(r"cluster (\w+) up: .*; links (.*)", p.stderr)
+    run_id = up.group(1)
+    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
+    assert not (run_base() / run_id).exists()
+    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
+    m = read_table(metrics)
+    return up.group(2), read_table(table), dict(zip(m["metric"], m["value"], strict=True))
+
+
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.skipif(REASON is not None, reason=f"live cluster unavailable: {REASON}")
+def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
+    links, t, m = _run_live(tmp_path, TINY)
     assert len(t) == 2 + 4
     assert (t["placed_frac"] == 1.0).all()  # every op ran on its partition's task
     # the slower task's long ops were slowed down; memory was measured and fits 4 GB
@@ -283,11 +294,9 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
     assert (t["live_peak_bytes_max"] > 0).all() and (t["memory_use"] < 1).all()
     assert t.loc[t["partitioner"] == "calib-one", "devices_used"].tolist() == [1]
     assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
-    m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
     assert m["placement_live.combinations"] == 4
-    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
-    assert not (run_base() / run_id).exists()
-    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
+    # one rate in the device file: every link tbf at bandwidth, as before per-pair rates
+    assert links == "all 1gbit" and m["placement_live.per_pair_links"] == 0.0
 
 
 LINKS = {**TINY, "device_csv": str(ROOT / "data" / "devices" / "live3-links.csv"),
@@ -300,26 +309,14 @@ LINKS = {**TINY, "device_csv": str(ROOT / "data" / "devices" / "live3-links.csv"
 def test_tiny_run_with_per_pair_link_rates_end_to_end(tmp_path):
     """live3-links.csv (1 Gbit/s, 200 and 400 Mbit/s pairs): the cluster is shaped per
     pair, the planner and the simulator see the file's rates, and teardown is complete."""
-    table, metrics = tmp_path / "t.csv", tmp_path / "m.csv"
-    p = subprocess.run([sys.executable, "-m", "commsched.placement.experiments.live",
-                        "--config-json", json.dumps(LINKS), "--trace-dir",
-                        str(ROOT / "data" / "traces"), "--workdir", str(tmp_path / "run"),
-                        "--table", str(table), "--metrics", str(metrics)],
-                       capture_output=True, text=True, timeout=240, cwd=ROOT)
-    assert p.returncode == 0, p.stderr[-2000:]
-    run_id = re.search(r"cluster (\w+) up: .*; links per pair, 200-1000 Mbit/s", p.stderr
-                       ).group(1)
-    t = read_table(table)
+    links, t, m = _run_live(tmp_path, LINKS)
+    assert links == "per pair, 200-1000 Mbit/s"
     assert len(t) == 2 + 2 and (t["placed_frac"] == 1.0).all()
     assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
-    m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
     assert m["placement_live.per_pair_links"] == 1.0
     assert (m["placement_live.link_min_Bps"], m["placement_live.link_max_Bps"]) == (25e6,
                                                                                    125e6)
     assert m["placement_live.fit.rate_Bps"] > 0
-    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
-    assert not (run_base() / run_id).exists()
-    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
 
 
 def _free_port() -> int:
