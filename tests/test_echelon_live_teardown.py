@@ -21,10 +21,10 @@ from conftest import procs_with, sigint_default
 
 from commsched.cluster import net
 from commsched.cluster.state import run_base
-from commsched.echelon.live.tc import HtbLink, check_htb, classid
+from commsched.echelon.live.tc import HtbLink, classid
 from commsched.echelon.live.topology import CORE_DEV, LiveCluster, Topology, live_cluster
 
-REASON = check_htb()
+REASON = net.check_htb()
 pytestmark = [
     pytest.mark.live,
     pytest.mark.slow,

@@ -38,6 +38,7 @@ from commsched.placement.live.predict import (
     Fit,
     calibration_placements,
     live_cluster,
+    nominal_rates,
     placed_fraction,
     predict,
     run_op_overhead_us,
@@ -137,6 +138,25 @@ def test_predict_adds_latency_rate_overheads():
     # a slowed down by k = 3 (a device of relative speed 1/4): 2 x 4 x 1 ms instead
     assert predict(g, np.array([0, 0, 0, 0]), [], {"a": 3.0}, 2, f2) \
         == pytest.approx(0.0064 + 2 * 3 * 1e-3)
+
+
+def test_per_pair_rates_reach_the_planner_and_the_prediction():
+    # the device file's rate unit is a byte per microsecond; a uniform file: bandwidth
+    links = read_devices(ROOT / "data" / "devices" / "live3-links.csv")
+    rates, per_pair = nominal_rates(links.rates, 1e8)
+    assert per_pair and rates[0, 1] == 125e6 and rates[2, 0] == 25e6 and rates[1, 2] == 50e6
+    uniform, per_pair = nominal_rates(read_devices(ROOT / "data" / "devices" / "live3.csv")
+                                      .rates, 1e8)
+    assert not per_pair and (uniform[~np.eye(3, dtype=bool)] == 1e8).all()
+    c = live_cluster(links.speed, links.ram, rates)  # what the partitioners see
+    assert c.rate[0, 2] == 25.0 and c.rate[2, 1] == 50.0 and np.isinf(c.rate[2, 2])
+    g = _traced()
+    f = Fit(op_us=0.0, time_factor=1.0, step_s=0.01, transfer_s=1e-3, rate_Bps=1e6,
+            pair_scale=((1.0, 1.0), (0.5, 1.0)))
+    assert f.rates(2).tolist() == [[np.inf, 1e6], [5e5, np.inf]]
+    # a's 1000 B cross 1 -> 0 at half the fitted rate: 2 ms instead of 1 ms
+    assert predict(g, np.array([0, 0, 1, 0]), [], {}, 2, f) == pytest.approx(0.016)
+    assert "pair_scale" not in f.as_dict()
 
 
 def test_speeds_become_slowdowns_of_long_ops_on_slower_devices():
@@ -243,19 +263,30 @@ def test_config_error_is_one_line(tmp_path, capsys):
 REASON = net.check_support()
 
 
-@pytest.mark.slow
-@pytest.mark.live
-@pytest.mark.skipif(REASON is not None, reason=f"live cluster unavailable: {REASON}")
-def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
+def _run_live(tmp_path: Path, cfg: dict) -> tuple[str, pd.DataFrame, dict]:
+    """Run the driver on ``cfg`` (bounded), check that it tore everything down; return its
+    cluster's run id, its table and its metrics by name."""
     table, metrics = tmp_path / "t.csv", tmp_path / "m.csv"
     p = subprocess.run([sys.executable, "-m", "commsched.placement.experiments.live",
-                        "--config-json", json.dumps(TINY), "--trace-dir",
+                        "--config-json", json.dumps(cfg), "--trace-dir",
                         str(ROOT / "data" / "traces"), "--workdir", str(tmp_path / "run"),
                         "--table", str(table), "--metrics", str(metrics)],
                        capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-2000:]
-    run_id = re.search(r"cluster (\w+) up", p.stderr).group(1)
-    t = read_table(table)
+    up = re.search(r"cluster (\w+) up: .*; links (.*)", p.stderr)
+    run_id = up.group(1)
+    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
+    assert not (run_base() / run_id).exists()
+    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
+    m = read_table(metrics)
+    return up.group(2), read_table(table), dict(zip(m["metric"], m["value"], strict=True))
+
+
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.skipif(REASON is not None, reason=f"live cluster unavailable: {REASON}")
+def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
+    links, t, m = _run_live(tmp_path, TINY)
     assert len(t) == 2 + 4
     assert (t["placed_frac"] == 1.0).all()  # every op ran on its partition's task
     # the slower task's long ops were slowed down; memory was measured and fits 4 GB
@@ -263,11 +294,29 @@ def test_tiny_run_end_to_end_places_ops_and_tears_down(tmp_path):
     assert (t["live_peak_bytes_max"] > 0).all() and (t["memory_use"] < 1).all()
     assert t.loc[t["partitioner"] == "calib-one", "devices_used"].tolist() == [1]
     assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
-    m = dict(zip(read_table(metrics)["metric"], read_table(metrics)["value"], strict=True))
     assert m["placement_live.combinations"] == 4
-    assert net.list_namespaces(f"{net.NS_PREFIX}{run_id}-") == []
-    assert not (run_base() / run_id).exists()
-    assert procs_with(f"/{run_id}/") == [] and procs_with(str(tmp_path / "run")) == []
+    # one rate in the device file: every link tbf at bandwidth, as before per-pair rates
+    assert links == "all 1gbit" and m["placement_live.per_pair_links"] == 0.0
+
+
+LINKS = {**TINY, "device_csv": str(ROOT / "data" / "devices" / "live3-links.csv"),
+         "partitioners": ["hashing", "heft"], "schedulers": ["pct"]}
+
+
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.skipif(net.check_htb() is not None, reason="htb/u32 unavailable")
+def test_tiny_run_with_per_pair_link_rates_end_to_end(tmp_path):
+    """live3-links.csv (1 Gbit/s, 200 and 400 Mbit/s pairs): the cluster is shaped per
+    pair, the planner and the simulator see the file's rates, and teardown is complete."""
+    links, t, m = _run_live(tmp_path, LINKS)
+    assert links == "per pair, 200-1000 Mbit/s"
+    assert len(t) == 2 + 2 and (t["placed_frac"] == 1.0).all()
+    assert (t["live_s"] > 0).all() and t["predicted_s"].notna().all()
+    assert m["placement_live.per_pair_links"] == 1.0
+    assert (m["placement_live.link_min_Bps"], m["placement_live.link_max_Bps"]) == (25e6,
+                                                                                   125e6)
+    assert m["placement_live.fit.rate_Bps"] > 0
 
 
 def _free_port() -> int:

@@ -72,6 +72,14 @@ class ClusterConfig:
     ``servers=False`` only the network is built (hosts ``w0..``; ``n_ps`` may be 0): the
     caller starts its own processes with :meth:`EmulatedCluster.spawn_client` (the live
     DDP runs, :mod:`commsched.pace.experiments.live`).
+
+    ``pair_rates`` (bytes/s, host ``i`` to host ``j`` in :meth:`hosts` order; the
+    diagonal is ignored) gives every directed host pair a link of its own rate instead:
+    each host's ``eth0`` gets :func:`commsched.cluster.net.shape_peers` (an ``htb`` class
+    per peer, ``u32`` on the destination address, ``bandwidth`` for the default class)
+    and the bridge ends stay unshaped, so pairs do not share a host port (Laich's device
+    model: a transfer rate per device pair). Needs ``htb`` and ``u32``
+    (:func:`commsched.cluster.net.check_htb`).
     """
 
     n_ps: int = 1
@@ -84,10 +92,19 @@ class ClusterConfig:
     start_timeout: float = 90.0
     ttl: float = 3600.0
     servers: bool = True
+    pair_rates: tuple[tuple[float, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.n_ps < int(self.servers) or self.n_workers < 1:
             raise CommschedError("a cluster needs at least one ps and one worker")
+        if self.pair_rates is not None:
+            n = self.n_ps + self.n_workers
+            if len(self.pair_rates) != n or any(len(r) != n for r in self.pair_rates):
+                raise CommschedError(f"pair_rates must be {n} x {n} (one per host pair)")
+            bad = [(i, j) for i in range(n) for j in range(n)
+                   if i != j and not self.pair_rates[i][j] > 0]
+            if bad:
+                raise CommschedError(f"pair_rates[{bad[0][0]}][{bad[0][1]}] must be positive")
         if not 1 <= self.port <= 65535:
             raise CommschedError(f"port {self.port} out of range")
         if self.threads < 1:
@@ -175,7 +192,7 @@ class EmulatedCluster:
 
     def up(self) -> None:
         """Create the network, start the servers, wait until all listen (or raise)."""
-        reason = net.check_support()
+        reason = net.check_support() if self.config.pair_rates is None else net.check_htb()
         if reason:
             raise CommschedError(f"emulated cluster unavailable: {reason}")
         cfg = self.config
@@ -186,8 +203,16 @@ class EmulatedCluster:
         net.create_bridge(self.bridge_ns)
         for lk in self.links:
             net.add_host(self.bridge_ns, lk)
-            net.shape(lk.namespace, lk.host_dev, cfg.bandwidth, cfg.burst, cfg.latency)
-            net.shape(self.bridge_ns, lk.bridge_dev, cfg.bandwidth, cfg.burst, cfg.latency)
+        for i, lk in enumerate(self.links):
+            if cfg.pair_rates is None:
+                net.shape(lk.namespace, lk.host_dev, cfg.bandwidth, cfg.burst, cfg.latency)
+                net.shape(self.bridge_ns, lk.bridge_dev, cfg.bandwidth, cfg.burst,
+                          cfg.latency)
+            else:
+                net.shape_peers(lk.namespace, lk.host_dev,
+                                {o.address: cfg.pair_rates[i][j]
+                                 for j, o in enumerate(self.links) if j != i},
+                                cfg.bandwidth_bytes, cfg.burst)
         spec = json.dumps(self.spec)
         ready = {}
         for i, lk in enumerate(self.links if cfg.servers else []):
@@ -215,12 +240,13 @@ class EmulatedCluster:
         self.state.save()
 
     def set_bandwidth(self, rate: str) -> None:
-        """Re-shape every link (both ends) to ``rate``, e.g. between two experiments."""
+        """Re-shape every link (both ends, ``tbf``) to ``rate``, e.g. between two
+        experiments (per-pair rates are dropped)."""
         cfg = self.config
         for lk in self.links:
             net.shape(lk.namespace, lk.host_dev, rate, cfg.burst, cfg.latency)
             net.shape(self.bridge_ns, lk.bridge_dev, rate, cfg.burst, cfg.latency)
-        self.config = dataclasses.replace(cfg, bandwidth=rate)
+        self.config = dataclasses.replace(cfg, bandwidth=rate, pair_rates=None)
 
     def check(self) -> None:
         """Raise if a server of the cluster has exited."""

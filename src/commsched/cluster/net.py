@@ -1,4 +1,4 @@
-"""Emulated network: namespaces, veth links, a bridge and ``tc tbf`` shaping (iproute2).
+"""Emulated network: namespaces, veth links, a bridge and ``tc`` shaping (iproute2).
 
 Topology of one emulated cluster with run id ``R`` (see :func:`names`)::
 
@@ -12,6 +12,15 @@ namespaces. Both ends of every host link carry a token bucket (``tbf``) with the
 rate, so each host has a full-duplex port of that bandwidth on an ideal switch (TicTac's
 testbed: 1 GbE hosts on one switch). Deleting a namespace destroys the veth ends in it and
 their peers, which is how teardown removes links.
+
+Links of different rates per host pair (the thesis' device model, :func:`shape_peers`):
+a host's ``eth0`` carries an ``htb`` root instead, one class per peer at that pair's rate
+(``rate`` = ``ceil``, so a class never borrows: each directed pair is a link of its own)
+chosen by a ``u32`` filter on the destination address, and a default class for everything
+else (ARP, traffic to addresses outside the run); :func:`peer_shaping` reads that state
+back from ``tc``. The kernel here has ``htb`` and ``tbf`` and the ``u32`` classifier only
+(no ``prio``, ``fq``, ``netem``, no ``fw`` filter); :func:`check_htb` says whether the
+first two exist.
 
 All commands run with a timeout and raise :class:`commsched.errors.CommschedError` with
 the command and its stderr on failure.
@@ -27,7 +36,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from commsched.errors import CommschedError
@@ -37,6 +46,7 @@ __all__ = [
     "NS_PREFIX",
     "HostLink",
     "add_host",
+    "check_htb",
     "check_support",
     "create_bridge",
     "delete_namespace",
@@ -45,8 +55,10 @@ __all__ = [
     "namespace_pids",
     "parse_rate",
     "parse_size",
+    "peer_shaping",
     "run",
     "shape",
+    "shape_peers",
     "tcp_rate",
 ]
 
@@ -135,6 +147,51 @@ def check_support() -> str | None:
     return None
 
 
+def check_htb(namespace: str | None = None) -> str | None:
+    """None when ``htb`` classes with ``u32`` filters can be built, else the reason.
+
+    Parameters
+    ----------
+    namespace : str, optional
+        Probe there (a veth pair is added and deleted); default: a probe namespace of
+        its own, created and deleted.
+
+    Returns
+    -------
+    str or None
+        :func:`check_support`'s reason, or which of ``htb`` and ``u32`` is missing.
+    """
+    reason = check_support()
+    if reason:
+        return reason
+    probe = namespace or f"{NS_PREFIX}probe-{os.getpid()}"
+    try:
+        if namespace is None:
+            run(["ip", "netns", "add", probe])
+        run(["ip", "-n", probe, "link", "add", "q0", "type", "veth", "peer", "name", "q1"])
+        try:
+            run(["tc", "-n", probe, "qdisc", "add", "dev", "q0", "root", "handle", "1:",
+                 "htb", "default", "2"])
+            run(["tc", "-n", probe, "class", "add", "dev", "q0", "parent", "1:",
+                 "classid", "1:1", "htb", "rate", "1mbit", "ceil", "1mbit", "prio", "0"])
+        except CommschedError as e:
+            return f"the htb qdisc is missing ({e})"
+        try:
+            run(["tc", "-n", probe, "filter", "add", "dev", "q0", "parent", "1:",
+                 "protocol", "ip", "prio", "1", "u32", "match", "ip", "tos", "0x04",
+                 "0xfc", "flowid", "1:1"])
+        except CommschedError as e:
+            return f"the u32 classifier is missing ({e})"
+    except CommschedError as e:
+        return f"cannot probe traffic control: {e}"
+    finally:
+        if namespace is None:
+            run(["ip", "netns", "del", probe], check=False)
+        else:
+            run(["ip", "-n", probe, "link", "del", "q0"], check=False)
+    return None
+
+
 @dataclass(frozen=True)
 class HostLink:
     """One emulated host: its namespace, address and the names of its link's two ends."""
@@ -196,6 +253,118 @@ def shape(namespace: str, dev: str, rate: str, burst: str, latency: str) -> None
     """Put a ``tbf`` root qdisc with ``rate``/``burst``/``latency`` on ``dev`` in ``namespace``."""
     run(["tc", "-n", namespace, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
          "burst", burst, "latency", latency])
+
+
+#: htb class of the traffic no peer filter matches (:func:`shape_peers`).
+DEFAULT_CLASS = "1:1"
+
+
+def _tc_bits(rate_Bps: float) -> str:
+    """A rate in bytes/s as a tc rate in bits/s (whole bits)."""
+    return f"{round(rate_Bps * 8)}bit"
+
+
+def shape_peers(namespace: str, dev: str, peers: Mapping[str, float], default_Bps: float,
+                burst: str) -> None:
+    """Shape ``dev``'s egress per destination: one ``htb`` class per peer address.
+
+    The root qdisc becomes ``htb`` (what was there is deleted first); peer ``i`` (in the order
+    given) gets class ``1:<10 + i, hex>`` with ``rate`` = ``ceil`` = its rate, so it never
+    borrows and each peer's traffic is a link of its own; a ``u32`` filter ``match ip dst
+    ADDR/32`` sends the packets for that address there. Everything else (ARP, other
+    addresses) goes to the default class :data:`DEFAULT_CLASS` at ``default_Bps``.
+
+    Parameters
+    ----------
+    namespace, dev : str
+        Where the device lives.
+    peers : mapping of str to float
+        Destination IPv4 address -> rate in bytes per second.
+    default_Bps : float
+        Rate of the default class, bytes per second.
+    burst : str
+        htb ``burst`` and ``cburst`` of every class (a tc size: what may leave at line
+        speed; at least one 64 KiB GSO segment of a veth, or the rate is not reached).
+
+    Raises
+    ------
+    CommschedError
+        A rate that is not positive, an address that is not IPv4, or a failing ``tc``.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (a transfer rate per pair of devices).
+    """
+    parse_size(burst)
+    rates = {str(ipaddress.IPv4Address(a)): float(r) for a, r in peers.items()}
+    for a, r in [("default", default_Bps), *rates.items()]:
+        if not r > 0:
+            raise CommschedError(f"rate of {a} on {dev} in {namespace} must be positive, "
+                                 f"not {r!r}")
+    tc = ["tc", "-n", namespace]
+    opts = ["burst", burst, "cburst", burst, "quantum", "1514"]
+    run([*tc, "qdisc", "del", "dev", dev, "root"], check=False)  # htb cannot replace htb
+    run([*tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
+    run([*tc, "class", "add", "dev", dev, "parent", "1:", "classid", DEFAULT_CLASS, "htb",
+         "rate", _tc_bits(default_Bps), "ceil", _tc_bits(default_Bps), *opts])
+    for i, (addr, rate) in enumerate(rates.items()):
+        cid = f"1:{0x10 + i:x}"
+        run([*tc, "class", "add", "dev", dev, "parent", "1:", "classid", cid, "htb",
+             "rate", _tc_bits(rate), "ceil", _tc_bits(rate), *opts])
+        run([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
+             "u32", "match", "ip", "dst", f"{addr}/32", "flowid", cid])
+
+
+_CLASS_RE = re.compile(r"class htb (\S+) .*?\brate (\S+) ceil (\S+)")
+_FLOWID_RE = re.compile(r"\bflowid (\S+)")
+_MATCH_RE = re.compile(r"match ([0-9a-f]{8})/ffffffff at 16\b")
+
+
+def peer_shaping(namespace: str, dev: str) -> dict[str, float]:
+    """Read :func:`shape_peers`' state back from ``tc``: the rate each address gets.
+
+    Parameters
+    ----------
+    namespace, dev : str
+        Where the device lives.
+
+    Returns
+    -------
+    dict of str to float
+        Destination address (``"default"`` for the default class) -> bytes per second,
+        from ``tc class show`` and ``tc filter show`` (a class whose rate and ceil differ
+        is an error, as is a filter to a class that does not exist). Empty without an
+        ``htb`` root.
+
+    Raises
+    ------
+    CommschedError
+        If the state is not what :func:`shape_peers` builds.
+    """
+    classes = {}
+    for m in _CLASS_RE.finditer(run(["tc", "-n", namespace, "class", "show", "dev", dev])):
+        cid, rate, ceil = m.groups()
+        if parse_rate(rate) != parse_rate(ceil):
+            raise CommschedError(f"{namespace} {dev}: class {cid} has rate {rate} but ceil "
+                                 f"{ceil}")
+        classes[cid] = parse_rate(rate)
+    if not classes:
+        return {}
+    out = {"default": classes.pop(DEFAULT_CLASS, float("nan"))}
+    flowid = None
+    for line in run(["tc", "-n", namespace, "filter", "show", "dev", dev]).splitlines():
+        f = _FLOWID_RE.search(line)
+        if f:
+            flowid = f.group(1)
+            continue
+        match = _MATCH_RE.search(line)
+        if match and flowid is not None:
+            if flowid not in classes:
+                raise CommschedError(f"{namespace} {dev}: a filter sends to class {flowid}, "
+                                     "which does not exist")
+            out[str(ipaddress.IPv4Address(int(match.group(1), 16)))] = classes[flowid]
+            flowid = None
+    return out
 
 
 def list_namespaces(prefix: str = NS_PREFIX) -> list[str]:

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from commsched import driver
+from commsched.cluster import net
 from commsched.cluster.net import parse_rate
 from commsched.cluster.torchrun import LAUNCHERS
 from commsched.echelon.cluster_sim import ClusterRun, run_jobs
@@ -62,7 +63,7 @@ from commsched.echelon.jobs import build_job
 from commsched.echelon.live.controller import POLICIES
 from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
 from commsched.echelon.live.runner import JobPlacement, run_live
-from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy, check_htb
+from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
 from commsched.echelon.profile import LayerProfile
@@ -139,7 +140,7 @@ def skipped_reason(params: Params) -> str | None:
     """Why the live run cannot run here (None: it can)."""
     if not params.enabled:
         return "echelon_live.enabled is false"
-    return check_htb()
+    return net.check_htb()
 
 
 # --------------------------------------------------------------------------------------

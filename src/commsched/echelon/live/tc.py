@@ -28,9 +28,9 @@ a round trip to a running ``tc -batch``); a flow the policy stops still sends at
 shares the excess among prio-0 classes by quantum, not in the policy's rank order; and
 packets already queued are not reordered.
 
-:func:`check_htb` tells at start whether ``htb`` and ``u32`` exist (a clear error where
-they do not). :class:`EnforcedPolicy` is the same back end as a flow policy of the
-simulator (the controller's delay and htb's classes), so that the simulator predicts
+:func:`commsched.cluster.net.check_htb` tells at start whether ``htb`` and ``u32`` exist
+(a clear error where they do not). :class:`EnforcedPolicy` is the same back end as a flow
+policy of the simulator (the controller's delay and htb's classes), so that the simulator predicts
 what the live enforcement does rather than what the policy asks for.
 """
 
@@ -51,8 +51,8 @@ from commsched.cluster import net
 from commsched.errors import CommschedError
 from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FLOOR_SHARE", "GSO_BYTES", "EnforcedPolicy", "HtbLink", "TcSession", "check_htb",
-           "classid", "enforce"]
+__all__ = ["FLOOR_SHARE", "GSO_BYTES", "EnforcedPolicy", "HtbLink", "TcSession", "classid",
+           "enforce"]
 
 #: Floor rate of a class the policy gives nothing, as a share of the link rate.
 FLOOR_SHARE = 0.005
@@ -146,40 +146,6 @@ class TcSession:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-def check_htb(namespace: str | None = None) -> str | None:
-    """None when ``htb`` classes with ``u32`` filters on the TOS byte can be built (in a
-    probe namespace, or in ``namespace``), else the reason."""
-    reason = net.check_support()
-    if reason:
-        return reason
-    probe = namespace or f"{net.NS_PREFIX}probe-{os.getpid()}"
-    try:
-        if namespace is None:
-            net.run(["ip", "netns", "add", probe])
-        net.run(["ip", "-n", probe, "link", "add", "q0", "type", "veth", "peer", "name", "q1"])
-        try:
-            net.run(["tc", "-n", probe, "qdisc", "add", "dev", "q0", "root", "handle", "1:",
-                     "htb", "default", "2"])
-            net.run(["tc", "-n", probe, "class", "add", "dev", "q0", "parent", "1:",
-                     "classid", "1:1", "htb", "rate", "1mbit", "ceil", "1mbit", "prio", "0"])
-        except CommschedError as e:
-            return f"the htb qdisc is missing ({e})"
-        try:
-            net.run(["tc", "-n", probe, "filter", "add", "dev", "q0", "parent", "1:",
-                     "protocol", "ip", "prio", "1", "u32", "match", "ip", "tos", "0x04",
-                     "0xfc", "flowid", "1:1"])
-        except CommschedError as e:
-            return f"the u32 classifier is missing ({e})"
-    except CommschedError as e:
-        return f"cannot probe traffic control: {e}"
-    finally:
-        if namespace is None:
-            net.run(["ip", "netns", "del", probe], check=False)
-        else:
-            net.run(["ip", "-n", probe, "link", "del", "q0"], check=False)
-    return None
 
 
 @dataclass

@@ -36,7 +36,7 @@ from commsched.cluster import net
 from commsched.cluster.emulated import down, up_inside
 from commsched.cluster.procs import spawn, start_time
 from commsched.cluster.state import RunState, run_base
-from commsched.echelon.live.tc import HtbLink, check_htb
+from commsched.echelon.live.tc import HtbLink
 from commsched.errors import CommschedError
 from commsched.sim.flow import Network
 
@@ -119,7 +119,7 @@ class LiveCluster:
 
     def up(self) -> None:
         """Create everything (or raise with the reason, e.g. no htb/u32)."""
-        reason = check_htb()
+        reason = net.check_htb()
         if reason:
             raise CommschedError(f"EchelonFlow live cluster unavailable: {reason}")
         t = self.topo

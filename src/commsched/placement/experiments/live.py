@@ -4,14 +4,21 @@ The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. H
 traced graph (``placement_live.trace``, from ``data/traces``) runs on the K devices of a
 thesis device file (``placement_live.device_csv``, :func:`commsched.io.thesis.
 read_devices`) emulated as hosts (:mod:`commsched.cluster.emulated`: one TensorFlow task
-per thesis device, each in its own network namespace, every host link shaped by ``tbf``
-to ``bandwidth``, so the file's transfer rates are not used; one intra-op and one inter-op
-thread per task, so a task runs one op at a time like a thesis device):
+per thesis device, each in its own network namespace; one intra-op and one inter-op
+thread per task, so a task runs one op at a time like a thesis device). Links
+(:func:`commsched.placement.live.predict.nominal_rates`): where the file gives every pair
+the same rate, every host link is shaped by ``tbf`` to ``bandwidth`` (both ends: a
+full-duplex port per host); where its rates differ, each directed pair ``(i, j)`` is a
+link of its own at the file's rate times :data:`~commsched.placement.live.predict.
+RATE_UNIT_BPS` (one rate unit = one byte per microsecond, the live problem's units: ``125``
+is 1 Gbit/s): task ``i``'s ``eth0`` gets one ``htb`` class per peer chosen by a ``u32``
+filter on the peer's address (:func:`commsched.cluster.net.shape_peers`; ``bandwidth``
+for everything else). The planner and the simulator use the same rates:
 
 1. **Plan.** The trace becomes a thesis problem in real units (microseconds, bytes;
    :func:`commsched.placement.traced.problem_from_trace` with ``measured``; the per-op
    overhead of the trace itself added) on the file's devices (speeds relative to the
-   fastest, its memories) and the nominal link rate (:func:`commsched.placement.live.
+   fastest, its memories) and the nominal link rates (:func:`commsched.placement.live.
    predict.live_cluster`). Every partitioner x scheduler runs as in the thesis
    (:func:`commsched.placement.run.run_all`, thesis semantics, no send operations); the
    placement gives each op its task, the simulated schedule gives each device's order,
@@ -27,7 +34,9 @@ thread per task, so a task runs one op at a time like a thesis device):
    live.predict`). The cluster is torn down on every exit path.
 3. **Predict.** The overheads fitted on the calibration configurations only
    (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
-   every configuration's step from its placement and enforced order; error = predicted /
+   every configuration's step from its placement and enforced order (with per-pair links,
+   the fitted rate of the fastest pair scaled by each pair's file rate, so the simulator
+   sees the ratios the links were shaped to); error = predicted /
    measured median - 1 (and, beside it, against the fastest measured step, the one least
    disturbed by other work on a shared machine).
 
@@ -60,6 +69,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from commsched import driver
@@ -73,6 +83,7 @@ from commsched.model.traced import load_trace
 from commsched.placement.live.job import peak_bytes
 from commsched.placement.live.mapping import (
     canonical_device,
+    device_index,
     device_names,
     order_edges,
     placed_devices,
@@ -85,6 +96,7 @@ from commsched.placement.live.predict import (
     calibration_placements,
     fit,
     live_cluster,
+    nominal_rates,
     placed_fraction,
     predict,
     trace_op_overhead_us,
@@ -97,22 +109,25 @@ from commsched.results import write_metrics, write_table
 __all__ = ["main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
 
 
-def skipped_reason(section: Mapping[str, Any]) -> str | None:
+def skipped_reason(section: Mapping[str, Any], per_pair: bool = False) -> str | None:
     """Why the live placement cannot run here (None: it can).
 
     Parameters
     ----------
     section : mapping
         The ``placement_live`` section.
+    per_pair : bool
+        Whether the links have per-pair rates (``htb`` and ``u32`` needed).
 
     Returns
     -------
     str or None
-        Disabled in the config, or :func:`commsched.cluster.net.check_support`'s reason.
+        Disabled in the config, or :func:`commsched.cluster.net.check_support`'s (per
+        pair: :func:`commsched.cluster.net.check_htb`'s) reason.
     """
     if not section["enabled"]:
         return "disabled in the config (placement_live.enabled: false)"
-    return net.check_support()
+    return net.check_htb() if per_pair else net.check_support()
 
 
 def plan_configs(g: Any, section: Mapping[str, Any], dev: Devices, devices: Sequence[str]
@@ -127,7 +142,8 @@ def plan_configs(g: Any, section: Mapping[str, Any], dev: Devices, devices: Sequ
         ``bandwidth``, ``slow_min_us``, ``partitioners``, ``schedulers``, ``seed``,
         ``trace_steps``, ``calib_trace_steps``.
     dev : Devices
-        The device file (``device_csv``).
+        The device file (``device_csv``); its rates where they differ per pair, else
+        ``bandwidth`` (:func:`~commsched.placement.live.predict.nominal_rates`).
     devices : sequence of str
         TensorFlow device of each thesis device (:func:`~commsched.placement.live.mapping.
         device_names`).
@@ -149,7 +165,8 @@ def plan_configs(g: Any, section: Mapping[str, Any], dev: Devices, devices: Sequ
     k = dev.n
     names = list(g.nodes)
     p = problem_from_trace(g, measured=True, op_overhead_us=trace_op_overhead_us(g))
-    c = live_cluster(dev.speed, dev.ram, net.parse_rate(section["bandwidth"]))
+    c = live_cluster(dev.speed, dev.ram,
+                     nominal_rates(dev.rates, net.parse_rate(section["bandwidth"]))[0])
     durations = [float(g.nodes[v]["duration"]) for v in names]
     handles = {i for i, v in enumerate(names) if g.nodes[v].get("op_type") == "VarHandleOp"}
     out: list[dict[str, Any]] = []
@@ -264,8 +281,7 @@ def measured_memory(g: Any, placement: Sequence[int], result: Mapping[str, Any],
     for i, v in enumerate(g.nodes):
         if v in variables:
             peak[int(placement[i])] += float(variables[v]["bytes"])
-    index = {canonical_device(n): i for i, n in enumerate(device_names(
-        {"ps": ["-"], "worker": ["-"] * (k - 1)}))}
+    index = device_index(k)
     step_peak = [0.0] * k
     for step in result["traced"]:
         for name, b in peak_bytes(step).items():
@@ -310,10 +326,12 @@ def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
 
 
 def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-           dev: Devices, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
+           dev: Devices, bandwidth_Bps: float, say: Callable[[str], None]
+           ) -> tuple[pd.DataFrame, dict[str, float]]:
     by_name = {r["name"]: r for r in results}
     k = dev.n
-    f = fit(g, by_name, k)
+    rates, per_pair = nominal_rates(dev.rates, bandwidth_Bps)
+    f = fit(g, by_name, k, rates if per_pair else None)
     say("fit: " + ", ".join(f"{k} {v:.4g}" for k, v in f.as_dict().items()))
     rows = []
     for cfg in configs:
@@ -357,6 +375,10 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
     values["placement_live.memory_exceeded"] = float((table["memory_use"] > 1).sum())
     values["placement_live.placed_frac_min"] = float(table["placed_frac"].min())
     values["placement_live.combinations"] = float(len(combos))
+    off = rates[~np.eye(k, dtype=bool)]
+    values["placement_live.per_pair_links"] = float(per_pair)
+    values["placement_live.link_min_Bps"] = float(off.min())
+    values["placement_live.link_max_Bps"] = float(off.max())
     for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
         for key, v in rankings(combos, col).items():
             values[f"placement_live.{tag}.{key}"] = v
@@ -393,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         section = driver.section_from_options(args, "placement_live")
-        reason = None
+        reason, per_pair = None, False
         if section["enabled"]:  # bad input is an error also where the run is skipped
             g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
             dev = read_devices(section["device_csv"])
@@ -404,8 +426,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # device names depend only on the cluster's shape: plan before it is up
             shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
             configs = plan_configs(g, section, dev, device_names(shape))
+            rates, per_pair = nominal_rates(dev.rates, net.parse_rate(section["bandwidth"]))
         if not args.reuse or not section["enabled"]:
-            reason = skipped_reason(section)
+            reason = skipped_reason(section, per_pair)
         if reason:
             say(f"live placement skipped: {reason}")
             write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
@@ -414,7 +437,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         t = time.perf_counter()
         cfg = ClusterConfig(n_ps=1, n_workers=k - 1, bandwidth=section["bandwidth"],
-                            burst=section["burst"], latency=section["latency"], threads=1)
+                            burst=section["burst"], latency=section["latency"], threads=1,
+                            pair_rates=tuple(tuple(map(float, r)) for r in rates)
+                            if per_pair else None)
         meta = g.graph["meta"]
         hwm: dict[str, float] = {}
         loads: dict[str, float] = {}
@@ -423,7 +448,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             deadline = time.monotonic() + float(section["timeout_s"])
             with emulated_cluster(cfg, timeout=float(section["timeout_s"])) as c:
-                say(f"cluster {c.run_id} up: {c.spec}")
+                say(f"cluster {c.run_id} up: {c.spec}; links "
+                    + (f"per pair, {rates[~np.eye(k, dtype=bool)].min() * 8 / 1e6:g}-"
+                       f"{rates[~np.eye(k, dtype=bool)].max() * 8 / 1e6:g} Mbit/s"
+                       if per_pair else f"all {section['bandwidth']}"))
                 plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size",
                                                        "seed")},
                         "target": c.targets[0], "devices": device_names(c.spec),
@@ -437,7 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hwm = _vm_hwm(c)
                 loads = {"placement_live.load_start": load,
                          "placement_live.load_end": os.getloadavg()[0]}
-        table, values = _table(g, configs, results, dev, say)
+        table, values = _table(g, configs, results, dev, net.parse_rate(section["bandwidth"]),
+                               say)
         values.update(loads)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20

@@ -46,8 +46,8 @@ import numpy as np
 from commsched.placement.model import PlacementError
 from commsched.sim.devices import COMPUTE, DeviceSchedule, ExecGraph
 
-__all__ = ["apply", "canonical_device", "device_names", "order_edges", "placed_devices",
-           "relative_speeds", "slowdowns"]
+__all__ = ["apply", "canonical_device", "device_index", "device_names", "order_edges",
+           "placed_devices", "relative_speeds", "slowdowns"]
 
 
 def device_names(spec: Mapping[str, Sequence[str]]) -> list[str]:
@@ -88,6 +88,28 @@ def canonical_device(name: str) -> str:
     '/job:ps/replica:0/task:0/cpu:0'
     """
     return name.lower().replace("device:", "")
+
+
+def device_index(k: int) -> dict[str, int]:
+    """The thesis device of each TensorFlow device of a K-task cluster, by canonical name.
+
+    Parameters
+    ----------
+    k : int
+        Devices (one ``ps`` task, then ``k - 1`` workers, as :func:`device_names`).
+
+    Returns
+    -------
+    dict of str to int
+        :func:`canonical_device` spelling -> device number.
+
+    Examples
+    --------
+    >>> device_index(2)["/job:worker/replica:0/task:0/cpu:0"]
+    1
+    """
+    return {canonical_device(n): i for i, n in
+            enumerate(device_names({"ps": ["-"], "worker": ["-"] * (k - 1)}))}
 
 
 def order_edges(eg: ExecGraph, s: DeviceSchedule, n_ops: int, skip: Collection[int] = ()

@@ -31,6 +31,12 @@ rounds, :func:`commsched.placement.live.job.trace_rounds`):
   steps is kept (the timed steps are medians too; the shortest, kept before, fitted the
   least loaded moment and underpredicted the transfer-heavy configurations).
 
+  With per-pair link rates (a device file whose rates differ, :func:`nominal_rates`),
+  each transfer's bytes are first divided by its pair's nominal rate over the fastest
+  pair's (``pair_scale``), so ``rate_Bps`` is what the fastest pair delivers and pair
+  ``(i, j)`` gets ``rate_Bps * pair_scale[i, j]``: one efficiency (goodput over the
+  shaped rate) for every pair, the pairs' ratios those of the device file.
+
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
 simulate_devices` with link contention, and adds ``step_s``.
@@ -48,7 +54,7 @@ import numpy as np
 
 from commsched.cost.overhead import fit_link
 from commsched.errors import CommschedError
-from commsched.placement.live.mapping import canonical_device, relative_speeds
+from commsched.placement.live.mapping import canonical_device, device_index, relative_speeds
 from commsched.placement.model import TYPES, Cluster, Options, Problem
 from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
@@ -62,8 +68,14 @@ from commsched.sim.devices import (
 )
 from commsched.tictac.live.steptrace import compute_busy, transfers
 
-__all__ = ["Fit", "calibration_placements", "fit", "live_cluster", "placed_fraction",
-           "predict", "run_op_overhead_us", "trace_op_overhead_us"]
+__all__ = ["RATE_UNIT_BPS", "Fit", "calibration_placements", "fit", "live_cluster",
+           "nominal_rates", "placed_fraction", "predict", "run_op_overhead_us",
+           "trace_op_overhead_us"]
+
+#: Bytes per second of one unit of a device file's transfer rate. The live problem is in
+#: microseconds and bytes (:func:`commsched.placement.traced.problem_from_trace`), so a
+#: file rate ``r`` moves ``r`` bytes per microsecond: ``125`` is 125 MB/s, 1 Gbit/s.
+RATE_UNIT_BPS = 1e6
 
 #: The calibration configurations' names.
 CALIB_ONE, CALIB_SPLIT = "calib-one", "calib-split"
@@ -74,7 +86,9 @@ class Fit:
     """The runtime's overheads (module docstring); times in seconds, rate in bytes/s.
 
     ``op_s`` maps an op to its live time; an op it lacks takes its traced time times
-    ``time_factor``.
+    ``time_factor``. ``pair_scale`` (k x k, None: every pair alike) is each directed
+    pair's nominal rate over the fastest pair's; pair ``(i, j)`` moves
+    ``rate_Bps * pair_scale[i][j]`` bytes per second.
     """
 
     op_us: float
@@ -83,14 +97,65 @@ class Fit:
     transfer_s: float
     rate_Bps: float
     op_s: Mapping[str, float] = field(default_factory=dict)
+    pair_scale: tuple[tuple[float, ...], ...] | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The five numbers by name (not ``op_s``)."""
-        return {k: v for k, v in asdict(self).items() if k != "op_s"}
+        """The five numbers by name (not ``op_s`` nor ``pair_scale``)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("op_s", "pair_scale")}
+
+    def rates(self, k: int) -> np.ndarray:
+        """Every directed pair's rate in bytes per second (k x k, ``inf`` diagonal)."""
+        scale = np.ones((k, k)) if self.pair_scale is None else np.array(self.pair_scale)
+        rate = self.rate_Bps * scale
+        np.fill_diagonal(rate, np.inf)
+        return rate
 
 
-def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float], rate_Bps: float
-                 ) -> Cluster:
+def nominal_rates(file_rates: Sequence[Sequence[float]], bandwidth_Bps: float
+                  ) -> tuple[np.ndarray, bool]:
+    """The links' nominal rates from a device file's per-pair rates.
+
+    Parameters
+    ----------
+    file_rates : sequence of sequence of float
+        The file's symmetric rate matrix (:attr:`commsched.io.thesis.Devices.rates`,
+        ``inf`` diagonal), in its units.
+    bandwidth_Bps : float
+        ``placement_live.bandwidth`` in bytes per second.
+
+    Returns
+    -------
+    (numpy.ndarray, bool)
+        k x k bytes per second (``inf`` diagonal) and whether the pairs differ. A file
+        whose pairs all have one rate (or a single device) gives ``bandwidth_Bps``
+        everywhere and ``False``: every link shaped alike, as without per-pair rates.
+        Otherwise each pair gets its file rate times :data:`RATE_UNIT_BPS` and ``True``.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (a transfer rate per device pair; transfer time = size / rate).
+
+    Examples
+    --------
+    >>> r, per_pair = nominal_rates([[np.inf, 125], [125, np.inf]], 1e8)
+    >>> float(r[0, 1]), per_pair
+    (100000000.0, False)
+    >>> r, per_pair = nominal_rates([[np.inf, 125, 25], [125, np.inf, 50],
+    ...                              [25, 50, np.inf]], 1e8)
+    >>> float(r[0, 2]), float(r[2, 1]), per_pair
+    (25000000.0, 50000000.0, True)
+    """
+    m = np.array(file_rates, dtype=float)
+    k = len(m)
+    off = m[~np.eye(k, dtype=bool)]
+    per_pair = bool(len(off)) and bool((off != off[0]).any())
+    rate = m * RATE_UNIT_BPS if per_pair else np.full((k, k), float(bandwidth_Bps))
+    np.fill_diagonal(rate, np.inf)
+    return rate, per_pair
+
+
+def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float],
+                 rate_Bps: float | np.ndarray) -> Cluster:
     """The live devices: relative speeds (the fastest: an operation per microsecond).
 
     Parameters
@@ -100,9 +165,9 @@ def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float], rate_Bps
         count (:func:`commsched.placement.live.mapping.relative_speeds`).
     memory_bytes : sequence of float
         Every device's memory (the file's ``RAM``, bytes).
-    rate_Bps : float
-        Link rate in bytes per second (converted to bytes per microsecond) between every
-        pair: the emulated links are all shaped alike, so the file's rates are not used.
+    rate_Bps : float or numpy.ndarray
+        Link rate in bytes per second (converted to bytes per microsecond): one for every
+        pair, or k x k per directed pair (:func:`nominal_rates`; the diagonal is ignored).
 
     Returns
     -------
@@ -115,7 +180,7 @@ def live_cluster(speed: Sequence[float], memory_bytes: Sequence[float], rate_Bps
     """
     r = relative_speeds(speed)
     k = len(r)
-    rate = np.full((k, k), rate_Bps / 1e6)
+    rate = np.broadcast_to(np.asarray(rate_Bps, dtype=float) / 1e6, (k, k)).copy()
     np.fill_diagonal(rate, np.inf)
     return Cluster(r, np.asarray(memory_bytes, dtype=float),
                    np.full(k, TYPES.index("CPU"), dtype=np.int64), rate)
@@ -257,7 +322,7 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
         h.nodes[v]["duration"] = f.op_s.get(v, float(g.nodes[v]["duration"]) * f.time_factor)
     p = problem_from_trace(h, measured=True, op_overhead_us=f.op_us,
                            time_factor=[1.0 + slow.get(v, 0.0) for v in names])
-    c = live_cluster([1.0] * k, [np.inf] * k, f.rate_Bps)
+    c = live_cluster([1.0] * k, [np.inf] * k, f.rates(k))
     eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
     s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
                          link_contention=True)
@@ -287,7 +352,8 @@ def _traced_ops(result: Mapping[str, Any], ops: set[str]) -> list[list[dict[str,
             for step in result["traced"]]
 
 
-def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
+def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
+        rates: np.ndarray | None = None) -> Fit:
     """The overheads from the two calibration results (module docstring).
 
     Parameters
@@ -298,6 +364,9 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
         The job's results of ``calib-one`` and ``calib-split`` by name.
     k : int
         Devices.
+    rates : numpy.ndarray, optional
+        The links' nominal rates (k x k, :func:`nominal_rates`) where they differ per
+        pair; None: every pair alike.
 
     Returns
     -------
@@ -306,8 +375,9 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
     Raises
     ------
     CommschedError
-        If a calibration result is missing, or ``calib-split`` had fewer than two
-        transfers (or their times do not grow with their bytes).
+        If a calibration result is missing, ``calib-split`` had fewer than two
+        transfers (or their times do not grow with their bytes), or, with ``rates``, a
+        transfer between devices the cluster lacks.
     """
     for name in (CALIB_ONE, CALIB_SPLIT):
         if name not in calib:
@@ -321,7 +391,14 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
     op_s = {v: statistics.median(x) for v, x in live.items()}
     traced_sum = sum(float(g.nodes[v]["duration"]) for v in op_s)
     factor = sum(op_s.values()) / traced_sum if traced_sum > 0 else 1.0
+    scale = None
+    if rates is not None:
+        off = ~np.eye(k, dtype=bool)
+        scale = np.ones((k, k))
+        scale[off] = np.asarray(rates, dtype=float)[off] / np.asarray(rates)[off].max()
+    index = device_index(k)
     spans: dict[tuple[str, str], list[float]] = {}
+    pair_of: dict[tuple[str, str], float] = {}
     for step in calib[CALIB_SPLIT]["traced"]:
         done = {n["node_name"]: (n["all_start_micros"] + n["op_end_rel_micros"]) / 1e6
                 for ns in step.values() for n in ns if n["node_name"] in ops}
@@ -334,17 +411,26 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int) -> Fit:
                 continue  # shared a host link with another transfer: queued, not fitted
             key = (t.src_op, t.dst_device)
             spans.setdefault(key, []).append(t.end - begin)
-    nbytes = [float(g.nodes[src].get("out_bytes") or 0) for src, _ in spans]
+            if scale is not None:
+                ends = [index.get(canonical_device(x)) for x in (t.src_device, t.dst_device)]
+                if ends[0] is None or ends[1] is None:
+                    raise CommschedError(f"{CALIB_SPLIT}: a transfer from {t.src_device} to "
+                                         f"{t.dst_device}, outside the {k} devices")
+                pair_of[key] = float(scale[ends[0], ends[1]])
+    # bytes over the pair's relative rate: the fit's rate is the fastest pair's
+    nbytes = [float(g.nodes[src].get("out_bytes") or 0) / pair_of.get((src, d), 1.0)
+              for src, d in spans]
     span = [statistics.median(x) for x in spans.values()]
     if len(span) < 2:
         raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
                              "to fit the link on")
     transfer_s, rate = fit_link([1] * len(span), nbytes, span)
-    partial = Fit(op_us, factor, 0.0, transfer_s, rate, op_s)
+    pair_scale = None if scale is None else tuple(tuple(map(float, r)) for r in scale)
+    partial = Fit(op_us, factor, 0.0, transfer_s, rate, op_s, pair_scale)
     one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
     sim_one = simulate(g, one, [], {}, k, partial).makespan / 1e6
     step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
-    return Fit(op_us, factor, step_s, transfer_s, rate, op_s)
+    return Fit(op_us, factor, step_s, transfer_s, rate, op_s, pair_scale)
 
 
 def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> float:
