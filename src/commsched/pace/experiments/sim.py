@@ -45,10 +45,11 @@ Setting (the paper's testbed is 1080 Ti GPUs and 25 GbE, shaped by tc):
   ran 888 ms per iteration against 827 ms with 1 ms slots on VGG-16 (12 workers, 10
   Gbit/s) when we chose.
 * **Preemption is not free here.** Every partition is its own all-reduce and pays the
-  start-up ``overhead_s + 2(W-1) * latency_s`` in full; PACE's model (Sec. IV-A) charges an all-reduce
-  ``ceil(g_i)`` slots however many pieces preemption cuts it into. So the simulated time of
-  PACE's plan can exceed its own prediction (plan meta ``predicted_iter_s``, kept in the
-  tables' ``info`` column), and where that happens a non-preemptive policy can beat it.
+  start-up ``overhead_s + 2(W-1) * latency_s`` in full; PACE's model (Sec. IV-A) charges
+  an all-reduce ``ceil(g_i)`` slots however many pieces preemption cuts it into. So the
+  simulated time of PACE's plan can exceed its own prediction (plan meta
+  ``predicted_iter_s``, kept in the tables' ``info`` column), and where that happens a
+  non-preemptive policy can beat it.
 * **Speed** = ``W * batch / iteration time`` (samples/s; Sec. VI-B: images or tokens per
   second, the paper's Fig. 8 shows the total). The iteration time is the simulator's steady
   state. ``gain_pct`` of policy A over B = ``speed_A / speed_B - 1`` in percent. The
