@@ -12,6 +12,7 @@ import yaml
 
 from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
+from commsched.pace.experiments.calibration import COLUMNS, load_calibration
 from commsched.pace.experiments.fig2 import FIG2_MODEL, fig2_plans, fig2_trace, run_fig2
 from commsched.pace.experiments.sim import main
 from commsched.pace.experiments.sim_metrics import headline_metrics
@@ -70,7 +71,9 @@ def test_params_one_line_errors():
         (lambda c: c.update(compute_capacity=0), r"pace_sim\.compute_capacity: 0"),
         (lambda c: c.pop("latency_s"), "'latency_s' is a required property"),
         (lambda c: c["bandwidth"].update(gbps=[0]), r"pace_sim\.bandwidth\.gbps\.0: 0"),
-        (lambda c: c["models"][0].update(gpu_step_ms=-1), r"models\.0\.gpu_step_ms: -1"),
+        (lambda c: c.pop("calibration"), "'calibration' is a required property"),
+        (lambda c: c["scale"].update(compute_factors=[0]),
+         r"pace_sim\.scale\.compute_factors\.0: 0"),
     ]:
         c = copy.deepcopy(CONFIG)
         change(c)
@@ -84,26 +87,35 @@ def test_params_one_line_errors():
 PAPER_MODELS = ("vgg16", "resnet50", "seq2seq", "transformer")
 
 
-def small_params(**over) -> Params:
+def small_calibration(path: Path) -> Path:
+    """A calibration table for :func:`small_params`: model k takes (2 + k) ms at batch 8."""
+    rows = [f"{m},8,images,throughput,{8e3 / (2 + k)},1,,,,,,test"
+            for k, m in enumerate(PAPER_MODELS)]
+    path.write_text(",".join(COLUMNS) + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def small_params(calibration: Path, **over) -> Params:
     c = copy.deepcopy(CONFIG)
-    c["models"] = [{"name": m, "trace": "thesis_cnn-train-b8", "batch": 8,
-                    "unit": "images", "gpu_step_ms": 2.0 + k} for k, m in enumerate(PAPER_MODELS)]
+    c["models"] = [{"name": m, "trace": "thesis_cnn-train-b8", "batch": 8, "unit": "images"}
+                   for m in PAPER_MODELS]
+    c["calibration"] = str(calibration)
     c["policies"] = ["wfbp", "horovod-0.20", "tictac", "pace"]
     c["options"] = {"pace": {"slot_ms": 0.05}}
     c["workers"]["n_workers"] = [2, 8]
     c["bandwidth"]["gbps"] = [1, 6, 12, 14, 20]
-    c["scale"]["slowdowns"] = [1, 4]
+    c["scale"]["compute_factors"] = [1, 4]
     c.update(over)
     return Params.from_mapping(c)
 
 
 def test_small_end_to_end(tmp_path):
-    p = small_params()
+    p = small_params(small_calibration(tmp_path / "calib.csv"))
     models = load_models(p, str(ROOT / "data" / "traces"))
-    # compute rescaled: a step without communication takes gpu_slowdown x gpu_step_ms
+    # compute rescaled per model: a step without communication takes the calibrated time
     for k, m in enumerate(models):
-        assert m.workload(p, p.gpu_slowdown).compute_time == pytest.approx(
-            p.gpu_slowdown * (2 + k) * 1e-3)
+        assert m.workload(p).compute_time == pytest.approx((2 + k) * 1e-3)
+        assert m.workload(p, 4.0).compute_time == pytest.approx(4 * (2 + k) * 1e-3)
     tables = {e: run_experiment(e, models, p) for e in ("workers", "bandwidth", "scale")}
     tables["usage"] = run_experiment("usage", models, p)
     tables["fig2"] = run_fig2()
@@ -168,3 +180,63 @@ def test_idle_valleys_wrap_around():
     fifo = w.simulate(fig2_plans()["fifo"], FIG2_MODEL)
     assert idle_valleys(fifo) == [6.0]
 
+
+
+def test_calibration_table_derives_each_models_step_time():
+    """data/calibration/pace_gtx1080ti.csv: every step time derived from its sources' numbers
+    (README of data/calibration), recomputed here by hand."""
+    cal = load_calibration(ROOT / CONFIG["calibration"])
+    assert set(cal) == {m["name"] for m in CONFIG["models"]}
+    assert {m: cal[m].batch for m in cal} == {m["name"]: m["batch"] for m in CONFIG["models"]}
+    # measured 1080 Ti throughput: batch / (images/s)
+    assert cal["vgg16"].step_s == pytest.approx(64 / 125)
+    assert cal["resnet50"].step_s == pytest.approx(32 / 209)
+    # Transformer: P100 tokens/s (25000 tokens / 8 GPUs / 0.4 s) x the 1080 Ti / P100 ratio
+    tr = 2048 / (25000 / 8 / 0.4 * 1.2333)
+    assert cal["transformer"].step_s == pytest.approx(tr)
+    tr_kernels = 6 * 60_719_104 * 2048 / 10.694e12
+    assert cal["transformer"].kernel_s == pytest.approx(tr_kernels)
+    # Seq2Seq: its kernels (GEMMs + 4 LSTM layers at DeepBench's rate) x the Transformer's
+    # measured / kernel ratio
+    s2s = 6 * 20_578_304 * 4096 / 10.694e12 + 4 * 4096 * 5.566e-3 / (128 * 25)
+    assert cal["seq2seq"].step_s == pytest.approx(s2s * tr / tr_kernels)
+    assert [round(cal[m].step_s * 1e3, 1) for m in ("vgg16", "resnet50", "transformer",
+                                                   "seq2seq")] == [512.0, 153.1, 212.6, 230.9]
+
+
+def test_per_model_scale_is_target_over_traced_compute(tmp_path):
+    """The default study: each model's compute scale = its 1080 Ti step / its trace's compute
+    time, so the scaled iteration without communication takes exactly the calibrated time."""
+    p = Params.from_mapping(CONFIG)
+    cal = load_calibration(ROOT / CONFIG["calibration"])
+    for m in load_models(p, str(ROOT / "data" / "traces")):
+        traced = Workload(m.trace, 1.0, p.compute_capacity).compute_time
+        assert m.scale == pytest.approx(cal[m.spec.name].step_s / traced)
+        assert m.workload(p).compute_time == pytest.approx(cal[m.spec.name].step_s)
+
+
+def test_calibration_one_line_errors(tmp_path):
+    good = small_calibration(tmp_path / "c.csv").read_text()
+    head, *rows = good.splitlines()
+    for text, match in [
+        (head.replace(",source", "") + "\n", "missing column"),
+        (good + rows[0] + "\n", "more than one row"),
+        (good.replace("throughput", "guess", 1), "method must be throughput or kernels"),
+        (good.replace(",1,,,", ",0,,,", 1), "must be > 0"),
+        (head + "\nx,8,tokens,kernels,,,1,1,0,0,x,t\n", "overhead_from must name"),
+        (head + "\nx,8,tokens,kernels,,,1,1,0,0,y,t\ny,8,tokens,throughput,8,1,,,,,,t\n",
+         "overhead_from must name a throughput row with kernel inputs"),
+    ]:
+        (tmp_path / "bad.csv").write_text(text)
+        with pytest.raises(CommschedError, match=match):
+            load_calibration(tmp_path / "bad.csv")
+    with pytest.raises(CommschedError, match="cannot read"):
+        load_calibration(tmp_path / "absent.csv")
+    # the config's batch must be the calibrated one; every model needs a row
+    p = small_params(tmp_path / "c.csv")
+    (tmp_path / "c.csv").write_text(good.replace("vgg16,8,", "vgg16,16,"))
+    with pytest.raises(CommschedError, match="calibrated at batch 16"):
+        load_models(p, str(ROOT / "data" / "traces"))
+    (tmp_path / "c.csv").write_text("\n".join([head, *rows[1:]]) + "\n")
+    with pytest.raises(CommschedError, match="no row for model 'vgg16'"):
+        load_models(p, str(ROOT / "data" / "traces"))

@@ -339,6 +339,7 @@ rule pace_sim_run:
     the compute-scale sweep) for every model and policy of the config."""
     input:
         traces=expand(f"{TRACE_DIR}/{{name}}.json.gz", name=PACE_SIM_TRACES),
+        calibration=PACE_SIM["calibration"],
     output:
         table=PACE_SIM_TABLE,
     params:

@@ -13,26 +13,28 @@ experiment     what varies (everything else from the ``pace_sim:`` config)  tabl
 ``workers``    Fig. 8: workers, at ``workers.bandwidth_gbps``               pace_sim_workers
 ``bandwidth``  Fig. 9: link bandwidth, at ``bandwidth.n_workers``           pace_sim_bandwidth
 ``usage``      Fig. 10: outbound traffic of a worker in 5 ms bins           pace_sim_usage
-``scale``      our sweep: GPU slowdown (compute time scale), i.e. the       pace_sim_scale
-               communication / computation ratio
+``scale``      our sweep: compute time x factor (1 = the 1080 Ti), i.e.     pace_sim_scale
+               the communication / computation ratio
 =============  ==========================================================  ==================
 
-Setting (our choices; the paper's testbed is 1080 Ti GPUs and 25 GbE, shaped by tc):
+Setting (the paper's testbed is 1080 Ti GPUs and 25 GbE, shaped by tc):
 
 * **Compute times.** Our traces are CPU traces (batch 2-4). Each model's compute is
   rescaled so that one training step without communication (forward + backward pass in the
-  simulator, :attr:`commsched.pace.sim.Workload.compute_time`) takes
-  ``gpu_slowdown * gpu_step_ms``: ``gpu_step_ms`` is the step time of the model on one
-  H100 at the paper's batch (``../shared/FACTS.md``: VGG-16 batch 64: 52.1 ms, ResNet-50
-  batch 32: 33.0 ms, Transformer batch 32 x 64 tokens = 2048 tokens: 47.6 ms; Seq2Seq has
-  no measurement, our estimate is given in the config) and ``gpu_slowdown`` how much
-  slower the paper's GTX 1080 Ti is (config; the ``scale`` experiment sweeps it). Op times
-  keep their traced proportions.
+  simulator, :attr:`commsched.pace.sim.Workload.compute_time`) takes the model's step time
+  on the paper's GTX 1080 Ti at the paper's batch, per model from public measurements
+  (:mod:`commsched.pace.experiments.calibration`; table ``data/calibration/
+  pace_gtx1080ti.csv``, sources in its README): VGG-16 512.0 ms, ResNet-50 153.1 ms,
+  Transformer 212.6 ms, Seq2Seq 230.9 ms. The per-model scale is that time over the
+  trace's; op times keep their traced proportions. The ``scale`` experiment multiplies every
+  model's time by ``compute_factors`` (the paper: a V100 is 2-9x faster than a 1080 Ti).
 * **All-reduce time.** Ring all-reduce, PACE Eq. (1) without the aggregation term plus a
   start-up: ``2(W-1) * latency_s + overhead_s + 2(W-1)/W * S / B``
   (:class:`commsched.cost.RingAllReduce` + ``overhead_s``). Without a start-up term
-  fusing tensors could never pay off (Sec. II-C); ``latency_s`` per ring step is the
-  10 GbE preset's 50 us (:data:`commsched.cost.PRESETS`), our assumption.
+  fusing tensors could never pay off (Sec. II-C). The paper's 25 GbE testbed with NCCL:
+  ``latency_s`` = 6.6 us per ring step (NCCL's cost model for a network ring) and
+  ``overhead_s`` = 402 us, from the paper's Fig. 3 (all-reduce time stops falling linearly
+  below about 1 MB; README of ``data/calibration``).
 * **Compute resource.** ``compute_capacity`` ops at once: ``unbounded`` (default) is
   PACE's ideal compute (Sec. IV-A, constraint (5)), the model in which PACE's plans are
   optimal; 1 is one op at a time (one GPU stream).
@@ -43,10 +45,11 @@ Setting (our choices; the paper's testbed is 1080 Ti GPUs and 25 GbE, shaped by 
   ran 888 ms per iteration against 827 ms with 1 ms slots on VGG-16 (12 workers, 10
   Gbit/s) when we chose.
 * **Preemption is not free here.** Every partition is its own all-reduce and pays the
-  start-up ``2(W-1) * latency_s`` in full; PACE's model (Sec. IV-A) charges an all-reduce
-  ``ceil(g_i)`` slots however many pieces preemption cuts it into. So the simulated time of
-  PACE's plan can exceed its own prediction (plan meta ``predicted_iter_s``, kept in the
-  tables' ``info`` column), and where that happens a non-preemptive policy can beat it.
+  start-up ``overhead_s + 2(W-1) * latency_s`` in full; PACE's model (Sec. IV-A) charges
+  an all-reduce ``ceil(g_i)`` slots however many pieces preemption cuts it into. So the
+  simulated time of PACE's plan can exceed its own prediction (plan meta
+  ``predicted_iter_s``, kept in the tables' ``info`` column), and where that happens a
+  non-preemptive policy can beat it.
 * **Speed** = ``W * batch / iteration time`` (samples/s; Sec. VI-B: images or tokens per
   second, the paper's Fig. 8 shows the total). The iteration time is the simulator's steady
   state. ``gain_pct`` of policy A over B = ``speed_A / speed_B - 1`` in percent. The

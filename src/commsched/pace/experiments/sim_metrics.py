@@ -78,7 +78,7 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     * ``usage.<model>.<policy>_longest_valley_ms`` (Fig. 10); ``usage.pace_valley_few_ms_
       frac``: the share of models whose longest PACE valley is at most :data:`FEW_MS`;
       ``usage.pace_shorter_valley_frac``: the share where it is shorter than Horovod's.
-    * ``scale.<model>.gain_vs_<policy>_x<s>_pct``.
+    * ``scale.<model>.gain_vs_<policy>_x<s>_pct``: at ``s`` times the calibrated compute.
     """
     out: dict[str, float] = {}
     if "fig2" in tables:
@@ -147,8 +147,8 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     if "scale" in tables:
         df = tables["scale"]
         for model in sorted(set(df.model)):
-            for s in sorted(set(df.gpu_slowdown)):
+            for s in sorted(set(df.compute_factor)):
                 for policy in base:
                     out[f"pace_sim.scale.{model}.gain_vs_{policy}_x{s:g}_pct"] = _gain(
-                        df, model, policy, gpu_slowdown=s)
+                        df, model, policy, compute_factor=s)
     return out

@@ -27,6 +27,7 @@ from commsched.cost.allreduce import allreduce_model
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.pace.baselines import PolicyContext
+from commsched.pace.experiments.calibration import load_calibration
 from commsched.pace.planrun import PlanRun
 from commsched.pace.policies import run_policy
 from commsched.pace.sim import Workload
@@ -61,15 +62,12 @@ class ModelSpec:
         The paper's batch per worker (Sec. VI-A), in ``unit``.
     unit : str
         What a sample is (``images``, ``tokens``).
-    gpu_step_ms : float
-        Step time without communication on one H100 at that batch (module docstring).
     """
 
     name: str
     trace: str
     batch: int
     unit: str
-    gpu_step_ms: float
 
 
 @dataclass(frozen=True)
@@ -83,22 +81,24 @@ class Params(driver.SectionParams):
     ----------
     models : tuple of ModelSpec
         ``models``.
-    gpu_slowdown, compute_capacity, latency_s, overhead_s, policies, options
-        The section's keys of these names (``config/config.yaml`` explains each).
+    calibration, compute_capacity, latency_s, overhead_s, policies, options
+        The section's keys of these names (``config/config.yaml`` explains each;
+        ``calibration`` is the table of :func:`~.calibration.load_calibration`).
     workers_bandwidth_gbps, workers
         Sub-section ``workers`` (Fig. 8): ``bandwidth_gbps``, ``n_workers``.
     bandwidth_workers, bandwidths_gbps
         Sub-section ``bandwidth`` (Fig. 9): ``n_workers``, ``gbps``.
     usage_workers, usage_bandwidth_gbps, usage_bin_ms, usage_iterations, usage_policies
         Sub-section ``usage`` (Fig. 10).
-    scale_workers, scale_bandwidth_gbps, scale_slowdowns, scale_policies
-        Sub-section ``scale`` (our compute-scale sweep).
+    scale_workers, scale_bandwidth_gbps, scale_compute_factors, scale_policies
+        Sub-section ``scale`` (our compute-scale sweep: ``compute_factors`` multiply every
+        model's calibrated compute time).
     raw : dict
         The section as given (recorded in the tables' provenance).
     """
 
     models: tuple[ModelSpec, ...]
-    gpu_slowdown: float
+    calibration: str
     compute_capacity: int | str  # an integer or 'unbounded' (pace.sim.compute_slots)
     latency_s: float
     overhead_s: float
@@ -115,7 +115,7 @@ class Params(driver.SectionParams):
     usage_policies: tuple[str, ...]
     scale_workers: int
     scale_bandwidth_gbps: float
-    scale_slowdowns: tuple[float, ...]
+    scale_compute_factors: tuple[float, ...]
     scale_policies: tuple[str, ...]
     SECTION = "pace_sim"
 
@@ -123,9 +123,9 @@ class Params(driver.SectionParams):
     def _fields(cls, m: dict[str, Any]) -> dict[str, Any]:
         wk, bw, us, sc = m["workers"], m["bandwidth"], m["usage"], m["scale"]
         return dict(
-            models=tuple(ModelSpec(x["name"], x["trace"], x["batch"], x["unit"],
-                                   float(x["gpu_step_ms"])) for x in m["models"]),
-            gpu_slowdown=float(m["gpu_slowdown"]),
+            models=tuple(ModelSpec(x["name"], x["trace"], x["batch"], x["unit"])
+                         for x in m["models"]),
+            calibration=str(m["calibration"]),
             compute_capacity=m["compute_capacity"],
             latency_s=float(m["latency_s"]), overhead_s=float(m["overhead_s"]),
             policies=tuple(m["policies"]),
@@ -141,14 +141,14 @@ class Params(driver.SectionParams):
             usage_policies=tuple(us["policies"]),
             scale_workers=sc["n_workers"],
             scale_bandwidth_gbps=float(sc["bandwidth_gbps"]),
-            scale_slowdowns=tuple(sc["slowdowns"]),
+            scale_compute_factors=tuple(float(f) for f in sc["compute_factors"]),
             scale_policies=tuple(sc["policies"]),
         )
 
 
 @dataclass
 class Model:
-    """A traced model of the study with its unscaled compute time.
+    """A traced model of the study with its unscaled and its calibrated compute time.
 
     Parameters
     ----------
@@ -159,38 +159,48 @@ class Model:
     compute_s : float
         The trace's compute time (:attr:`commsched.pace.sim.Workload.compute_time` at
         compute scale 1).
+    step_s : float
+        One iteration without communication on a GTX 1080 Ti at the paper's batch (the
+        calibration table, :func:`~.calibration.load_calibration`).
     """
 
     spec: ModelSpec
     trace: nx.DiGraph
     compute_s: float
+    step_s: float
     _workloads: dict[float, Workload] = field(default_factory=dict, repr=False)
 
-    def workload(self, params: Params, slowdown: float) -> Workload:
-        """The workload with compute scaled to ``slowdown * gpu_step_ms`` (cached).
+    @property
+    def scale(self) -> float:
+        """The model's compute scale: ``step_s / compute_s`` (op times keep their
+        traced proportions)."""
+        return self.step_s / self.compute_s
+
+    def workload(self, params: Params, factor: float = 1.0) -> Workload:
+        """The workload with compute scaled to ``factor * step_s`` (cached).
 
         Parameters
         ----------
         params : Params
             The study (its ``compute_capacity``).
-        slowdown : float
-            GPU slowdown over the H100 (module docstring, "Compute times").
+        factor : float
+            Multiple of the calibrated compute time (1: a GTX 1080 Ti; the ``scale``
+            experiment sweeps it).
 
         Returns
         -------
         Workload
-            The prepared iteration whose compute time is ``slowdown * gpu_step_ms``.
+            The prepared iteration whose compute time is ``factor * step_s``.
         """
-        if slowdown not in self._workloads:
-            scale = slowdown * self.spec.gpu_step_ms / 1e3 / self.compute_s
-            self._workloads[slowdown] = Workload(self.trace, scale,
-                                                 params.compute_capacity)
-        return self._workloads[slowdown]
+        if factor not in self._workloads:
+            self._workloads[factor] = Workload(self.trace, factor * self.scale,
+                                               params.compute_capacity)
+        return self._workloads[factor]
 
 
 def load_models(params: Params, trace_dir: str,
                 files: Sequence[str] | None = None) -> list[Model]:
-    """The config's traced models, each with its unscaled compute time.
+    """The config's traced models, each with its unscaled and calibrated compute time.
 
     Parameters
     ----------
@@ -209,24 +219,34 @@ def load_models(params: Params, trace_dir: str,
     Raises
     ------
     CommschedError
-        If ``files`` lacks a model's trace or a trace cannot be read.
+        If ``files`` lacks a model's trace, a trace cannot be read, or the calibration
+        table (``params.calibration``) is unreadable, lacks a model or gives it another
+        batch than the config.
     """
+    calib = load_calibration(params.calibration)
     given = {Path(f).name.removesuffix(".gz").removesuffix(".json"): f for f in files or []}
     out = []
     for spec in params.models:
+        c = calib.get(spec.name)
+        if c is None:
+            raise CommschedError(f"{params.calibration}: no row for model {spec.name!r}")
+        if c.batch != spec.batch:
+            raise CommschedError(f"{params.calibration}: {spec.name} is calibrated at batch "
+                                 f"{c.batch}, the config's batch is {spec.batch}")
         if files is not None and spec.trace not in given:
             raise CommschedError(f"--traces: no file for trace {spec.trace!r}")
         t = load_trace(given.get(spec.trace) or Path(trace_dir) / f"{spec.trace}.json.gz")
         base = Workload(t, 1.0, params.compute_capacity)
-        out.append(Model(spec, t, base.compute_time))
+        out.append(Model(spec, t, base.compute_time, c.step_s))
     return out
 
 
 def _row(model: Model, params: Params, policy: str, n_workers: int, gbps: float,
-         slowdown: float, run: PlanRun, info: Mapping[str, Any], w: Workload) -> dict[str, Any]:
+         factor: float, run: PlanRun, info: Mapping[str, Any], w: Workload) -> dict[str, Any]:
     return {
         "model": model.spec.name, "trace": model.spec.trace, "policy": policy,
-        "n_workers": n_workers, "bandwidth_gbps": gbps, "gpu_slowdown": slowdown,
+        "n_workers": n_workers, "bandwidth_gbps": gbps, "compute_factor": factor,
+        "compute_scale": factor * model.scale,
         "batch": model.spec.batch, "unit": model.spec.unit,
         "compute_s": w.compute_time, "iteration_s": run.iteration_time,
         "comm_s": run.comm_time, "partitions": len(run.partitions),
@@ -235,21 +255,21 @@ def _row(model: Model, params: Params, policy: str, n_workers: int, gbps: float,
     }
 
 
-def _setting(model: Model, params: Params, n_workers: int, gbps: float, slowdown: float,
+def _setting(model: Model, params: Params, n_workers: int, gbps: float, factor: float,
              policies: Sequence[str]) -> list[dict[str, Any]]:
-    w = model.workload(params, slowdown)
+    w = model.workload(params, factor)
     cost = allreduce_model(n_workers, gbps, params.latency_s, params.overhead_s)
     rows = []
     for policy in policies:
         ctx = PolicyContext(w, cost, model.trace, n_workers, gbps * 1e9 / 8,
                             params.options.get(policy, {}))
         d, r = run_policy(policy, ctx)
-        rows.append(_row(model, params, policy, n_workers, gbps, slowdown, r, d.info, w))
+        rows.append(_row(model, params, policy, n_workers, gbps, factor, r, d.info, w))
     return rows
 
 
 def _add_gains(df: pd.DataFrame) -> pd.DataFrame:
-    keys = ["model", "n_workers", "bandwidth_gbps", "gpu_slowdown"]
+    keys = ["model", "n_workers", "bandwidth_gbps", "compute_factor"]
     pace = df[df.policy == "pace"].set_index(keys)["speed"]
     idx = df.set_index(keys).index
     df = df.copy()
@@ -309,7 +329,7 @@ def run_usage(models: Sequence[Model], params: Params) -> pd.DataFrame:
     cost = allreduce_model(n, gbps, params.latency_s, params.overhead_s)
     bin_s = params.usage_bin_ms / 1e3
     for model in models:
-        w = model.workload(params, params.gpu_slowdown)
+        w = model.workload(params)
         for policy in params.usage_policies:
             ctx = PolicyContext(w, cost, model.trace, n, gbps * 1e9 / 8,
                                 params.options.get(policy, {}))
@@ -376,16 +396,14 @@ def run_experiment(experiment: str, models: Sequence[Model], params: Params,
     if experiment == "usage":
         return run_usage(models, params)
     if experiment == "workers":
-        settings = [(n, params.workers_bandwidth_gbps, params.gpu_slowdown)
-                    for n in params.workers]
+        settings = [(n, params.workers_bandwidth_gbps, 1.0) for n in params.workers]
         policies = params.policies
     elif experiment == "bandwidth":
-        settings = [(params.bandwidth_workers, b, params.gpu_slowdown)
-                    for b in params.bandwidths_gbps]
+        settings = [(params.bandwidth_workers, b, 1.0) for b in params.bandwidths_gbps]
         policies = params.policies
     elif experiment == "scale":
         settings = [(params.scale_workers, params.scale_bandwidth_gbps, s)
-                    for s in params.scale_slowdowns]
+                    for s in params.scale_compute_factors]
         policies = params.scale_policies
     else:
         raise CommschedError(f"unknown experiment {experiment!r} (one of "
@@ -394,10 +412,10 @@ def run_experiment(experiment: str, models: Sequence[Model], params: Params,
         policies = (*policies, "pace")
     rows: list[dict[str, Any]] = []
     for model in models:
-        for n, gbps, slowdown in settings:
+        for n, gbps, factor in settings:
             t0 = time.perf_counter()
-            rows.extend(_setting(model, params, n, gbps, slowdown, policies))
+            rows.extend(_setting(model, params, n, gbps, factor, policies))
             if progress:
                 progress(f"{experiment}: {model.spec.name} W={n} {gbps:g} Gbit/s "
-                         f"x{slowdown:g}: {time.perf_counter() - t0:.1f} s")
+                         f"x{factor:g}: {time.perf_counter() - t0:.1f} s")
     return _add_gains(pd.DataFrame(rows))
