@@ -1,7 +1,9 @@
-"""The pure-Python priority executor that :mod:`commsched.sim.priority` replaced (issue 25).
+"""The pure-Python priority executor and graph compiler that :mod:`commsched.sim.priority`
+and :func:`commsched.model.graph.compile_graph` replaced (issue 25).
 
-``tests/test_priority_equality.py`` checks the compiled event loop against this copy of
-the former ``simulate_compiled``: heaps of Python tuples per resource, prioritized ops keyed
+``tests/test_priority_equality.py`` checks the compiled graph against :func:`compile_graph`
+here (the former one: a walk over ``g.adj`` in node order) and the compiled event loop
+against :func:`simulate`, a copy of the former ``simulate_compiled``: heaps of Python tuples per resource, prioritized ops keyed
 (priority, tie key, ready counter), unprioritized ops keyed (tie key, ready counter), running
 ops keyed (end, op); the tie key is the ready time (``fifo``) or the next
 ``random.Random(seed).random()`` (``random``). Same semantics as the module docstring of
@@ -13,7 +15,42 @@ from __future__ import annotations
 import heapq
 import random
 
+import networkx as nx
+
 from commsched.model.graph import CompiledGraph
+
+
+def compile_graph(g: nx.DiGraph, priorities: dict[str, float] | None = None) -> CompiledGraph:
+    """``g`` in array form, ops numbered in node order, successors in adjacency order."""
+    ids = list(g.nodes)
+    index = {n: i for i, n in enumerate(ids)}
+    rnames = list(g.graph["resources"])
+    rindex = {r: i for i, r in enumerate(rnames)}
+    nodes = g.nodes
+    prio: list[float | None] = [nodes[n].get("priority") for n in ids]
+    for op, p in (priorities or {}).items():
+        prio[index[op]] = p
+    succ_ptr = [0]
+    succ_idx: list[int] = []
+    indeg = [0] * len(ids)
+    adj = g.adj
+    for n in ids:
+        for s in adj[n]:
+            j = index[s]
+            succ_idx.append(j)
+            indeg[j] += 1
+        succ_ptr.append(len(succ_idx))
+    return CompiledGraph(
+        ids=ids,
+        duration=[float(nodes[n]["duration"]) for n in ids],
+        resource=[rindex[nodes[n]["resource"]] for n in ids],
+        priority=prio,
+        indegree=indeg,
+        succ_ptr=succ_ptr,
+        succ_idx=succ_idx,
+        resource_names=rnames,
+        capacity=[int(g.graph["resources"][r]) for r in rnames],
+    )
 
 
 def simulate(cg: CompiledGraph, tie: str = "fifo",

@@ -270,7 +270,8 @@ def _run(duration: np.ndarray, resource: np.ndarray, prio: np.ndarray, has_prio:
     t = 0.0
     done = 0
     while True:
-        for q in range(ntouched):  # dispatch the touched resources in index order
+        for q in range(ntouched):  # dispatch the touched resources (in any order: each
+            # dispatch reads and writes only its own resource's heaps and free slots)
             r = touched[q]
             is_touched[r] = False
             while free[r] > 0 and (psize[r] > 0 or usize[r] > 0):
@@ -303,5 +304,4 @@ def _run(duration: np.ndarray, resource: np.ndarray, prio: np.ndarray, has_prio:
                     counter = _make_ready(j, t, counter, draws, resource, has_prio, prio, key,
                                           order, pheap, plo, psize, uheap, ulo, usize)
                     ntouched = _touch(resource[j], touched, ntouched, is_touched)
-        touched[:ntouched].sort()
     return done
