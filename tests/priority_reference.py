@@ -3,11 +3,11 @@ and :func:`commsched.model.graph.compile_graph` replaced (issue 25).
 
 ``tests/test_priority_equality.py`` checks the compiled graph against :func:`compile_graph`
 here (the former one: a walk over ``g.adj`` in node order) and the compiled event loop
-against :func:`simulate`, a copy of the former ``simulate_compiled``: heaps of Python tuples per resource, prioritized ops keyed
-(priority, tie key, ready counter), unprioritized ops keyed (tie key, ready counter), running
-ops keyed (end, op); the tie key is the ready time (``fifo``) or the next
-``random.Random(seed).random()`` (``random``). Same semantics as the module docstring of
-:mod:`commsched.sim.priority` (TicTac Sec. 3).
+against :func:`simulate`, a copy of the former ``simulate_compiled``: heaps of Python
+tuples per resource, prioritized ops keyed (priority, tie key, ready counter),
+unprioritized ops keyed (tie key, ready counter), running ops keyed (end, op); the tie key
+is the ready time (``fifo``) or the next ``random.Random(seed).random()`` (``random``).
+Same semantics as the module docstring of :mod:`commsched.sim.priority` (TicTac Sec. 3).
 """
 
 from __future__ import annotations

@@ -6,11 +6,11 @@ end time is exactly equal, for both tie policies."""
 from __future__ import annotations
 
 import networkx as nx
+import priority_reference
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import priority_reference
 from commsched.model.graph import add_op, compile_graph, new_graph
 from commsched.sim import check_schedule, simulate, simulate_compiled
 

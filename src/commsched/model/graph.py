@@ -38,8 +38,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from itertools import accumulate, chain
 from dataclasses import dataclass
+from itertools import accumulate, chain
 from pathlib import Path
 from typing import Any
 

@@ -135,10 +135,12 @@ def simulate_compiled(
     prio, has_prio = _priority_keys(cg.priority)
     start = np.zeros(n)
     end = np.zeros(n)
-    done = _run(np.asarray(cg.duration, dtype=np.float64), np.asarray(cg.resource, dtype=np.int64),
-                prio, has_prio, np.array(cg.indegree, dtype=np.int64),
-                np.asarray(cg.succ_ptr, dtype=np.int64), np.asarray(cg.succ_idx, dtype=np.int64),
-                np.array(cg.capacity, dtype=np.int64), draws, start, end)
+    done = _run(np.asarray(cg.duration, dtype=np.float64),
+                np.asarray(cg.resource, dtype=np.int64), prio, has_prio,
+                np.array(cg.indegree, dtype=np.int64),  # a copy: the kernel counts it down
+                np.asarray(cg.succ_ptr, dtype=np.int64),
+                np.asarray(cg.succ_idx, dtype=np.int64),
+                np.asarray(cg.capacity, dtype=np.int64), draws, start, end)
     if done != n:  # only possible if the graph has a cycle, which validation rejects
         raise ValueError(f"{n - done} ops never became ready: the graph has a cycle")
     return Schedule(cg.ids, start.tolist(), end.tolist())
