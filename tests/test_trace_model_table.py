@@ -26,7 +26,7 @@ def _counts(tmp: Path, data: object) -> str:
 
 def test_table_and_metrics(tmp_path: Path) -> None:
     counts = {
-        "resnet50_v1": {"params": 214, "param_bytes": 102334368, "ops_infer": 1834,
+        "resnet50_v1": {"params": 108, "param_bytes": 102121888, "ops_infer": 1834,
                         "ops_train": 6072, "size": 112},
         "thesis_cnn": {"params": 8, "param_bytes": 13098536, "ops_infer": 44,
                        "ops_train": 128, "size": 28},
@@ -39,12 +39,12 @@ def test_table_and_metrics(tmp_path: Path) -> None:
     assert t["model"].tolist() == ["resnet50_v1", "thesis_cnn"]  # zoo order
     r = t.iloc[0]
     assert (r["params"], r["param_mib"], r["paper_params"], r["paper_param_mib"]) == (
-        214, 97.59, 108, 97.39)
+        108, 97.39, 108, 97.39)
     assert r["paper_ops_train"] == 2096 and r["paper_batch"] == 32
     assert pd_isna(t.iloc[1]["paper_ops_train"])  # thesis_cnn is not in TicTac's table
     assert "slim" in r["note"]
     m = read_metrics([metrics])
-    assert m["model.resnet50_v1.param_mib"][0] == 97.59
+    assert m["model.resnet50_v1.param_mib"][0] == 97.39
     assert m["model.thesis_cnn.ops_train"][0] == 128
     assert len(m) == 8
 
