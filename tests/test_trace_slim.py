@@ -188,6 +188,29 @@ def test_resnet152_v2_matches_the_papers_section_2_2() -> None:
     assert round(n.values / MIB, 1) == 229.5
 
 
+def test_paces_resnet50_is_mxnets_symbolic_resnet() -> None:
+    """PACE Table II: ResNet-50 has 157 all-reduce tensors and 25.5 M parameters. MXNet's
+    image-classification ResNet-50 (the scripts PACE Sec. VI cites) gives both: a batch norm
+    on the data, a bias-free 7x7 root and its batch norm, pre-activation bottleneck units
+    (three batch norms, three bias-free convolutions, a bias-free 1x1 shortcut in each
+    block's first unit), a final batch norm and a dense layer; each batch norm learns a
+    gamma and a beta. TF-slim's ResNet-50 v1 (TicTac) has 108 tensors of 25.53 M values."""
+    n = Net()
+    n.add(3, 3)  # bn_data
+    n.add(7 * 7 * 3 * 64, 64, 64)  # conv0, bn0
+    cin = 64
+    for base, units in zip((64, 128, 256, 512), UNITS[50], strict=True):
+        for u in range(units):
+            n.add(cin, cin, cin * base, base, base, 9 * base * base, base, base, base * 4 * base)
+            if u == 0:
+                n.add(cin * 4 * base)  # shortcut
+            cin = 4 * base
+    n.add(cin, cin, cin * 1000, 1000)  # bn1, fc1
+    assert (n.tensors, round(n.values / 1e6, 1)) == (157, 25.5)
+    slim = resnet(50, 1)
+    assert (slim.tensors, round(slim.values / 1e6, 2)) == (108, 25.53)
+
+
 def test_derived_table1_equals_the_paper() -> None:
     paper = mt.load_paper(str(PAPER))
     assert set(paper) == set(TABLE1)
