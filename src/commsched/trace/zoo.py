@@ -12,9 +12,10 @@ Three groups of models, named as in the papers that use them:
   TF-slim's. (The PyPI package ``tf-slim`` 1.1 ships these nets, but its layers need the
   legacy ``tf_keras`` layers that TensorFlow 2.21's ``tf-keras`` no longer has, and its
   ``resnet_arg_scope`` learns a batch-norm gamma that TicTac's ResNets do not have.)
-* PACE's four (Bao, Peng, Chen & Wu, INFOCOM 2020, Sec. VI): ``vgg16``, ``resnet50_v1``,
-  ``seq2seq_lstm`` and ``transformer``. PACE's ResNet-50 is MXNet's (Table II: 157
-  all-reduce tensors); ours is TF-slim's (108).
+* PACE's four (Bao, Peng, Chen & Wu, INFOCOM 2020, Sec. VI): ``vgg16``,
+  ``resnet50_mxnet`` (MXNet's symbolic ResNet-50, the one PACE trained: Table II's 157
+  all-reduce tensors, where TF-slim's ResNet-50 v1 has 108), ``seq2seq_lstm`` and
+  ``transformer``.
 * Small analogs of the three TensorFlow graphs of Laich's thesis (Stuttgart 2017,
   Sec. 6.1, from the TensorFlow-Examples project): ``thesis_cnn``, ``thesis_rnn`` and
   ``thesis_dynamic_rnn``.
@@ -488,24 +489,7 @@ def resnet_v2(depth: int, size: int = 224, num_classes: int = 1000) -> Any:
     1 + 2 = 244, as in TicTac's Table 1 (SysML 2019, Appendix A); ResNet-152 (50 units):
     363, as in TicTac SysML 2019, Sec. 2.2.
 
-    Parameters
-    ----------
-    depth : int
-        50, 101 or 152 (:data:`RESNET_UNITS`).
-    size : int
-        Input image side in pixels (32 or more; the paper's is 224).
-    num_classes : int
-        Classes of the logits (TF-slim's ResNets: 1000).
-
-    Returns
-    -------
-    keras.Model
-        The uncompiled model, images to logits.
-
-    Raises
-    ------
-    CommschedError
-        If ``depth`` is not one of TF-slim's, or TensorFlow is missing.
+    Parameters, returns and errors are those of :func:`resnet_v1`.
     """
     blocks = _resnet_blocks(depth)
     _, keras = load_tensorflow()
@@ -552,6 +536,63 @@ def resnet50_v2(size: int = 224, num_classes: int = 1000) -> Any:
 def resnet101_v2(size: int = 224, num_classes: int = 1000) -> Any:
     """TF-slim's ResNet-101 v2 (:func:`resnet_v2`, 244 parameter tensors, 169.86 MiB)."""
     return resnet_v2(101, size, num_classes)
+
+
+def resnet50_mxnet(size: int = 224, num_classes: int = 1000) -> Any:
+    """MXNet's symbolic ResNet-50 (``example/image-classification/symbols/resnet.py``, the
+    training scripts PACE cites, Bao et al., INFOCOM 2020, Sec. VI and Table II): PACE's
+    ResNet-50.
+
+    A pre-activation ResNet (He et al., ECCV 2016) as MXNet's example writes it: batch norm
+    of the input image (``bn_data``), a bias-free 7x7/2 convolution with batch norm and
+    ReLU, a 3x3/2 max pool; bottleneck units of 3, 4, 6, 3 (batch norm and ReLU before each
+    of three bias-free convolutions, 1x1, 3x3 carrying the stride, 1x1 to four times the
+    base depth; the first unit of each stage has a bias-free 1x1 shortcut convolution of
+    the first ReLU's output, stride 2 from stage 2 on, the other units the identity); a
+    final batch norm and ReLU, global average pool and a dense layer. Every batch norm
+    learns a gamma and a beta (MXNet fixes ``bn_data``'s gamma at 1 but still holds it as
+    a parameter, whose gradient Horovod all-reduces; ours is trainable).
+
+    Parameter tensors: 51 batch norms x 2 + 53 convolutions + the dense weight and bias =
+    157 of 25.55 M values, PACE's Table II (157 all-reduce operators, 25.5 M).
+
+    Parameters
+    ----------
+    size : int
+        Input image side in pixels (32 or more; the paper's is 224).
+    num_classes : int
+        Classes of the dense layer (ImageNet: 1000).
+
+    Returns
+    -------
+    keras.Model
+        The uncompiled model, images to logits.
+    """
+    _, keras = load_tensorflow()
+    L = keras.layers
+
+    def bn_relu(x: Any, name: str) -> Any:
+        x = L.BatchNormalization(epsilon=2e-5, momentum=0.9, name=f"{name}_bn")(x)
+        return L.ReLU(name=f"{name}_relu")(x)
+
+    def conv(x: Any, filters: int, kernel: int, stride: int, name: str) -> Any:
+        return L.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False,
+                        name=name)(x)
+
+    inp = keras.Input((size, size, 3), name="images")
+    x = L.BatchNormalization(epsilon=2e-5, momentum=0.9, name="bn_data")(inp)
+    x = bn_relu(conv(x, 64, 7, 2, "conv0"), "stage0")
+    x = L.MaxPooling2D(3, 2, padding="same", name="pool0")(x)
+    for i, (base, units) in enumerate(zip((64, 128, 256, 512), RESNET_UNITS[50], strict=True)):
+        for u in range(units):
+            name, stride = f"stage{i + 1}_unit{u + 1}", 2 if i and not u else 1
+            act1 = bn_relu(x, f"{name}_1")
+            shortcut = conv(act1, base * 4, 1, stride, f"{name}_sc") if u == 0 else x
+            r = bn_relu(conv(act1, base, 1, 1, f"{name}_conv1"), f"{name}_2")
+            r = bn_relu(conv(r, base, 3, stride, f"{name}_conv2"), f"{name}_3")
+            x = L.Add(name=f"{name}_add")([conv(r, base * 4, 1, 1, f"{name}_conv3"), shortcut])
+    x = L.GlobalAveragePooling2D(name="pool1")(bn_relu(x, "final"))
+    return keras.Model(inp, L.Dense(num_classes, name="fc1")(x), name="resnet50_mxnet")
 
 
 # --------------------------------------------------------------------------------------
@@ -887,8 +928,10 @@ MODELS: dict[str, ModelSpec] = {
             note=_SLIM_OPS_NOTE + "; auxiliary head (loss weight 0.4) and 1001 classes",
         ),
         _image("resnet50_v1", "ResNet-50 v1", "He et al., CVPR 2016", resnet50_v1,
-               size=112, paper_size=224, min_size=32, batch=4, families=("tictac", "pace"),
-               note=_SLIM_OPS_NOTE),
+               size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
+        _image("resnet50_mxnet", "ResNet-50 (MXNet)", "He et al., ECCV 2016", resnet50_mxnet,
+               size=112, paper_size=224, min_size=32, batch=4, families=("pace",),
+               note="MXNet's symbolic ResNet-50, PACE's (Table II: 157 tensors)"),
         _image("resnet101_v1", "ResNet-101 v1", "He et al., CVPR 2016", resnet101_v1,
                size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
         _image("resnet50_v2", "ResNet-50 v2", "He et al., ECCV 2016", resnet50_v2,
