@@ -152,8 +152,19 @@ class ModelSpec:
 
 
 def main_logits(outputs: Any) -> Any:
-    """The logits of a zoo model's output: the output itself, or the first of a list (the
-    others are auxiliary logits, :attr:`ModelSpec.aux_loss_weight`)."""
+    """The logits of a zoo model's output.
+
+    Parameters
+    ----------
+    outputs : tensor or list of tensors
+        What the model returned: its logits, or ``[logits, aux_logits, ...]`` (TF-slim's
+        Inception v3, Szegedy et al., CVPR 2016, Sec. 4; :attr:`ModelSpec.aux_loss_weight`).
+
+    Returns
+    -------
+    tensor
+        The (main) logits.
+    """
     return outputs[0] if isinstance(outputs, (list, tuple)) else outputs
 
 
