@@ -245,15 +245,15 @@ def build_iteration(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: 
         *xs, labels = tensors
         net = spec.build(size)
         before = {op.name for op in g.get_operations()}
-        logits = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+        outputs = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+        logits = zoo.main_logits(outputs)
         state_updates = [op for op in g.get_operations()
                          if op.name not in before and op.type in _STATE_UPDATES]
         grad_ops: set[str] = set()
         grad_of: dict[str, list[str]] = defaultdict(list)
         if mode == "train":
             with tf.name_scope("loss"):
-                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                    labels=labels, logits=logits))
+                loss = zoo.training_loss(tf, spec, outputs, labels)
             tvars = [v.value for v in net.trainable_variables]
             pre = {op.name for op in g.get_operations()}
             grads = tf.gradients(loss, tvars)

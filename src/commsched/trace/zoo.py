@@ -5,11 +5,17 @@ Three groups of models, named as in the papers that use them:
 * TicTac's ten (Hashemi, Jyothi & Campbell, SysML 2019, Table 1): ``alexnet_v2``,
   ``inception_v1``, ``inception_v2``, ``inception_v3``, ``resnet50_v1``, ``resnet50_v2``,
   ``resnet101_v1``, ``resnet101_v2``, ``vgg16``, ``vgg19``. TicTac traced the TF-slim
-  definitions; we take ``keras.applications`` where it has the model and build the other
-  three (AlexNet v2, Inception v1 and v2) by hand with the layer widths of the TF-slim
-  definitions, which cite the original papers.
-* PACE's four (Bao, Peng, Chen & Wu, INFOCOM 2020, Sec. VI): ``vgg16``, ``resnet50_v1``,
-  ``seq2seq_lstm`` and ``transformer``.
+  definitions of TensorFlow 1.8, so we build those in Keras, layer by layer: bias-free
+  convolutions with beta-only batch norm, TF-slim's widths, the ResNets' 1x1-conv logits,
+  Inception v3's auxiliary head and 1001 classes. Their parameter tensors and MiB equal
+  Table 1's. VGG-16 and VGG-19 are ``keras.applications`` models, whose tensors equal
+  TF-slim's. (The PyPI package ``tf-slim`` 1.1 ships these nets, but its layers need the
+  legacy ``tf_keras`` layers that TensorFlow 2.21's ``tf-keras`` no longer has, and its
+  ``resnet_arg_scope`` learns a batch-norm gamma that TicTac's ResNets do not have.)
+* PACE's four (Bao, Peng, Chen & Wu, INFOCOM 2020, Sec. VI): ``vgg16``,
+  ``resnet50_mxnet`` (MXNet's symbolic ResNet-50, the one PACE trained: Table II's 157
+  all-reduce tensors, where TF-slim's ResNet-50 v1 has 108), ``seq2seq_lstm`` and
+  ``transformer``.
 * Small analogs of the three TensorFlow graphs of Laich's thesis (Stuttgart 2017,
   Sec. 6.1, from the TensorFlow-Examples project): ``thesis_cnn``, ``thesis_rnn`` and
   ``thesis_dynamic_rnn``.
@@ -45,11 +51,14 @@ from commsched.errors import CommschedError
 __all__ = [
     "MISSING_TF",
     "MODELS",
+    "RESNET_UNITS",
     "InputSpec",
     "ModelSpec",
     "get",
     "load_tensorflow",
+    "main_logits",
     "names",
+    "training_loss",
 ]
 
 #: The message of the error raised when TensorFlow is needed but not installed.
@@ -85,7 +94,9 @@ class ModelSpec:
     ``paper_size`` the paper's; ``standard_batch`` is the per-worker batch of our default
     trace. ``build(size)`` returns an uncompiled Keras model whose inputs match
     ``inputs(batch, size)`` and whose output is the logits the loss compares with
-    ``labels(batch, size)``.
+    ``labels(batch, size)``; a model with auxiliary classifiers (TF-slim's Inception v3)
+    returns ``[logits, aux_logits, ...]`` and :func:`training_loss` adds the auxiliary
+    losses weighted by ``aux_loss_weight``.
     """
 
     name: str
@@ -101,6 +112,7 @@ class ModelSpec:
     input_kind: str = "image"
     features: int = 3
     note: str = ""
+    aux_loss_weight: float = 0.0
 
     def inputs(self, batch: int, size: int) -> list[InputSpec]:
         """The model's synthetic inputs for ``batch`` examples of size ``size``."""
@@ -139,16 +151,74 @@ class ModelSpec:
             )
 
 
+def main_logits(outputs: Any) -> Any:
+    """The logits of a zoo model's output.
+
+    Parameters
+    ----------
+    outputs : tensor or list of tensors
+        What the model returned: its logits, or ``[logits, aux_logits, ...]`` (TF-slim's
+        Inception v3, Szegedy et al., CVPR 2016, Sec. 4; :attr:`ModelSpec.aux_loss_weight`).
+
+    Returns
+    -------
+    tensor
+        The (main) logits.
+    """
+    return outputs[0] if isinstance(outputs, (list, tuple)) else outputs
+
+
+def training_loss(tf: ModuleType, spec: ModelSpec, outputs: Any, labels: Any) -> Any:
+    """The training loss of a zoo model: mean softmax cross-entropy of its logits, plus
+    ``spec.aux_loss_weight`` times that of each auxiliary logits.
+
+    TF-slim's ``train_image_classifier`` adds Inception v3's auxiliary loss with weight 0.4
+    (Szegedy et al., CVPR 2016, Sec. 4: the auxiliary classifier acts as a regulariser),
+    so its training graph, and TicTac's (SysML 2019, Appendix A, Table 1), has the
+    gradients of the auxiliary head.
+
+    Parameters
+    ----------
+    tf : module
+        TensorFlow (:func:`load_tensorflow`).
+    spec : ModelSpec
+        The model.
+    outputs : tensor or list of tensors
+        What the model returned for a batch.
+    labels : tensor
+        The batch's labels (:meth:`ModelSpec.labels`).
+
+    Returns
+    -------
+    tensor
+        The scalar loss.
+    """
+    outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+    def xent(logits: Any) -> Any:
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits))
+
+    loss = xent(outs[0])
+    for aux in outs[1:]:
+        loss = loss + spec.aux_loss_weight * xent(aux)
+    return loss
+
+
 # --------------------------------------------------------------------------------------
 # Hand-built image models (TF-slim widths).
 
 
-def _conv_bn(keras: ModuleType, x: Any, filters: int, kernel: int, stride: int, name: str) -> Any:
-    """TF-slim's inception conv: no bias, batch norm with beta only (scale=False), ReLU."""
+def _conv_bn(
+    keras: ModuleType, x: Any, filters: int, kernel: int | tuple[int, int], stride: int,
+    name: str, *, padding: str = "same", relu: bool = True, epsilon: float = 1e-3,
+) -> Any:
+    """TF-slim's ``conv2d`` with ``normalizer_fn=batch_norm``: no bias, batch norm with
+    beta only (slim's ``scale=False`` default), then ReLU unless ``relu`` is false."""
     L = keras.layers
-    x = L.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False, name=name)(x)
-    x = L.BatchNormalization(scale=False, epsilon=1e-3, name=f"{name}_bn")(x)
-    return L.ReLU(name=f"{name}_relu")(x)
+    x = L.Conv2D(filters, kernel, strides=stride, padding=padding, use_bias=False, name=name)(x)
+    x = L.BatchNormalization(scale=False, epsilon=epsilon, name=f"{name}_bn")(x)
+    return L.ReLU(name=f"{name}_relu")(x) if relu else x
 
 
 def _logits(keras: ModuleType, x: Any, num_classes: int, keep: float) -> Any:
@@ -295,7 +365,352 @@ def inception_v2(size: int = 224, num_classes: int = 1000) -> Any:
 
 
 # --------------------------------------------------------------------------------------
-# keras.applications models.
+# TF-slim ResNets (the definitions TicTac traced: SysML 2019, Appendix A, Table 1).
+
+#: Bottleneck units per block of TF-slim's ``resnet_v{1,2}_{50,101,152}``.
+RESNET_UNITS: dict[int, tuple[int, int, int, int]] = {
+    50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3),
+}
+_RESNET_EPS = 1e-5  # TF-slim's resnet_arg_scope: batch_norm_epsilon
+
+
+def _conv2d_same(
+    keras: ModuleType, x: Any, filters: int, kernel: int, stride: int, name: str,
+    *, bn: bool = True, relu: bool = True,
+) -> Any:
+    """TF-slim's ``resnet_utils.conv2d_same``: 'SAME' output size independent of the input
+    size, by explicit zero padding and a 'VALID' convolution when ``stride`` > 1. With
+    ``bn`` false the convolution has a bias and no normalisation."""
+    L = keras.layers
+    padding = "same"
+    if stride > 1:
+        begin = (kernel - 1) // 2
+        x = L.ZeroPadding2D(((begin, kernel - 1 - begin),) * 2, name=f"{name}_pad")(x)
+        padding = "valid"
+    if bn:
+        return _conv_bn(keras, x, filters, kernel, stride, name, padding=padding, relu=relu,
+                        epsilon=_RESNET_EPS)
+    return L.Conv2D(filters, kernel, strides=stride, padding=padding, name=name)(x)
+
+
+def _subsample(keras: ModuleType, x: Any, stride: int, name: str) -> Any:
+    """TF-slim's ``resnet_utils.subsample``: a 1x1 max pool of ``stride`` (identity at 1)."""
+    return x if stride == 1 else keras.layers.MaxPooling2D(1, stride, name=name)(x)
+
+
+def _resnet_blocks(depth: int) -> list[tuple[str, int, int]]:
+    """Every bottleneck unit of TF-slim's ResNet-``depth``: (name, base depth, stride).
+
+    Four blocks of base depths 64, 128, 256, 512 (output depth four times that); blocks
+    1-3 downsample by 2 in their last unit, block 4 not at all (``resnet_v1_block``).
+    """
+    if depth not in RESNET_UNITS:
+        raise CommschedError(f"no TF-slim ResNet of depth {depth}; known: "
+                             f"{', '.join(map(str, RESNET_UNITS))}")
+    units = []
+    for b, (base, n, stride) in enumerate(zip((64, 128, 256, 512), RESNET_UNITS[depth],
+                                              (2, 2, 2, 1), strict=True)):
+        units += [(f"block{b + 1}_unit{u + 1}", base, stride if u == n - 1 else 1)
+                  for u in range(n)]
+    return units
+
+
+def _resnet_logits(keras: ModuleType, x: Any, num_classes: int) -> Any:
+    """TF-slim's ResNet head: global mean (``pool5``), 1x1 conv with bias, squeeze."""
+    L = keras.layers
+    x = L.GlobalAveragePooling2D(keepdims=True, name="pool5")(x)
+    x = L.Conv2D(num_classes, 1, name="logits")(x)
+    return L.Flatten(name="squeeze")(x)
+
+
+def resnet_v1(depth: int, size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ``resnet_v1_<depth>`` (He, Zhang, Ren & Sun, "Deep residual learning for
+    image recognition", CVPR 2016, Table 1), the ResNet v1 TicTac traced.
+
+    Root: 7x7/2 convolution to 64 channels and a 3x3/2 max pool. Bottleneck units
+    (1x1, 3x3 carrying the unit's stride, 1x1 to four times the base depth; the shortcut is
+    a 1x1 convolution where the depth changes, else the identity or a strided 1x1 max
+    pool), ReLU after the sum. Every convolution is bias-free and followed by batch norm
+    with beta only (TF-slim's ``resnet_arg_scope`` of TensorFlow 1.8 has no
+    ``batch_norm_scale``, so ``scale=False``); the logits are a 1x1 convolution with bias
+    after a global mean.
+
+    Parameter tensors: the root, 3 per unit and 4 shortcuts are convolutions with a
+    kernel and a beta each, plus the logits' kernel and bias. ResNet-50 (16 units):
+    2 (1 + 48 + 4) + 2 = 108; ResNet-101 (33 units): 2 (1 + 99 + 4) + 2 = 210, as in
+    TicTac's Table 1 (SysML 2019, Appendix A). tf-slim 1.1 (PyPI, 2020) turned
+    ``batch_norm_scale`` on, which adds a gamma per convolution (161 for ResNet-50).
+
+    Parameters
+    ----------
+    depth : int
+        50, 101 or 152 (:data:`RESNET_UNITS`).
+    size : int
+        Input image side in pixels (32 or more; the paper's is 224).
+    num_classes : int
+        Classes of the logits (TF-slim's ResNets: 1000).
+
+    Returns
+    -------
+    keras.Model
+        The uncompiled model, images to logits.
+
+    Raises
+    ------
+    CommschedError
+        If ``depth`` is not one of TF-slim's, or TensorFlow is missing.
+    """
+    blocks = _resnet_blocks(depth)
+    _, keras = load_tensorflow()
+    L = keras.layers
+    inp = keras.Input((size, size, 3), name="images")
+    x = _conv2d_same(keras, inp, 64, 7, 2, "conv1")
+    x = L.MaxPooling2D(3, 2, padding="same", name="pool1")(x)
+    depth_in = 64
+    for name, base, stride in blocks:
+        if base * 4 == depth_in:
+            shortcut = _subsample(keras, x, stride, f"{name}_shortcut")
+        else:
+            shortcut = _conv_bn(keras, x, base * 4, 1, stride, f"{name}_shortcut",
+                                relu=False, epsilon=_RESNET_EPS)
+        r = _conv_bn(keras, x, base, 1, 1, f"{name}_conv1", epsilon=_RESNET_EPS)
+        r = _conv2d_same(keras, r, base, 3, stride, f"{name}_conv2")
+        r = _conv_bn(keras, r, base * 4, 1, 1, f"{name}_conv3", relu=False,
+                     epsilon=_RESNET_EPS)
+        x = L.ReLU(name=f"{name}_relu")(L.Add(name=f"{name}_add")([shortcut, r]))
+        depth_in = base * 4
+    return keras.Model(inp, _resnet_logits(keras, x, num_classes), name=f"resnet{depth}_v1")
+
+
+def resnet_v2(depth: int, size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ``resnet_v2_<depth>`` (He, Zhang, Ren & Sun, "Identity mappings in deep
+    residual networks", ECCV 2016), the pre-activation ResNet TicTac traced.
+
+    Root: a 7x7/2 convolution with bias and no normalisation, then a 3x3/2 max pool. Each
+    bottleneck unit starts with batch norm and ReLU of its input (``preact``); the
+    shortcut is a 1x1 convolution of ``preact`` with bias where the depth changes, else the
+    identity or a strided 1x1 max pool of the input; the residual is 1x1 and 3x3 (the
+    unit's stride) convolutions each followed by batch norm and ReLU, and a last 1x1
+    convolution with bias and no normalisation. After the blocks, batch norm and ReLU
+    (``postnorm``), a global mean and 1x1 logits with bias. Batch norms have beta only.
+
+    Parameter tensors: root 2 (kernel, bias); per unit 7 (preact beta; conv1 and conv2
+    kernel and beta; conv3 kernel and bias); 4 shortcuts of 2; postnorm 1; logits 2.
+    ResNet-50 (16 units): 2 + 112 + 8 + 1 + 2 = 125; ResNet-101 (33 units): 2 + 231 + 8 +
+    1 + 2 = 244, as in TicTac's Table 1 (SysML 2019, Appendix A); ResNet-152 (50 units):
+    363, as in TicTac SysML 2019, Sec. 2.2.
+
+    Parameters, returns and errors are those of :func:`resnet_v1`.
+    """
+    blocks = _resnet_blocks(depth)
+    _, keras = load_tensorflow()
+    L = keras.layers
+
+    def bn_relu(x: Any, name: str) -> Any:
+        x = L.BatchNormalization(scale=False, epsilon=_RESNET_EPS, name=name)(x)
+        return L.ReLU(name=f"{name}_relu")(x)
+
+    inp = keras.Input((size, size, 3), name="images")
+    x = _conv2d_same(keras, inp, 64, 7, 2, "conv1", bn=False)
+    x = L.MaxPooling2D(3, 2, padding="same", name="pool1")(x)
+    depth_in = 64
+    for name, base, stride in blocks:
+        preact = bn_relu(x, f"{name}_preact")
+        if base * 4 == depth_in:
+            shortcut = _subsample(keras, x, stride, f"{name}_shortcut")
+        else:
+            shortcut = L.Conv2D(base * 4, 1, strides=stride, name=f"{name}_shortcut")(preact)
+        r = _conv_bn(keras, preact, base, 1, 1, f"{name}_conv1", epsilon=_RESNET_EPS)
+        r = _conv2d_same(keras, r, base, 3, stride, f"{name}_conv2")
+        r = L.Conv2D(base * 4, 1, name=f"{name}_conv3")(r)
+        x = L.Add(name=f"{name}_add")([shortcut, r])
+        depth_in = base * 4
+    x = bn_relu(x, "postnorm")
+    return keras.Model(inp, _resnet_logits(keras, x, num_classes), name=f"resnet{depth}_v2")
+
+
+def resnet50_v1(size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ResNet-50 v1 (:func:`resnet_v1`, 108 parameter tensors, 97.39 MiB)."""
+    return resnet_v1(50, size, num_classes)
+
+
+def resnet101_v1(size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ResNet-101 v1 (:func:`resnet_v1`, 210 parameter tensors, 169.74 MiB)."""
+    return resnet_v1(101, size, num_classes)
+
+
+def resnet50_v2(size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ResNet-50 v2 (:func:`resnet_v2`, 125 parameter tensors, 97.45 MiB)."""
+    return resnet_v2(50, size, num_classes)
+
+
+def resnet101_v2(size: int = 224, num_classes: int = 1000) -> Any:
+    """TF-slim's ResNet-101 v2 (:func:`resnet_v2`, 244 parameter tensors, 169.86 MiB)."""
+    return resnet_v2(101, size, num_classes)
+
+
+def resnet50_mxnet(size: int = 224, num_classes: int = 1000) -> Any:
+    """MXNet's symbolic ResNet-50 (``example/image-classification/symbols/resnet.py``, the
+    training scripts PACE cites, Bao et al., INFOCOM 2020, Sec. VI and Table II): PACE's
+    ResNet-50.
+
+    A pre-activation ResNet (He et al., ECCV 2016) as MXNet's example writes it: batch norm
+    of the input image (``bn_data``), a bias-free 7x7/2 convolution with batch norm and
+    ReLU, a 3x3/2 max pool; bottleneck units of 3, 4, 6, 3 (batch norm and ReLU before each
+    of three bias-free convolutions, 1x1, 3x3 carrying the stride, 1x1 to four times the
+    base depth; the first unit of each stage has a bias-free 1x1 shortcut convolution of
+    the first ReLU's output, stride 2 from stage 2 on, the other units the identity); a
+    final batch norm and ReLU, global average pool and a dense layer. Every batch norm
+    learns a gamma and a beta (MXNet fixes ``bn_data``'s gamma at 1 but still holds it as
+    a parameter, whose gradient Horovod all-reduces; ours is trainable).
+
+    Parameter tensors: 51 batch norms x 2 + 53 convolutions + the dense weight and bias =
+    157 of 25.55 M values, PACE's Table II (157 all-reduce operators, 25.5 M).
+
+    Parameters
+    ----------
+    size : int
+        Input image side in pixels (32 or more; the paper's is 224).
+    num_classes : int
+        Classes of the dense layer (ImageNet: 1000).
+
+    Returns
+    -------
+    keras.Model
+        The uncompiled model, images to logits.
+    """
+    _, keras = load_tensorflow()
+    L = keras.layers
+
+    def bn_relu(x: Any, name: str) -> Any:
+        x = L.BatchNormalization(epsilon=2e-5, momentum=0.9, name=f"{name}_bn")(x)
+        return L.ReLU(name=f"{name}_relu")(x)
+
+    def conv(x: Any, filters: int, kernel: int, stride: int, name: str) -> Any:
+        return L.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False,
+                        name=name)(x)
+
+    inp = keras.Input((size, size, 3), name="images")
+    x = L.BatchNormalization(epsilon=2e-5, momentum=0.9, name="bn_data")(inp)
+    x = bn_relu(conv(x, 64, 7, 2, "conv0"), "stage0")
+    x = L.MaxPooling2D(3, 2, padding="same", name="pool0")(x)
+    for i, (base, units) in enumerate(zip((64, 128, 256, 512), RESNET_UNITS[50], strict=True)):
+        for u in range(units):
+            name, stride = f"stage{i + 1}_unit{u + 1}", 2 if i and not u else 1
+            act1 = bn_relu(x, f"{name}_1")
+            shortcut = conv(act1, base * 4, 1, stride, f"{name}_sc") if u == 0 else x
+            r = bn_relu(conv(act1, base, 1, 1, f"{name}_conv1"), f"{name}_2")
+            r = bn_relu(conv(r, base, 3, stride, f"{name}_conv2"), f"{name}_3")
+            x = L.Add(name=f"{name}_add")([conv(r, base * 4, 1, 1, f"{name}_conv3"), shortcut])
+    x = L.GlobalAveragePooling2D(name="pool1")(bn_relu(x, "final"))
+    return keras.Model(inp, L.Dense(num_classes, name="fc1")(x), name="resnet50_mxnet")
+
+
+# --------------------------------------------------------------------------------------
+# TF-slim Inception v3 (with its auxiliary head, 1001 classes).
+
+
+def inception_v3(size: int = 299, num_classes: int = 1001) -> Any:
+    """TF-slim's ``inception_v3`` (Szegedy, Vanhoucke, Ioffe, Shlens & Wojna, "Rethinking
+    the Inception architecture for computer vision", CVPR 2016), the model TicTac traced:
+    with the auxiliary classifier and 1001 classes (ImageNet plus a background class).
+
+    Stem: 3x3/2, 3x3, 3x3 (SAME) convolutions, 3x3/2 max pool, 1x1 and 3x3 convolutions,
+    3x3/2 max pool (all VALID unless said). Modules Mixed_5b-5d (35x35), 6a (grid
+    reduction), 6b-6e (17x17, factorised 1x7/7x1), 7a (reduction), 7b-7c (expanded 1x3/3x1
+    filter banks), with TF-slim's widths. Every convolution is bias-free with batch norm
+    (beta only, epsilon 0.001) and ReLU. Auxiliary head on Mixed_6e: 5x5/3 average pool,
+    1x1 convolution to 128, 5x5 convolution to 768, 1x1 logits with bias. Main head:
+    average pool over the whole map, dropout (keep 0.8), 1x1 logits with bias.
+
+    The model returns ``[logits, aux_logits]``; the training loss weights the auxiliary
+    one by :attr:`ModelSpec.aux_loss_weight` (TF-slim's ``train_image_classifier``: 0.4).
+    TF-slim shrinks the auxiliary 5x5 kernel to the map where an input smaller than 299
+    pixels leaves a map under 5x5; we keep 5x5 (with SAME padding there), so the
+    parameters are those of the paper's model at any input size.
+
+    Parameter tensors: 94 convolutions in the body and 2 in the auxiliary head, each a
+    kernel and a beta, plus two logits layers' kernel and bias: 2 (94 + 2) + 4 = 196, as
+    in TicTac's Table 1 (SysML 2019, Appendix A). Input size 107 pixels or more.
+
+    Parameters
+    ----------
+    size : int
+        Input image side in pixels (the paper's is 299).
+    num_classes : int
+        Classes of both logits layers (TF-slim's: 1001).
+
+    Returns
+    -------
+    keras.Model
+        The uncompiled model, images to ``[logits, aux_logits]``.
+    """
+    _, keras = load_tensorflow()
+    L = keras.layers
+
+    def conv(x: Any, filters: int, kernel: int | tuple[int, int], name: str,
+             stride: int = 1, padding: str = "same") -> Any:
+        return _conv_bn(keras, x, filters, kernel, stride, name, padding=padding)
+
+    def avg_proj(x: Any, filters: int, name: str) -> Any:
+        x = L.AveragePooling2D(3, 1, padding="same", name=f"{name}_b3_pool")(x)
+        return conv(x, filters, 1, f"{name}_b3_1x1")
+
+    inp = keras.Input((size, size, 3), name="images")
+    x = conv(inp, 32, 3, "conv2d_1a_3x3", stride=2, padding="valid")
+    x = conv(x, 32, 3, "conv2d_2a_3x3", padding="valid")
+    x = conv(x, 64, 3, "conv2d_2b_3x3")
+    x = L.MaxPooling2D(3, 2, name="maxpool_3a_3x3")(x)
+    x = conv(x, 80, 1, "conv2d_3b_1x1", padding="valid")
+    x = conv(x, 192, 3, "conv2d_4a_3x3", padding="valid")
+    x = L.MaxPooling2D(3, 2, name="maxpool_5a_3x3")(x)
+    for name, proj in (("mixed_5b", 32), ("mixed_5c", 64), ("mixed_5d", 64)):
+        b1 = conv(conv(x, 48, 1, f"{name}_b1_1x1"), 64, 5, f"{name}_b1_5x5")
+        b2 = conv(conv(x, 64, 1, f"{name}_b2_1x1"), 96, 3, f"{name}_b2_3x3a")
+        b2 = conv(b2, 96, 3, f"{name}_b2_3x3b")
+        x = L.Concatenate(name=name)(
+            [conv(x, 64, 1, f"{name}_b0_1x1"), b1, b2, avg_proj(x, proj, name)])
+    b0 = conv(x, 384, 3, "mixed_6a_b0_3x3", stride=2, padding="valid")
+    b1 = conv(conv(x, 64, 1, "mixed_6a_b1_1x1"), 96, 3, "mixed_6a_b1_3x3a")
+    b1 = conv(b1, 96, 3, "mixed_6a_b1_3x3b", stride=2, padding="valid")
+    b2 = L.MaxPooling2D(3, 2, name="mixed_6a_b2_pool")(x)
+    x = L.Concatenate(name="mixed_6a")([b0, b1, b2])
+    for name, w in (("mixed_6b", 128), ("mixed_6c", 160), ("mixed_6d", 160),
+                    ("mixed_6e", 192)):
+        b1 = conv(conv(x, w, 1, f"{name}_b1_1x1"), w, (1, 7), f"{name}_b1_1x7")
+        b1 = conv(b1, 192, (7, 1), f"{name}_b1_7x1")
+        b2 = conv(x, w, 1, f"{name}_b2_1x1")
+        for i, k in enumerate(((7, 1), (1, 7), (7, 1))):
+            b2 = conv(b2, w, k, f"{name}_b2_{k[0]}x{k[1]}{'abc'[i]}")
+        b2 = conv(b2, 192, (1, 7), f"{name}_b2_1x7d")
+        x = L.Concatenate(name=name)(
+            [conv(x, 192, 1, f"{name}_b0_1x1"), b1, b2, avg_proj(x, 192, name)])
+    aux = L.AveragePooling2D(5, 3, name="aux_pool")(x)
+    aux = conv(aux, 128, 1, "aux_1x1")
+    aux = conv(aux, 768, 5, "aux_5x5", padding="valid" if aux.shape[1] >= 5 else "same")
+    aux = L.Flatten(name="aux_squeeze")(L.Conv2D(num_classes, 1, name="aux_logits")(aux))
+    b0 = conv(conv(x, 192, 1, "mixed_7a_b0_1x1"), 320, 3, "mixed_7a_b0_3x3", stride=2,
+              padding="valid")
+    b1 = conv(conv(x, 192, 1, "mixed_7a_b1_1x1"), 192, (1, 7), "mixed_7a_b1_1x7")
+    b1 = conv(b1, 192, (7, 1), "mixed_7a_b1_7x1")
+    b1 = conv(b1, 192, 3, "mixed_7a_b1_3x3", stride=2, padding="valid")
+    b2 = L.MaxPooling2D(3, 2, name="mixed_7a_b2_pool")(x)
+    x = L.Concatenate(name="mixed_7a")([b0, b1, b2])
+    for name in ("mixed_7b", "mixed_7c"):
+        b1 = conv(x, 384, 1, f"{name}_b1_1x1")
+        b1 = L.Concatenate(name=f"{name}_b1")(
+            [conv(b1, 384, (1, 3), f"{name}_b1_1x3"), conv(b1, 384, (3, 1), f"{name}_b1_3x1")])
+        b2 = conv(conv(x, 448, 1, f"{name}_b2_1x1"), 384, 3, f"{name}_b2_3x3")
+        b2 = L.Concatenate(name=f"{name}_b2")(
+            [conv(b2, 384, (1, 3), f"{name}_b2_1x3"), conv(b2, 384, (3, 1), f"{name}_b2_3x1")])
+        x = L.Concatenate(name=name)(
+            [conv(x, 320, 1, f"{name}_b0_1x1"), b1, b2, avg_proj(x, 192, name)])
+    return keras.Model(inp, [_logits(keras, x, num_classes, keep=0.8), aux],
+                       name="inception_v3")
+
+
+# --------------------------------------------------------------------------------------
+# keras.applications models (VGG: same tensors and sizes as TF-slim's).
 
 
 def _application(factory: str) -> Callable[[int], Any]:
@@ -503,9 +918,9 @@ def _image(
     )
 
 
-_KERAS_NOTE = (
-    "keras.applications differs from the TF-slim model TicTac traced: convolutions carry "
-    "biases and batch norm learns gamma and beta (slim: no conv bias, beta only)"
+_SLIM_OPS_NOTE = (
+    "built to TF-slim's definition, the one TicTac traced; op counts are Keras 3 / "
+    "TensorFlow 2 graph ops, not TensorFlow 1.8's"
 )
 
 MODELS: dict[str, ModelSpec] = {
@@ -517,27 +932,28 @@ MODELS: dict[str, ModelSpec] = {
                size=112, paper_size=224, min_size=32, batch=4),
         _image("inception_v2", "Inception v2", "Ioffe & Szegedy, ICML 2015", inception_v2,
                size=112, paper_size=224, min_size=32, batch=4),
-        _image("inception_v3", "Inception v3", "Szegedy et al., CVPR 2016",
-               _application("InceptionV3"), size=139, paper_size=299, min_size=75, batch=4,
-               note="keras.applications InceptionV3 has no auxiliary classifier and 1000 "
-               "classes; TF-slim's (TicTac) has the auxiliary head and 1001 classes"),
-        _image("resnet50_v1", "ResNet-50 v1", "He et al., CVPR 2016",
-               _application("ResNet50"), size=112, paper_size=224, min_size=32, batch=4,
-               families=("tictac", "pace"), note=_KERAS_NOTE),
-        _image("resnet101_v1", "ResNet-101 v1", "He et al., CVPR 2016",
-               _application("ResNet101"), size=112, paper_size=224, min_size=32, batch=4,
-               note=_KERAS_NOTE),
-        _image("resnet50_v2", "ResNet-50 v2", "He et al., ECCV 2016",
-               _application("ResNet50V2"), size=112, paper_size=224, min_size=32, batch=4,
-               note=_KERAS_NOTE),
-        _image("resnet101_v2", "ResNet-101 v2", "He et al., ECCV 2016",
-               _application("ResNet101V2"), size=112, paper_size=224, min_size=32, batch=4,
-               note=_KERAS_NOTE),
+        ModelSpec(
+            name="inception_v3", title="Inception v3", reference="Szegedy et al., CVPR 2016",
+            families=("tictac",), size=139, paper_size=299, min_size=107, num_classes=1001,
+            standard_batch=4, build=inception_v3, aux_loss_weight=0.4,
+            note=_SLIM_OPS_NOTE + "; auxiliary head (loss weight 0.4) and 1001 classes",
+        ),
+        _image("resnet50_v1", "ResNet-50 v1", "He et al., CVPR 2016", resnet50_v1,
+               size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
+        _image("resnet101_v1", "ResNet-101 v1", "He et al., CVPR 2016", resnet101_v1,
+               size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
+        _image("resnet50_v2", "ResNet-50 v2", "He et al., ECCV 2016", resnet50_v2,
+               size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
+        _image("resnet101_v2", "ResNet-101 v2", "He et al., ECCV 2016", resnet101_v2,
+               size=112, paper_size=224, min_size=32, batch=4, note=_SLIM_OPS_NOTE),
         _image("vgg16", "VGG-16", "Simonyan & Zisserman, ICLR 2015",
                _application("VGG16"), size=224, paper_size=224, min_size=224, batch=2,
                families=("tictac", "pace")),
         _image("vgg19", "VGG-19", "Simonyan & Zisserman, ICLR 2015",
                _application("VGG19"), size=224, paper_size=224, min_size=224, batch=2),
+        _image("resnet50_mxnet", "ResNet-50 (MXNet)", "He et al., ECCV 2016", resnet50_mxnet,
+               size=112, paper_size=224, min_size=32, batch=4, families=("pace",),
+               note="MXNet's symbolic ResNet-50, PACE's (Table II: 157 tensors)"),
         ModelSpec(
             name="seq2seq_lstm", title="Seq2Seq LSTM", reference="Sutskever et al., NeurIPS 2014",
             families=("pace",), size=16, paper_size=16, min_size=1, num_classes=32000,

@@ -169,14 +169,14 @@ def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
         *xs, labels = tensors
         net = spec.build(size)
         before = {op.name for op in g.get_operations()}
-        logits = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+        outputs = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+        logits = zoo.main_logits(outputs)
         state_updates = [op for op in g.get_operations()
                          if op.name not in before and op.type in _STATE_UPDATES]
         grad_src: dict[str, str] = {}
         if mode == "train":
             with tf.name_scope("loss"):
-                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                    labels=labels, logits=logits))
+                loss = zoo.training_loss(tf, spec, outputs, labels)
             tvars = [v.value for v in net.trainable_variables]
             grads = tf.gradients(loss, tvars)
             pairs = [(gr, v) for gr, v in zip(grads, tvars, strict=True) if gr is not None]
