@@ -10,10 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsched.cli import main
-from commsched.echelon.coflow import COFLOW_SCHEDULERS, bottleneck, madd, replay
+from commsched.echelon.coflow import (
+    COFLOW_SCHEDULERS,
+    CoflowEvents,
+    CoflowOrder,
+    bottleneck,
+    madd,
+    replay,
+)
 from commsched.errors import CommschedError
 from commsched.io.coflow import parse_coflow_trace, read_coflow_trace
-from commsched.sim.flow import big_switch, check_flow_schedule, simulate
+from commsched.sim.flow import Quantized, RouteShare, big_switch, check_flow_schedule, simulate
 
 
 def run(name, src, dst, size, release, group, hosts=5):
@@ -234,3 +241,99 @@ def test_replay_epoch_admission_like_varys():
     assert df["cct"].tolist() == [1.0, 1.0]
     with pytest.raises(CommschedError, match="epoch"):
         replay(t, "sebf", epoch_s=0.0)
+
+
+def run_policy(policy, src, dst, size, release, hosts=7, **meta):
+    """Finish times and the first segment's rates of ``policy``, schedule checked."""
+    net = big_switch(hosts, 1.0)
+    args = [np.asarray(a) for a in (src, dst)] + [np.asarray(size, dtype=float),
+                                                  np.asarray(release, dtype=float)]
+    r = simulate(net, *args, policy=policy, record=True, **meta)
+    check_flow_schedule(net, *args, r)
+    return r.finish, r.segments[0].rates
+
+
+def test_coflow_event_rate_updates_leave_a_finished_flows_capacity_idle():
+    # Varys' simulator's candidate (a), issue 25. A: 2 bytes 0->1 and 1 byte 2->3; C: 5
+    # bytes 2->3 and 1 byte 0->1; 1 B/s ports, all at 0. SEBF ranks A (2 s) before C
+    # (5 s): A's MADD rates 1 and 0.5, C waits for port 0, back-fill gives A's 2->3 flow
+    # port 2's other half: it ends at 1. Recomputed then, C's 5-byte flow takes port 2
+    # from 1 (4 left at 2) and ends at 6; its 1-byte flow (MADD 1/4 + back-fill 3/4 at 2)
+    # at 3. Recomputed only at Coflow events (A departs at 2), the 5-byte flow starts at
+    # 2 and ends at 7: C's CCT 7 instead of 6.
+    args = ([0, 2, 2, 0], [1, 3, 3, 1], [2.0, 1.0, 5.0, 1.0], [0.0] * 4)
+    g = {"group": [0, 0, 1, 1]}
+    assert run_policy(CoflowOrder("sebf"), *args, **g)[0].tolist() == [2.0, 1.0, 6.0, 3.0]
+    events = CoflowEvents(CoflowOrder("sebf"))
+    assert run_policy(events, *args, **g)[0].tolist() == [2.0, 1.0, 7.0, 3.0]
+    with pytest.raises(CommschedError, match="group"):
+        run_policy(CoflowEvents(CoflowOrder("sebf")), *args)
+
+
+def test_greedy_backfill_gives_a_port_to_the_first_flow():
+    # Varys' simulator's candidate (b). One Coflow: 4 bytes 0->1 (its bottleneck, 4 s),
+    # 1 byte 2->3 and 1 byte 2->4. MADD: rates 1, 1/4, 1/4, half of port 2 left. Max-min
+    # back-fill (weights: remaining bytes 1, 1) splits it: 1/2 each, both end at 2.
+    # Greedy: the first flow takes all of it (3/4, ends at 4/3); recomputed then, the
+    # second gets 2/3 / (8/3) = 1/4 by MADD and 3/4 by back-fill: ends at 2.
+    args = ([0, 2, 2], [1, 3, 4], [4.0, 1.0, 1.0], [0.0] * 3)
+    finish, rates = run_policy(CoflowOrder("sebf"), *args, group=[0, 0, 0])
+    assert finish.tolist() == [4.0, 2.0, 2.0]
+    assert rates.tolist() == [1.0, 0.5, 0.5]
+    finish, rates = run_policy(CoflowOrder("sebf", "greedy"), *args, group=[0, 0, 0])
+    assert finish == pytest.approx([4.0, 4 / 3, 2.0], rel=1e-12)
+    assert rates.tolist() == [1.0, 0.75, 0.25]
+    with pytest.raises(CommschedError, match="back-fill"):
+        CoflowOrder("sebf", "fair")
+
+
+def test_greedy_backfill_serves_coflows_in_deadline_order():
+    # X: 2 bytes 0->1 and 1 byte 2->3 (bottleneck 2 s); Y: 3 bytes 4->5 and 1 byte 2->6
+    # (3 s). MADD: X's 2->3 flow 1/2, Y's 2->6 flow 1/3 of port 2's other half; 1/6 of
+    # port 2 is left. Greedy in rank order gives it to X's flow, in deadline order (Y's
+    # earlier) to Y's.
+    args = ([0, 2, 4, 2], [1, 3, 5, 6], [2.0, 1.0, 3.0, 1.0], [0.0] * 4)
+    _, rank = run_policy(CoflowOrder("sebf", "greedy"), *args, group=[0, 0, 1, 1])
+    assert rank == pytest.approx([1.0, 0.5 + 1 / 6, 1.0, 1 / 3], rel=1e-12)
+    _, edf = run_policy(CoflowOrder("sebf", "greedy"), *args, group=[0, 0, 1, 1],
+                        deadline=[9.0, 9.0, 5.0, 5.0])
+    assert edf == pytest.approx([1.0, 0.5, 1.0, 1 / 3 + 1 / 6], rel=1e-12)
+
+
+def test_greedy_backfill_shares_among_waiting_coflows_first():
+    # A (1 byte 0->1) saturates port 0; B (4 bytes 0->2, 1 byte 3->4, 1 byte 3->5) waits
+    # (MADD skips it); its flows clear of port 0 share port 3 equally (1/2 each) before
+    # any greedy pass, as Varys' simulator does (updateRatesFairShare)
+    args = ([0, 0, 3, 3], [1, 2, 4, 5], [1.0, 4.0, 1.0, 1.0], [0.0] * 4)
+    _, rates = run_policy(CoflowOrder("sebf", "greedy"), *args, group=[0, 1, 1, 1])
+    assert rates.tolist() == [1.0, 0.0, 0.5, 0.5]
+
+
+def test_quantized_rates_change_only_on_the_grid():
+    # two flows on egress 0 (1 B/s): 0.25 and 2 bytes. Unquantized the short one ends at
+    # 0.5 and the long one at 0.5 + 1.75 = 2.25; with 1 s steps the long one keeps 1/2
+    # until 1 (1.5 left) and ends at 2.5. A flow released at 0.2 waits for the grid.
+    args = ([0, 0], [1, 2], [0.25, 2.0], [0.0, 0.0])
+    assert run_policy(RouteShare("max-min"), *args)[0].tolist() == [0.5, 2.25]
+    assert run_policy(Quantized(RouteShare("max-min"), 1.0), *args)[0].tolist() == [0.5, 2.5]
+    late = run_policy(Quantized(RouteShare("max-min"), 1.0), [0], [1], [1.0], [0.2])[0]
+    assert late.tolist() == [2.0]
+    with pytest.raises(CommschedError, match="quantum"):
+        Quantized(RouteShare("max-min"), 0.0)
+
+
+def test_replay_varys_switches():
+    # one Coflow of 1 MB at 0 on 3 MB/s ports: CCT 1/3 s; 0.25 s steps round it to 0.5
+    t = parse_coflow_trace("2 1\n1 0 1 0 1 1:1.0\n")
+    assert replay(t, "sebf", port_rate=3.0, mb=1.0)["cct"].tolist() == [pytest.approx(1 / 3)]
+    assert replay(t, "sebf", port_rate=3.0, mb=1.0, quantum_s=0.25)["cct"].tolist() == [0.5]
+    for kw in ({"rate_updates": "coflow"}, {"backfill": "greedy"},
+               {"rate_updates": "coflow", "backfill": "greedy"}):
+        assert replay(t, "sebf", port_rate=3.0, mb=1.0, **kw)["cct"].tolist() == \
+            [pytest.approx(1 / 3)]
+    with pytest.raises(CommschedError, match="apply to sebf"):
+        replay(t, "fair", rate_updates="coflow")
+    with pytest.raises(CommschedError, match="rate updates"):
+        replay(t, "sebf", rate_updates="never")
+    with pytest.raises(CommschedError, match="quantum"):
+        replay(t, "sebf", quantum_s=-1.0)

@@ -63,6 +63,7 @@ __all__ = [
     "InvalidFlowSchedule",
     "Network",
     "Policy",
+    "Quantized",
     "RouteShare",
     "Segment",
     "View",
@@ -693,6 +694,44 @@ class RouteShare:
         if self.kind == "max-min":
             return max_min(view.links, view.net.capacity)
         return port_share(view.links, view.net.capacity)
+
+
+class Quantized:
+    """A policy whose rates change only at multiples of ``quantum`` seconds, as a
+    time-stepped simulator's do (Varys' ``coflow/coflowsim`` steps in quanta of 8 of its
+    ms, ``Simulator.simulate``): called on the grid it calls ``policy``; called between
+    two grid points (a flow completed or was released there) it keeps the rates it last
+    gave (0 for a flow it has not seen: a flow released between grid points waits for
+    the next one), asks for a wake-up at the next grid point and leaves the capacity a
+    completed flow held unused until then. Runs in :class:`FlowSim` (no route engine).
+
+Two flows share host 0's egress (1 byte/s); the short one ends at 0.5 s, and its half of
+the port stays idle until the grid point at 1 s (unquantized the long one ends at 2.25):
+
+    >>> net = big_switch(3, rate=1.0)
+    >>> q = Quantized(RouteShare("max-min"), 1.0)
+    >>> simulate(net, [0, 0], [1, 2], [0.25, 2.0], [0.0, 0.0], policy=q).finish.tolist()
+    [0.5, 2.5]
+    """
+
+    def __init__(self, policy: Policy, quantum: float) -> None:
+        if not quantum > 0:
+            raise CommschedError("quantum must be positive")
+        self.policy = policy
+        self.quantum = quantum
+        self._rate = np.zeros(0)  # by flow id: the rates of the last on-grid call
+
+    def __call__(self, view: View) -> np.ndarray:
+        q = self.quantum
+        k = round(view.now / q)
+        if len(self._rate) < view.sim.n:
+            self._rate = np.concatenate([self._rate, np.zeros(view.sim.n - len(self._rate))])
+        if abs(view.now - k * q) <= REL_TOL * max(q, abs(view.now)):
+            rates = np.asarray(self.policy(view), dtype=float)
+            self._rate[view.active] = rates
+            return rates
+        view.sim.wake_at(math.ceil(view.now / q) * q)
+        return self._rate[view.active]
 
 
 @njit(cache=True)
