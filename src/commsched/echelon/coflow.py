@@ -195,6 +195,19 @@ class CoflowOrder:
 
 
 @njit(cache=True)
+def _next_departure(act: np.ndarray, group: np.ndarray, rem: np.ndarray,
+                    rates: np.ndarray) -> float:  # pragma: no cover - compiled
+    """The time from now until the first Coflow (``group`` of the active flows ``act``)
+    has all its flows done at ``rates`` (remaining bytes ``rem``); ``inf`` if none can."""
+    gids, loc = _active_groups(act, group)
+    last = np.zeros(gids.shape[0])
+    for j in range(act.shape[0]):
+        t = rem[j] / rates[j] if rates[j] > 0 else np.inf
+        last[loc[j]] = max(last[loc[j]], t)
+    return last.min() if last.shape[0] else np.inf
+
+
+@njit(cache=True)
 def _active_groups(act: np.ndarray,
                    group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """The distinct Coflow ids (``group``, cast to int64) of the active flows ``act`` in
@@ -454,6 +467,13 @@ class CoflowEvents:
         self._seen[act] = True
         self._coflows = ncof
         return rates
+
+    def hold(self, view: View, rates: np.ndarray) -> float:
+        """The rates hold until the next Coflow departure: the earliest, over the active
+        Coflows, of the time its last flow finishes at these rates (``-inf`` when none
+        can finish: event by event then; :class:`~commsched.sim.flow.FlowSim`)."""
+        t = _next_departure(view.active, view.sim.meta["group"], view.remaining, rates)
+        return view.now + t if np.isfinite(t) else -np.inf
 
 
 def _fair() -> Policy:

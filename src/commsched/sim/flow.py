@@ -498,6 +498,46 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
     return k, t_end, nd
 
 
+@njit(cache=True)
+def _step_hold(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
+               remaining: np.ndarray, size: np.ndarray, finish: np.ndarray, now: float,
+               t_end: float, done: np.ndarray) -> tuple[int, int]:  # pragma: no cover
+    """Constant rates from ``now`` to ``t_end`` through any number of completions (the
+    policy holds its rates: :class:`FlowSim`, ``hold``): a flow whose finish time,
+    ``now`` plus its time to finish, is at most ``t_end`` plus ``REL_TOL`` of the
+    interval completes at that time, and so does one whose remaining bytes fall to
+    ``REL_TOL`` of its size (at ``t_end``); the others lose ``rate * (t_end - now)``
+    bytes. Compacts ``act[:na]`` (rates, links alongside) in place; returns the number
+    of flows still active and of completed ones (their ids in ``done[:k]``)."""
+    dt = t_end - now
+    due = t_end + REL_TOL * dt
+    k = 0
+    nd = 0
+    for j in range(na):
+        i = act[j]
+        r = rates[j]
+        before = remaining[i]
+        remaining[i] = before - r * dt
+        if r > 0.0 and now + before / r <= due:
+            remaining[i] = 0.0
+            finish[i] = min(now + before / r, t_end)
+            done[nd] = i
+            nd += 1
+        elif remaining[i] <= REL_TOL * size[i]:
+            remaining[i] = 0.0
+            finish[i] = t_end
+            done[nd] = i
+            nd += 1
+        else:
+            if k < j:
+                act[k] = i
+                rates[k] = r
+                for h in range(links.shape[1]):
+                    links[k, h] = links[j, h]
+            k += 1
+    return k, nd
+
+
 class FlowSim:
     """The event loop. Add flows with :meth:`add` (at or after :attr:`now`), then
     :meth:`advance`; flow columns beyond src/dst/size/release live in :attr:`meta`
@@ -506,7 +546,14 @@ class FlowSim:
     The active flows, their links and rates are kept in admission order in arrays that
     are compacted in place when flows complete (no per-event rebuild); a segment (the
     time to the next completion, the remaining bytes, completions) is one compiled pass
-    over them (:func:`_step`), so an event costs the policy plus O(active flows)."""
+    over them (:func:`_step`), so an event costs the policy plus O(active flows).
+
+    A policy with a ``hold(view, rates)`` method (:class:`Quantized`,
+    :class:`commsched.echelon.coflow.CoflowEvents`) says after each call until when
+    its rates hold whatever completes: the simulation then runs to that time (or an
+    earlier release, wake-up or ``until``) in one pass (:func:`_step_hold`), each flow
+    completing at its own time, and calls the policy only there; a hold at or before
+    the current time is an ordinary event-by-event run."""
 
     def __init__(self, net: Network, policy: Policy, record: bool = False) -> None:
         self.net = net
@@ -533,6 +580,7 @@ class FlowSim:
         self._done = np.zeros(self._cap, dtype=np.int64)
         self._na = 0
         self._dirty = True
+        self._hold = -math.inf  # the policy's rates hold until then (hold method)
         self._wake: list[float] = []
         self.events = 0  #: policy calls so far
         self.segments: list[Segment] = []
@@ -629,6 +677,9 @@ class FlowSim:
         self._rates[:na] = rates
         self.events += 1
         self._dirty = False
+        hold = getattr(self.policy, "hold", None)
+        if hold is not None:
+            self._hold = float(hold(view, rates))
 
     def advance(self, until: float = math.inf) -> np.ndarray:
         """Run until the next completion(s) or ``until``, whichever comes first; returns
@@ -641,6 +692,21 @@ class FlowSim:
             na = self._na
             if self.record:
                 ids, rates = self._act[:na].copy(), self._rates[:na].copy()
+            if self._hold > self.now and na:
+                t_end = min(t_next, self._hold)
+                self._na, nd = _step_hold(self._act, na, self._links, self._rates,
+                                          self.remaining, self.size, self.finish, self.now,
+                                          t_end, self._done)
+                if self.record and t_end > self.now:
+                    self._record_hold(ids, rates, t_end)
+                self.now = t_end
+                if t_end >= self._hold:
+                    self._dirty = True
+                if nd:
+                    return self._done[:nd].copy()
+                if t_end >= until:
+                    return np.zeros(0, dtype=np.int64)
+                continue
             self._na, t_end, nd = _step(self._act, na, self._links, self._rates,
                                         self.remaining, self.size, self.finish, self.now,
                                         t_next, self._done)
@@ -661,6 +727,17 @@ class FlowSim:
                 return self._done[:nd].copy()
             if t_end >= until:
                 return np.zeros(0, dtype=np.int64)
+
+    def _record_hold(self, ids: np.ndarray, rates: np.ndarray, t_end: float) -> None:
+        """The segments of a held interval: one between consecutive finish times of the
+        flows that completed in it (each flow sends until its own finish)."""
+        t = self.now
+        fin = np.where(np.isnan(self.finish[ids]), np.inf, self.finish[ids])
+        for t1 in np.unique(np.append(fin[fin < t_end], t_end)):
+            on = fin > t
+            if t1 > t and on.any():
+                self.segments.append(Segment(t, float(t1), ids[on], rates[on]))
+            t = float(t1)
 
     def run(self, progress: Callable[[int], object] | None = None) -> None:
         """Run until every added flow has finished; ``progress`` (if given) is called
@@ -732,6 +809,19 @@ the port stays idle until the grid point at 1 s (unquantized the long one ends a
             return rates
         view.sim.wake_at(math.ceil(view.now / q) * q)
         return self._rate[view.active]
+
+    def hold(self, view: View, rates: np.ndarray) -> float:
+        """The rates hold until the grid point at or after the wrapped policy's next event
+        (its own ``hold``, else the first completion)."""
+        inner = getattr(self.policy, "hold", None)
+        if inner is not None:
+            t = float(inner(view, rates))
+        else:
+            pos = rates > 0
+            t = view.now + float(np.min(view.remaining[pos] / rates[pos], initial=math.inf))
+        if not math.isfinite(t):
+            return -math.inf
+        return max(math.ceil(t / self.quantum - REL_TOL), 1) * self.quantum
 
 
 @njit(cache=True)
