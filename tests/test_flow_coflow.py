@@ -3,6 +3,8 @@ Coflow-Benchmark reader, the replay and its command."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +14,9 @@ from hypothesis import strategies as st
 from commsched.cli import main
 from commsched.echelon.coflow import (
     COFLOW_SCHEDULERS,
+    VARYS_EPOCH_S,
+    VARYS_PORT_RATE,
+    VARYS_QUANTUM_S,
     CoflowEvents,
     CoflowOrder,
     bottleneck,
@@ -21,6 +26,8 @@ from commsched.echelon.coflow import (
 from commsched.errors import CommschedError
 from commsched.io.coflow import parse_coflow_trace, read_coflow_trace
 from commsched.sim.flow import Quantized, RouteShare, big_switch, check_flow_schedule, simulate
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(name, src, dst, size, release, group, hosts=5):
@@ -337,3 +344,31 @@ def test_replay_varys_switches():
         replay(t, "sebf", rate_updates="never")
     with pytest.raises(CommschedError, match="quantum"):
         replay(t, "sebf", quantum_s=-1.0)
+
+
+VARYS_SIM = pd.read_csv(ROOT / "tests/data/coflowsim_fb2010_120.csv", comment="#")
+
+
+def fb2010_head(n):
+    lines = (ROOT / "data/coflow/FB2010-1Hr-150-0.txt").read_text().splitlines()
+    return parse_coflow_trace("\n".join([f"150 {n}", *lines[1:n + 1]]))
+
+
+def test_varys_switches_reproduce_varys_simulator_on_fb2010_head():
+    # Varys' own simulator (coflow/coflowsim, run on the first 120 FB2010 Coflows:
+    # tests/data/coflowsim_fb2010_120.csv) is reproduced Coflow by Coflow by sebf-static
+    # with all five switches and by fair-ports with quanta, port rate and epochs; leaving
+    # out the Coflow-event rate updates or the greedy back-fill breaks the match
+    t = fb2010_head(120)
+    varys = {"quantum_s": VARYS_QUANTUM_S, "port_rate": VARYS_PORT_RATE,
+             "epoch_s": VARYS_EPOCH_S}
+    coflow = {"rate_updates": "coflow", "backfill": "greedy"}
+    sebf = replay(t, "sebf-static", **varys, **coflow)
+    assert sebf["id"].tolist() == VARYS_SIM["id"].tolist()
+    np.testing.assert_allclose(sebf["cct"] * 1000, VARYS_SIM["sebf"], rtol=0, atol=1e-6)
+    fair = replay(t, "fair-ports", **varys)
+    np.testing.assert_allclose(fair["cct"] * 1000, VARYS_SIM["fair"], rtol=0, atol=1e-6)
+    for left_out in coflow:
+        partial = replay(t, "sebf-static", **varys,
+                         **{k: v for k, v in coflow.items() if k != left_out})
+        assert not np.allclose(partial["cct"] * 1000, VARYS_SIM["sebf"], rtol=0, atol=1.0)
