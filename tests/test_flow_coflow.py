@@ -354,6 +354,7 @@ def fb2010_head(n):
     return parse_coflow_trace("\n".join([f"150 {n}", *lines[1:n + 1]]))
 
 
+@pytest.mark.slow
 def test_varys_switches_reproduce_varys_simulator_on_fb2010_head():
     # Varys' own simulator (coflow/coflowsim, run on the first 120 FB2010 Coflows:
     # tests/data/coflowsim_fb2010_120.csv) is reproduced Coflow by Coflow by sebf-static

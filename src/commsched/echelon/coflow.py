@@ -32,20 +32,39 @@ name to a factory of a :data:`~commsched.sim.flow.Policy`:
     smaller of its equal shares at its links; capacity a flow cannot use is not
     redistributed (:func:`commsched.sim.flow.port_share`).
 
-Modelling differences from Varys' simulator (``coflow/coflowsim``, read for issue 25):
-it ranks SEBF statically (``sebf-static`` here); it admits Coflows in epochs of 10 of its
-seconds (``Simulator.simulate``: a Coflow arriving within the next epoch starts at the
-epoch's start and its CCT counts from there; :func:`replay`'s ``epoch_s``); it recomputes
-rates only when a Coflow arrives or departs, not when one of its flows completes; it
-back-fills greedily flow by flow (each takes ``min`` of the free capacity at its two
-ports) in earliest-deadline order, where ours back-fills by weighted max-min in rank
-order; it steps time in 8 ms quanta with reducer sizes rounded to whole MB per mapper;
-its port rate is 2^30 bit/s with 1024 trace-ms to its second (about 7% faster than
-our 1 Gbit/s per trace second). On FB2010, ``sebf-static`` raises our SEBF average CCT
-by 4.4% (23.52 s -> 24.56 s), about a quarter of the 18% gap to Varys' simulator, and
-10.24 s epochs change it by -0.1% (23.49 s): neither static ranking nor epoch admission
-explains the gap; the rate updates at Coflow events only and the greedy back-fill are
-the candidates left (not modelled here).
+Modelling differences from Varys' simulator (``coflow/coflowsim`` at b61f209, read and
+run for issue 25), each a switch of :func:`replay` whose default is this package's model:
+(1) it ranks SEBF statically (``sebf-static`` here); (2) it admits Coflows in epochs of 10
+of its seconds (``epoch_s``, :data:`VARYS_EPOCH_S`; ``Simulator.simulate``: a Coflow
+arriving within the next epoch starts at the epoch's start and its CCT counts from
+there); (3) it recomputes rates only when a Coflow arrives or departs, not when one of its
+flows completes (``rate_updates="coflow"``, :class:`CoflowEvents`); (4) it back-fills
+greedily (``backfill="greedy"``): the Coflows MADD skipped first share what MADD left per
+port, then flow by flow each flow takes the ``min`` of what its two ports have left,
+Coflows in earliest-deadline order (its deadlines: the static bottleneck times a random
+factor in [1, 2) of ``java.util.Random(17)``), where ours back-fills by weighted max-min
+in rank order; (5) it steps time in 8 ms quanta (``quantum_s``, :data:`VARYS_QUANTUM_S`;
+:class:`~commsched.sim.flow.Quantized`: rates change on the grid only, finishes round up
+to it); (6) its port rate is 2^30 bit/s with 1024 trace ms to its second
+(:data:`VARYS_PORT_RATE`, 4.9% above our 1 Gbit/s per trace second). It also rounds
+reducer sizes up to whole MB per mapper and merges a Coflow's mappers and reducers per
+port: no-ops on FB2010 (every reducer's MB there is a multiple of its mapper count; no
+Coflow has two mappers or two reducers on one port). With all six (``sebf-static``;
+``fair-ports`` with (2), (5), (6) for its per-flow fairness, which it recomputes every
+step) the replay reproduces Varys' simulator Coflow by Coflow on the first 120 FB2010
+Coflows (``tests/data/coflowsim_fb2010_120.csv``).
+
+On all of FB2010 (average CCT; ``benchmarks/results/echelon_varys.json``) ``sebf`` is
+23.52 s; alone, (3) raises it 3.5% (24.35 s), (4) BACKFILL_ALONE, (1) 4.4% (24.56 s),
+(5) 0.04%, (2) -0.1%, and (6) lowers it 5.5% (22.23 s); (3) and (4) together raise it 22%
+(28.74 s), all six 17.5% (27.64 s): Varys' simulator's SEBF is 17.5% slower than ours
+because of its rate updates at Coflow events combined with its greedy back-fill. Greedy
+back-fill hands a port's whole leftover to the first flow in deadline order, so a
+Coflow's flows finish at different times, and each early finisher's capacity then stays
+idle until some Coflow arrives or departs (:class:`CoflowEvents`' example: the idle port
+costs the waiting Coflow 1 s of 6). ``fair-ports`` goes from 76.94 s to FAIR_CDE s with
+(2), (5), (6) (FAIR_D s with (6) alone: the faster port), so the fair/SEBF ratio is
+RATIO_ALL under Varys' simulator's model against 3.27 under ours.
 
 Examples
 --------
@@ -66,6 +85,7 @@ SEBF runs A first (bottleneck 1 s < 2 s): A at 1 s, B at 3 s (average 2).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -568,7 +588,7 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     if epoch_s is not None:
         arrival = np.maximum(np.ceil(arrival / epoch_s) - 1, 0) * epoch_s
         f["release"] = arrival[f["coflow"]]
-    meta = {"group": f["coflow"]}
+    meta: dict[str, Any] = {"group": f["coflow"]}
     policy = COFLOW_SCHEDULERS[scheduler]()
     if backfill == "greedy":
         # Varys' simulator's flow order (reducers, then mappers, by port) and deadlines
