@@ -58,9 +58,11 @@ E = {"epoch_s": VARYS_EPOCH_S}
 SWITCHES: dict[str, dict[str, Any]] = {
     "none": {}, "a": A, "b": B, "c": C, "d": D, "e": E, "ab": {**A, **B},
     "all": {**A, **B, **C, **D, **E}, "cde": {**C, **D, **E}}
+# the slow runs last (``b`` alone, per-flow fairness in quanta)
 RUNS = ([f"{s}:{w}" for s in ("sebf", "sebf-static")
-         for w in ("none", "a", "b", "c", "d", "e", "ab", "all")]
-        + [f"fair-ports:{w}" for w in ("none", "c", "d", "e", "cde")])
+         for w in ("none", "a", "c", "d", "e", "ab", "all")]
+        + [f"fair-ports:{w}" for w in ("none", "d", "e", "cde", "c")]
+        + ["sebf:b", "sebf-static:b"])
 
 
 def main() -> int:

@@ -257,8 +257,9 @@ def _active_groups(act: np.ndarray,
 
 @njit(cache=True)
 def _greedy_fill(links: np.ndarray, act: np.ndarray, loc: np.ndarray, ng: int,
-                 order: np.ndarray, gamma: np.ndarray, bkey: np.ndarray, left: np.ndarray,
-                 tol: float, rates: np.ndarray) -> None:  # pragma: no cover - compiled
+                 order: np.ndarray, gamma: np.ndarray, bkey: np.ndarray, now: float,
+                 left: np.ndarray, tol: float,
+                 rates: np.ndarray) -> None:  # pragma: no cover - compiled
     """Varys' simulator's back-fill (``CoflowSimulator.updateRatesDynamicAlpha``, work
     conservation) of what MADD ``left``: (1) the flows of the Coflows MADD skipped
     (``gamma`` infinite: a link they need was saturated) whose links all have capacity
@@ -301,7 +302,8 @@ def _greedy_fill(links: np.ndarray, act: np.ndarray, loc: np.ndarray, ng: int,
         dl = np.full(ng, np.inf)
         for j in range(n):
             dl[loc[j]] = bkey[act[j]]
-        seq = order[np.argsort(dl[order], kind="mergesort")]
+        ms = np.trunc((dl[order] - now) * 1000.0)  # whole ms to go, as Varys' int
+        seq = order[np.argsort(ms, kind="mergesort")]
     # the active flows grouped by Coflow, in active order within one
     start = np.zeros(ng + 1, np.int64)
     for j in range(n):
@@ -413,7 +415,7 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
             if b[k, lk] > 0:
                 left[lk] = max(left[lk] - b[k, lk] / gk, 0.0)
     if greedy:
-        _greedy_fill(links, act, loc, ng, order, gamma, bkey, left, tol, rates)
+        _greedy_fill(links, act, loc, ng, order, gamma, bkey, now, left, tol, rates)
         for j in range(n):
             rates[j] += rem[j] / gamma[loc[j]]
         return
@@ -552,8 +554,10 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     ``rate_updates="coflow"`` recomputes rates only when a Coflow arrives or departs
     (:class:`CoflowEvents`); ``backfill="greedy"`` back-fills flow by flow
     (:class:`CoflowOrder`), Coflows in the order of Varys' simulator's deadlines
-    (release plus the bottleneck time of the full size times ``1 + u``, ``u`` the
-    :func:`java_doubles` of seed 17 in trace order; ``Job.calcAlphaDeadline``) and each
+    (``Job.calcAlphaDeadline``: release plus the Coflow's largest bytes at a port over
+    2^27 bytes/s, times ``1 + u`` with ``u`` the :func:`java_doubles` of seed 17 in
+    trace order; it divides by its port rate per its second and adds the result as
+    trace ms, whatever ``port_rate``) and each
     Coflow's flows by (reducer, mapper) port; both apply to the Coflow schedulers
     ``sebf``, ``sebf-static`` and ``fifo`` only (Varys' simulator recomputes per-flow
     fairness at every step). ``quantum_s`` (:data:`VARYS_QUANTUM_S`) changes rates only
@@ -594,7 +598,8 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
         # Varys' simulator's flow order (reducers, then mappers, by port) and deadlines
         o = np.lexsort((f["src"], f["dst"], f["coflow"]))
         f = {k: v[o] for k, v in f.items()}
-        net = big_switch(trace.ports, port_rate)
+        # its deadline: the largest bytes at a port over 2^27 bytes, read as seconds
+        net = big_switch(trace.ports, 2.0**27)
         gamma = np.array([bottleneck(net.routes[s, d], z, net.capacity) for s, d, z in
                           _by_coflow(f, len(trace))])
         deadline = arrival + gamma * (1.0 + java_doubles(17, len(trace)))
