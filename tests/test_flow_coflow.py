@@ -373,3 +373,24 @@ def test_varys_switches_reproduce_varys_simulator_on_fb2010_head():
         partial = replay(t, "sebf-static", **varys,
                          **{k: v for k, v in coflow.items() if k != left_out})
         assert not np.allclose(partial["cct"] * 1000, VARYS_SIM["sebf"], rtol=0, atol=1.0)
+
+
+def test_replay_command_varys_switches(tmp_path, capsys):
+    trace = tmp_path / "t.txt"
+    trace.write_text(TRACE)
+    out = tmp_path / "cct.csv"
+    assert main(["echelon", "replay", str(trace), "--scheduler", "sebf-static",
+                 "--rate-updates", "coflow", "--backfill", "greedy", "--quantum", "0.008",
+                 "--epoch", "10.24", "--port-rate", "131072000", "-o", str(out)]) == 0
+    df = pd.read_csv(out, comment="#")
+    want = replay(parse_coflow_trace(TRACE), "sebf-static", port_rate=VARYS_PORT_RATE,
+                  epoch_s=VARYS_EPOCH_S, rate_updates="coflow", backfill="greedy",
+                  quantum_s=VARYS_QUANTUM_S)
+    np.testing.assert_allclose(df["cct"], want["cct"], rtol=1e-12)
+    assert '"rate_updates": "coflow"' in out.read_text()  # provenance names the switches
+    capsys.readouterr()
+    assert main(["echelon", "replay", str(trace), "--scheduler", "fair", "--backfill",
+                 "greedy", "-o", str(tmp_path / "x.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "apply to sebf" in err
+    assert not (tmp_path / "x.csv").exists()

@@ -62,9 +62,9 @@ because of its rate updates at Coflow events combined with its greedy back-fill.
 back-fill hands a port's whole leftover to the first flow in deadline order, so a
 Coflow's flows finish at different times, and each early finisher's capacity then stays
 idle until some Coflow arrives or departs (:class:`CoflowEvents`' example: the idle port
-costs the waiting Coflow 1 s of 6). ``fair-ports`` goes from 76.94 s to FAIR_CDE s with
-(2), (5), (6) (FAIR_D s with (6) alone: the faster port), so the fair/SEBF ratio is
-RATIO_ALL under Varys' simulator's model against 3.27 under ours.
+costs the waiting Coflow 1 s of 6). ``fair-ports`` goes from 76.94 s to 70.59 s with
+(2), (5), (6) (70.32 s with (6) alone: the faster port), so the fair/SEBF ratio is
+2.55 under Varys' simulator's model against 3.27 under ours.
 
 Examples
 --------
