@@ -474,41 +474,22 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
     if dt_done == np.inf and t_next == np.inf:
         return na, -1.0, 0
     t_end = min(now + dt_done, t_next)
-    dt = t_end - now
-    due = t_end + REL_TOL * dt
-    k = 0
-    nd = 0
-    for j in range(na):
-        i = act[j]
-        r = rates[j]
-        before = remaining[i]
-        remaining[i] = before - r * dt
-        if (r > 0.0 and now + before / r <= due) or remaining[i] <= REL_TOL * size[i]:
-            remaining[i] = 0.0
-            finish[i] = t_end
-            done[nd] = i
-            nd += 1
-        else:
-            if k < j:
-                act[k] = i
-                rates[k] = r
-                for h in range(links.shape[1]):
-                    links[k, h] = links[j, h]
-            k += 1
+    k, nd = _advance(act, na, links, rates, remaining, size, finish, now, t_end, False, done)
     return k, t_end, nd
 
 
 @njit(cache=True)
-def _step_hold(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
-               remaining: np.ndarray, size: np.ndarray, finish: np.ndarray, now: float,
-               t_end: float, done: np.ndarray) -> tuple[int, int]:  # pragma: no cover
-    """Constant rates from ``now`` to ``t_end`` through any number of completions (the
-    policy holds its rates: :class:`FlowSim`, ``hold``): a flow whose finish time,
-    ``now`` plus its time to finish, is at most ``t_end`` plus ``REL_TOL`` of the
-    interval completes at that time, and so does one whose remaining bytes fall to
-    ``REL_TOL`` of its size (at ``t_end``); the others lose ``rate * (t_end - now)``
-    bytes. Compacts ``act[:na]`` (rates, links alongside) in place; returns the number
-    of flows still active and of completed ones (their ids in ``done[:k]``)."""
+def _advance(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
+             remaining: np.ndarray, size: np.ndarray, finish: np.ndarray, now: float,
+             t_end: float, own: bool, done: np.ndarray) -> tuple[int, int]:  # pragma: no cover
+    """The active flows ``act[:na]`` at constant rates from ``now`` to ``t_end``: a flow
+    whose finish time, ``now`` plus its time to finish, is at most ``t_end`` plus
+    ``REL_TOL`` of the interval completes, and so does one whose remaining bytes fall to
+    ``REL_TOL`` of its size; it finishes at ``t_end``, or with ``own`` (the policy holds
+    its rates through completions: :class:`FlowSim`, ``hold``) at its own finish time
+    when that is earlier. The others lose ``rate * (t_end - now)`` bytes. Compacts
+    ``act[:na]`` (rates, links alongside) in place; returns the number of flows still
+    active and of completed ones (their ids in ``done[:k]``)."""
     dt = t_end - now
     due = t_end + REL_TOL * dt
     k = 0
@@ -518,14 +499,10 @@ def _step_hold(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
         r = rates[j]
         before = remaining[i]
         remaining[i] = before - r * dt
-        if r > 0.0 and now + before / r <= due:
+        due_now = r > 0.0 and now + before / r <= due
+        if due_now or remaining[i] <= REL_TOL * size[i]:
             remaining[i] = 0.0
-            finish[i] = min(now + before / r, t_end)
-            done[nd] = i
-            nd += 1
-        elif remaining[i] <= REL_TOL * size[i]:
-            remaining[i] = 0.0
-            finish[i] = t_end
+            finish[i] = min(now + before / r, t_end) if own and due_now else t_end
             done[nd] = i
             nd += 1
         else:
@@ -551,7 +528,7 @@ class FlowSim:
     A policy with a ``hold(view, rates)`` method (:class:`Quantized`,
     :class:`commsched.echelon.coflow.CoflowEvents`) says after each call until when
     its rates hold whatever completes: the simulation then runs to that time (or an
-    earlier release, wake-up or ``until``) in one pass (:func:`_step_hold`), each flow
+    earlier release, wake-up or ``until``) in one pass (:func:`_advance`), each flow
     completing at its own time, and calls the policy only there; a hold at or before
     the current time is an ordinary event-by-event run."""
 
@@ -694,9 +671,9 @@ class FlowSim:
                 ids, rates = self._act[:na].copy(), self._rates[:na].copy()
             if self._hold > self.now and na:
                 t_end = min(t_next, self._hold)
-                self._na, nd = _step_hold(self._act, na, self._links, self._rates,
-                                          self.remaining, self.size, self.finish, self.now,
-                                          t_end, self._done)
+                self._na, nd = _advance(self._act, na, self._links, self._rates,
+                                        self.remaining, self.size, self.finish, self.now,
+                                        t_end, True, self._done)
                 if self.record and t_end > self.now:
                     self._record_hold(ids, rates, t_end)
                 self.now = t_end
