@@ -24,9 +24,10 @@ the average (and 95th-percentile) CCT, the policy calls and the time of each run
 ``a`` and ``b`` apply to the Coflow schedulers only. ``b`` alone is not run by default:
 its back-fill gives a Coflow's flows different finish times and each completion then
 recomputes every rate (hundreds of thousands of recomputations over ~100k active flows:
-over an hour on the shared machine, and about as long with 8 ms quanta; ``--runs sebf:b``
-runs it); ``--skip`` leaves runs out. The CCTs are deterministic; the times are upper bounds on a shared 2-core machine
-(load recorded; the first run's time includes compiling the kernels).
+well over an hour on the shared machine, about as long with 8 ms quanta; ``--runs
+sebf:b`` runs it); ``--skip`` leaves runs out. The CCTs are deterministic; the times are
+upper bounds on a shared 2-core machine (load recorded; the first run's time includes
+compiling the kernels).
 
 Run: ``python benchmarks/bench_echelon_varys.py`` (``--runs sebf:ab fair-ports:cde`` for a
 subset).
