@@ -55,16 +55,19 @@ step) the replay reproduces Varys' simulator Coflow by Coflow on the first 120 F
 Coflows (``tests/data/coflowsim_fb2010_120.csv``).
 
 On all of FB2010 (average CCT; ``benchmarks/results/echelon_varys.json``) ``sebf`` is
-23.52 s; alone, (3) raises it 3.5% (24.35 s), (4) BACKFILL_ALONE, (1) 4.4% (24.56 s),
-(5) 0.04%, (2) -0.1%, and (6) lowers it 5.5% (22.23 s); (3) and (4) together raise it 22%
-(28.74 s), all six 17.5% (27.64 s): Varys' simulator's SEBF is 17.5% slower than ours
-because of its rate updates at Coflow events combined with its greedy back-fill. Greedy
-back-fill hands a port's whole leftover to the first flow in deadline order, so a
-Coflow's flows finish at different times, and each early finisher's capacity then stays
-idle until some Coflow arrives or departs (:class:`CoflowEvents`' example: the idle port
-costs the waiting Coflow 1 s of 6). ``fair-ports`` goes from 76.94 s to 70.59 s with
-(2), (5), (6) (70.32 s with (6) alone: the faster port), so the fair/SEBF ratio is
-2.55 under Varys' simulator's model against 3.27 under ours.
+23.52 s. Alone, (3) raises it 3.5% (24.35 s), (1) 4.4% (24.56 s), (5) 0.04%, (2) -0.1%,
+and (6) lowers it 5.5% (22.23 s); (4) alone was not run on the whole trace (each
+completion then recomputes every rate: over two hours here; +0.01% on the first 120
+Coflows, where (3) alone is +0.1% and the two together +0.7%). (3) and (4) together raise
+it 22% (28.74 s); all six give 27.64 s, 17.5% above ours, and all but (4) 23.90 s. So
+Varys' simulator's SEBF is slower than ours because of its greedy back-fill combined
+with its rate updates at Coflow events: greedy back-fill hands a port's whole leftover to
+the first flow in deadline order, so a Coflow's flows finish at different times, and
+each early finisher's capacity then stays idle until some Coflow arrives or departs
+(:class:`CoflowEvents`' example: the idle port costs the waiting Coflow 1 s of 6).
+``fair-ports`` goes from 76.94 s to 70.59 s with (2), (5), (6) (70.32 s with (6) alone:
+the faster port), so the fair/SEBF ratio is 2.55 under Varys' simulator's model against
+3.27 under ours.
 
 Examples
 --------
