@@ -419,3 +419,14 @@ def test_held_rates_run_through_completions_as_event_by_event(make):
     check_flow_schedule(net, src, dst, size, release, a)
     np.testing.assert_allclose(a.finish, b.finish, rtol=1e-12)
     assert a.events < b.events
+
+
+def test_fb2010_needs_no_varys_rounding_or_port_merging():
+    # Varys' simulator rounds each reducer's bytes up to whole MB per mapper
+    # (ReduceTask.roundToNearestNMB) and merges a Coflow's mappers (reducers) on one
+    # port (Job.coalesceMappers/Reducers): on FB2010 both are no-ops, so the replay
+    # needs no switch for them
+    t = read_coflow_trace("data/coflow/FB2010-1Hr-150-0.txt")
+    for m, r, mb in zip(t.mappers, t.reducers, t.reducer_mb, strict=True):
+        assert len(set(m.tolist())) == len(m) and len(set(r.tolist())) == len(r)
+        assert np.all(mb % len(m) == 0)
