@@ -430,3 +430,20 @@ def test_fb2010_needs_no_varys_rounding_or_port_merging():
     for m, r, mb in zip(t.mappers, t.reducers, t.reducer_mb, strict=True):
         assert len(set(m.tolist())) == len(m) and len(set(r.tolist())) == len(r)
         assert np.all(mb % len(m) == 0)
+
+
+@pytest.mark.slow
+def test_varys_switches_against_varys_simulator_on_all_of_fb2010():
+    # Varys' simulator on all of FB2010 (tests/data/coflowsim_fb2010_sebf.csv, average
+    # 28.53 s): the emulation gives 503 of the 526 CCTs to 1 ms and 27.64 s on average;
+    # the other 23 diverge from Coflow 219 on (it ends one 8 ms step later here), cause
+    # not found (issue 25)
+    varys = pd.read_csv(ROOT / "tests/data/coflowsim_fb2010_sebf.csv", comment="#")
+    df = replay(read_coflow_trace("data/coflow/FB2010-1Hr-150-0.txt"), "sebf-static",
+                quantum_s=VARYS_QUANTUM_S, port_rate=VARYS_PORT_RATE, epoch_s=VARYS_EPOCH_S,
+                rate_updates="coflow", backfill="greedy")
+    assert df["id"].tolist() == varys["id"].tolist()
+    close = np.abs(df["cct"] * 1000 - varys["sebf"]) < 1.0
+    assert close.sum() >= 503
+    assert varys["sebf"].mean() / 1000 == pytest.approx(28.528, abs=1e-3)
+    assert df["cct"].mean() == pytest.approx(27.635, abs=1e-3)

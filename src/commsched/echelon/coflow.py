@@ -41,9 +41,9 @@ there); (3) it recomputes rates only when a Coflow arrives or departs, not when 
 flows completes (``rate_updates="coflow"``, :class:`CoflowEvents`); (4) it back-fills
 greedily (``backfill="greedy"``): the Coflows MADD skipped first share what MADD left per
 port, then flow by flow each flow takes the ``min`` of what its two ports have left,
-Coflows in earliest-deadline order (its deadlines: the static bottleneck times a random
-factor in [1, 2) of ``java.util.Random(17)``), where ours back-fills by weighted max-min
-in rank order; (5) it steps time in 8 ms quanta (``quantum_s``, :data:`VARYS_QUANTUM_S`;
+Coflows in earliest-deadline order (its deadlines: arrival plus the static bottleneck
+times a random factor in [1, 2) of ``java.util.Random(17)``, in whole ms), where ours
+back-fills by weighted max-min in rank order; (5) it steps time in 8 ms quanta (``quantum_s``, :data:`VARYS_QUANTUM_S`;
 :class:`~commsched.sim.flow.Quantized`: rates change on the grid only, finishes round up
 to it); (6) its port rate is 2^30 bit/s with 1024 trace ms to its second
 (:data:`VARYS_PORT_RATE`, 4.9% above our 1 Gbit/s per trace second). It also rounds
@@ -52,22 +52,30 @@ port: no-ops on FB2010 (every reducer's MB there is a multiple of its mapper cou
 Coflow has two mappers or two reducers on one port). With all six (``sebf-static``;
 ``fair-ports`` with (2), (5), (6) for its per-flow fairness, which it recomputes every
 step) the replay reproduces Varys' simulator Coflow by Coflow on the first 120 FB2010
-Coflows (``tests/data/coflowsim_fb2010_120.csv``).
+Coflows (``tests/data/coflowsim_fb2010_120.csv``). On all of FB2010 (its SEBF output:
+``tests/data/coflowsim_fb2010_sebf.csv``, average 28.53 s) it gives 503 of the 526 CCTs
+to 1 ms and 27.64 s on average: the other 23 (large Coflows of the busy period from
+Coflow 187 on) diverge after Coflow 219 ends 0.74 ms past an 8 ms step here, one step
+after Varys' simulator ends it, and the cause of that first difference was not found.
 
 On all of FB2010 (average CCT; ``benchmarks/results/echelon_varys.json``) ``sebf`` is
 23.52 s. Alone, (3) raises it 3.5% (24.35 s), (1) 4.4% (24.56 s), (5) 0.04%, (2) -0.1%,
 and (6) lowers it 5.5% (22.23 s); (4) alone was not run on the whole trace (each
 completion then recomputes every rate: over two hours here; +0.01% on the first 120
 Coflows, where (3) alone is +0.1% and the two together +0.7%). (3) and (4) together raise
-it 22% (28.74 s); all six give 27.64 s, 17.5% above ours, and all but (4) 23.90 s. So
-Varys' simulator's SEBF is slower than ours because of its greedy back-fill combined
-with its rate updates at Coflow events: greedy back-fill hands a port's whole leftover to
+it 22% (28.74 s); all six give 27.64 s, 17.5% above ours, and all but (4) 23.90 s.
+Varys' simulator itself gives 28.53 s: the switches account for 4.11 s of the 5.00 s
+(21%) it is above ours, and the rest is the divergence above. So Varys' simulator's SEBF
+is slower than ours mainly because of its greedy back-fill combined with its rate
+updates at Coflow events: greedy back-fill hands a port's whole leftover to
 the first flow in deadline order, so a Coflow's flows finish at different times, and
 each early finisher's capacity then stays idle until some Coflow arrives or departs
 (:class:`CoflowEvents`' example: the idle port costs the waiting Coflow 1 s of 6).
 ``fair-ports`` goes from 76.94 s to 70.59 s with (2), (5), (6) (70.32 s with (6) alone:
-the faster port), so the fair/SEBF ratio is 2.55 under Varys' simulator's model against
-3.27 under ours.
+the faster port), so the fair/SEBF ratio is 2.55 under Varys' simulator's model
+(70.59 / 27.64) against 3.27 under ours; over its own SEBF average it is 2.47 (70.59 /
+28.53), issue 25's figure for that simulator (its FAIR on all of FB2010 was not run
+here: about 18 min of CPU; on the first 120 Coflows the emulation equals it).
 
 Examples
 --------
