@@ -45,8 +45,9 @@ Coflows in earliest-deadline order (its deadlines: arrival plus the static bottl
 times a random factor in [1, 2) of ``java.util.Random(17)``, in whole ms), where ours
 back-fills by weighted max-min in rank order; (5) it steps time in 8 ms quanta
 (``quantum_s``, :data:`VARYS_QUANTUM_S`; :class:`~commsched.sim.flow.Quantized`: rates
-change on the grid only, finishes round up to it); (6) its port rate is 2^30 bit/s with 1024 trace ms to its second
-(:data:`VARYS_PORT_RATE`, 4.9% above our 1 Gbit/s per trace second). It also rounds
+change on the grid only, finishes round up to it); (6) its port rate is 2^30 bit/s with
+1024 trace ms to its second (:data:`VARYS_PORT_RATE`, 4.9% above our 1 Gbit/s per trace
+second). It also rounds
 reducer sizes up to whole MB per mapper and merges a Coflow's mappers and reducers per
 port: no-ops on FB2010 (every reducer's MB there is a multiple of its mapper count; no
 Coflow has two mappers or two reducers on one port). With all six (``sebf-static``;
