@@ -32,20 +32,51 @@ name to a factory of a :data:`~commsched.sim.flow.Policy`:
     smaller of its equal shares at its links; capacity a flow cannot use is not
     redistributed (:func:`commsched.sim.flow.port_share`).
 
-Modelling differences from Varys' simulator (``coflow/coflowsim``, read for issue 25):
-it ranks SEBF statically (``sebf-static`` here); it admits Coflows in epochs of 10 of its
-seconds (``Simulator.simulate``: a Coflow arriving within the next epoch starts at the
-epoch's start and its CCT counts from there; :func:`replay`'s ``epoch_s``); it recomputes
-rates only when a Coflow arrives or departs, not when one of its flows completes; it
-back-fills greedily flow by flow (each takes ``min`` of the free capacity at its two
-ports) in earliest-deadline order, where ours back-fills by weighted max-min in rank
-order; it steps time in 8 ms quanta with reducer sizes rounded to whole MB per mapper;
-its port rate is 2^30 bit/s with 1024 trace-ms to its second (about 7% faster than
-our 1 Gbit/s per trace second). On FB2010, ``sebf-static`` raises our SEBF average CCT
-by 4.4% (23.52 s -> 24.56 s), about a quarter of the 18% gap to Varys' simulator, and
-10.24 s epochs change it by -0.1% (23.49 s): neither static ranking nor epoch admission
-explains the gap; the rate updates at Coflow events only and the greedy back-fill are
-the candidates left (not modelled here).
+Modelling differences from Varys' simulator (``coflow/coflowsim`` at b61f209, read and
+run for issue 25), each a switch of :func:`replay` whose default is this package's model:
+(1) it ranks SEBF statically (``sebf-static`` here); (2) it admits Coflows in epochs of 10
+of its seconds (``epoch_s``, :data:`VARYS_EPOCH_S`; ``Simulator.simulate``: a Coflow
+arriving within the next epoch starts at the epoch's start and its CCT counts from
+there); (3) it recomputes rates only when a Coflow arrives or departs, not when one of its
+flows completes (``rate_updates="coflow"``, :class:`CoflowEvents`); (4) it back-fills
+greedily (``backfill="greedy"``): the Coflows MADD skipped first share what MADD left per
+port, then flow by flow each flow takes the ``min`` of what its two ports have left,
+Coflows in earliest-deadline order (its deadlines: arrival plus the static bottleneck
+times a random factor in [1, 2) of ``java.util.Random(17)``, in whole ms), where ours
+back-fills by weighted max-min in rank order; (5) it steps time in 8 ms quanta
+(``quantum_s``, :data:`VARYS_QUANTUM_S`; :class:`~commsched.sim.flow.Quantized`: rates
+change on the grid only, finishes round up to it); (6) its port rate is 2^30 bit/s with
+1024 trace ms to its second (:data:`VARYS_PORT_RATE`, 4.9% above our 1 Gbit/s per trace
+second). It also rounds
+reducer sizes up to whole MB per mapper and merges a Coflow's mappers and reducers per
+port: no-ops on FB2010 (every reducer's MB there is a multiple of its mapper count; no
+Coflow has two mappers or two reducers on one port). With all six (``sebf-static``;
+``fair-ports`` with (2), (5), (6) for its per-flow fairness, which it recomputes every
+step) the replay reproduces Varys' simulator Coflow by Coflow on the first 120 FB2010
+Coflows (``tests/data/coflowsim_fb2010_120.csv``). On all of FB2010 (its SEBF output:
+``tests/data/coflowsim_fb2010_sebf.csv``, average 28.53 s) it gives 503 of the 526 CCTs
+to 1 ms and 27.64 s on average: the other 23 (large Coflows of the busy period from
+Coflow 187 on) diverge after Coflow 219 ends 0.74 ms past an 8 ms step here, one step
+after Varys' simulator ends it, and the cause of that first difference was not found.
+
+On all of FB2010 (average CCT; ``benchmarks/results/echelon_varys.json``) ``sebf`` is
+23.52 s. Alone, (3) raises it 3.5% (24.35 s), (1) 4.4% (24.56 s), (5) 0.04%, (2) -0.1%,
+and (6) lowers it 5.5% (22.23 s); (4) alone was not run on the whole trace (each
+completion then recomputes every rate: over two hours here; +0.01% on the first 120
+Coflows, where (3) alone is +0.1% and the two together +0.7%). (3) and (4) together raise
+it 22% (28.74 s); all six give 27.64 s, 17.5% above ours, and all but (4) 23.90 s.
+Varys' simulator itself gives 28.53 s: the switches account for 4.11 s of the 5.00 s
+(21%) it is above ours, and the rest is the divergence above. So Varys' simulator's SEBF
+is slower than ours mainly because of its greedy back-fill combined with its rate
+updates at Coflow events: greedy back-fill hands a port's whole leftover to
+the first flow in deadline order, so a Coflow's flows finish at different times, and
+each early finisher's capacity then stays idle until some Coflow arrives or departs
+(:class:`CoflowEvents`' example: the idle port costs the waiting Coflow 1 s of 6).
+``fair-ports`` goes from 76.94 s to 70.59 s with (2), (5), (6) (70.32 s with (6) alone:
+the faster port), so the fair/SEBF ratio is 2.55 under Varys' simulator's model
+(70.59 / 27.64) against 3.27 under ours; over its own SEBF average it is 2.47 (70.59 /
+28.53), issue 25's figure for that simulator (its FAIR on all of FB2010 was not run
+here: about 18 min of CPU; on the first 120 Coflows the emulation equals it).
 
 Examples
 --------
@@ -66,6 +97,7 @@ SEBF runs A first (bottleneck 1 s < 2 s): A at 1 s, B at 3 s (average 2).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,6 +109,7 @@ from commsched.progress import bar
 from commsched.sim.flow import (
     REL_TOL,
     Policy,
+    Quantized,
     RouteShare,
     View,
     big_switch,
@@ -84,10 +117,24 @@ from commsched.sim.flow import (
     simulate,
 )
 
-__all__ = ["COFLOW_SCHEDULERS", "GBPS", "CoflowOrder", "bottleneck", "madd", "replay"]
+__all__ = ["BACKFILLS", "COFLOW_SCHEDULERS", "GBPS", "RATE_UPDATES", "VARYS_EPOCH_S",
+           "VARYS_PORT_RATE", "VARYS_QUANTUM_S", "CoflowEvents", "CoflowOrder", "bottleneck",
+           "java_doubles", "madd", "replay"]
 
-#: 1 Gbit/s in bytes/s: the port rate of the replay by default (Varys' simulator's).
+#: 1 Gbit/s in bytes/s: the port rate of the replay by default.
 GBPS = 1e9 / 8
+#: Varys' simulator's port rate in bytes per trace second: 2^30 bit per its second, which
+#: is 1024 trace ms (``Constants.RACK_BITS_PER_SEC``, ``SIMULATION_SECOND_MILLIS``).
+VARYS_PORT_RATE = 2.0**30 / 8 * 1000 / 1024
+#: Varys' simulator's admission epoch (10 of its seconds) in trace seconds.
+VARYS_EPOCH_S = 10.24
+#: Varys' simulator's time step (``Constants.SIMULATION_QUANTA``, 8 ms) in trace seconds.
+VARYS_QUANTUM_S = 0.008
+#: :class:`CoflowOrder`'s back-fills: weighted max-min in rank order, or Varys' simulator's.
+BACKFILLS = ("max-min", "greedy")
+#: When a replay recomputes rates: at every flow arrival and completion, or (Varys'
+#: simulator) only when a Coflow arrives or departs (:class:`CoflowEvents`).
+RATE_UPDATES = ("flow", "coflow")
 
 
 def _link_bytes(links: np.ndarray, rem: np.ndarray, gidx: np.ndarray, ngroups: int,
@@ -133,13 +180,23 @@ class CoflowOrder:
     bottleneck first), ``fifo`` (``order="fifo"``, arrival order) or ``sebf-static``
     (``order="sebf-static"``: the bottleneck of the Coflow's full size, fixed when the
     Coflow is first seen, as Varys' simulator orders Coflows). Module docstring; the
-    allocation is one compiled pass (:func:`_coflow_order`)."""
+    allocation is one compiled pass (:func:`_coflow_order`).
 
-    def __init__(self, order: str) -> None:
+    ``backfill="greedy"`` back-fills as Varys' simulator does (:func:`_greedy_fill`):
+    the Coflows MADD skipped share what it left per port, then flow by flow each takes
+    all its ports have left, Coflows in increasing flow meta column ``deadline`` when
+    the simulation has one (:func:`replay` writes Varys' simulator's), else in rank
+    order; the default ``"max-min"`` is weighted max-min in rank order."""
+
+    def __init__(self, order: str, backfill: str = "max-min") -> None:
         if order not in ("sebf", "fifo", "sebf-static"):
             raise CommschedError(f"Coflow order must be sebf, fifo or sebf-static, "
                                  f"not {order!r}")
+        if backfill not in BACKFILLS:
+            raise CommschedError(f"back-fill must be {' or '.join(BACKFILLS)}, "
+                                 f"not {backfill!r}")
         self.order = order
+        self.backfill = backfill
         self._static: dict[int, float] = {}  # Coflow id -> bottleneck of its full size
 
     def __call__(self, view: View) -> np.ndarray:
@@ -157,12 +214,29 @@ class CoflowOrder:
         key = (np.array([self._static.get(g, np.nan) for g in gids.tolist()]) if static
                else np.zeros(0))
         fresh = bool(np.isnan(key).any())
+        greedy = self.backfill == "greedy"
+        bkey = sim.meta.get("deadline") if greedy else None
         _coflow_order(view.links, view.active, sim.remaining, sim.size, sim.release, loc,
                       len(gids), view.net.capacity.astype(float), self.order == "fifo", key,
-                      view.now, rates)
+                      view.now, greedy,
+                      np.zeros(0) if bkey is None else np.asarray(bkey, dtype=np.float64),
+                      rates)
         if static and fresh:  # the keys of the Coflows seen for the first time
             self._static.update(zip(gids.tolist(), key.tolist(), strict=True))
         return rates
+
+
+@njit(cache=True)
+def _next_departure(act: np.ndarray, group: np.ndarray, rem: np.ndarray,
+                    rates: np.ndarray) -> float:  # pragma: no cover - compiled
+    """The time from now until the first Coflow (``group`` of the active flows ``act``)
+    has all its flows done at ``rates`` (remaining bytes ``rem``); ``inf`` if none can."""
+    gids, loc = _active_groups(act, group)
+    last = np.zeros(gids.shape[0])
+    for j in range(act.shape[0]):
+        t = rem[j] / rates[j] if rates[j] > 0 else np.inf
+        last[loc[j]] = max(last[loc[j]], t)
+    return last.min() if last.shape[0] else np.inf
 
 
 @njit(cache=True)
@@ -194,9 +268,87 @@ def _active_groups(act: np.ndarray,
 
 
 @njit(cache=True)
+def _greedy_fill(links: np.ndarray, act: np.ndarray, loc: np.ndarray, ng: int,
+                 order: np.ndarray, gamma: np.ndarray, bkey: np.ndarray, now: float,
+                 left: np.ndarray, tol: float,
+                 rates: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Varys' simulator's back-fill (``CoflowSimulator.updateRatesDynamicAlpha``, work
+    conservation) of what MADD ``left``: (1) the flows of the Coflows MADD skipped
+    (``gamma`` infinite: a link they need was saturated) whose links all have capacity
+    left share it per link equally (each takes the smallest ``left / flows on the link``
+    over its links); (2) the Coflows in increasing per-flow ``bkey`` (their deadline;
+    ties and an empty ``bkey`` in rank ``order``), each flow in active order, add the
+    ``min`` of what its links have left (greedy: the first flow at a port takes it all).
+    Writes ``rates`` (the back-fill part); updates ``left``."""
+    n, hops = links.shape
+    nl = left.shape[0]
+    cnt = np.zeros(nl)
+    ok = np.zeros(n, np.bool_)
+    for j in range(n):
+        if gamma[loc[j]] == np.inf:
+            ok[j] = True
+            for h in range(hops):
+                lk = links[j, h]
+                if lk >= 0 and left[lk] <= tol:
+                    ok[j] = False
+            if ok[j]:
+                for h in range(hops):
+                    if links[j, h] >= 0:
+                        cnt[links[j, h]] += 1.0
+    for j in range(n):
+        rates[j] = 0.0
+        if ok[j]:
+            r = np.inf
+            for h in range(hops):
+                lk = links[j, h]
+                if lk >= 0:
+                    r = min(r, left[lk] / cnt[lk])
+            rates[j] = r
+    for j in range(n):
+        for h in range(hops):
+            lk = links[j, h]
+            if lk >= 0:
+                left[lk] -= rates[j]
+    seq = order
+    if bkey.shape[0]:
+        dl = np.full(ng, np.inf)
+        for j in range(n):
+            dl[loc[j]] = bkey[act[j]]
+        ms = np.trunc((dl[order] - now) * 1000.0)  # whole ms to go, as Varys' int
+        seq = order[np.argsort(ms, kind="mergesort")]
+    # the active flows grouped by Coflow, in active order within one
+    start = np.zeros(ng + 1, np.int64)
+    for j in range(n):
+        start[loc[j] + 1] += 1
+    for k in range(ng):
+        start[k + 1] += start[k]
+    fill = start[:ng].copy()
+    by = np.empty(n, np.int64)
+    for j in range(n):
+        by[fill[loc[j]]] = j
+        fill[loc[j]] += 1
+    for k in seq:
+        for p in range(start[k], start[k + 1]):
+            j = by[p]
+            m = np.inf
+            for h in range(hops):
+                lk = links[j, h]
+                if lk >= 0:
+                    m = min(m, left[lk])
+            if not m > tol:
+                continue
+            rates[j] += m
+            for h in range(hops):
+                lk = links[j, h]
+                if lk >= 0:
+                    left[lk] -= m
+
+
+@njit(cache=True)
 def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
                   size: np.ndarray, release: np.ndarray, loc: np.ndarray, ng: int,
                   cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
+                  greedy: bool, bkey: np.ndarray,
                   rates: np.ndarray) -> None:  # pragma: no cover - compiled
     """:class:`CoflowOrder`'s rates of the active flows ``act`` (rows of ``links``; the
     simulator's per-flow ``remaining``, ``size`` and ``release`` arrays read at ``act``;
@@ -204,7 +356,8 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
     capacities ``cap``, written to ``rates``. The ranking key is the earliest release
     (``fifo``), else the per-Coflow ``fixed`` key when given (``nan`` entries: the
     bottleneck time of the sizes of the Coflow's active flows, written back), else the
-    bottleneck time of the remaining bytes."""
+    bottleneck time of the remaining bytes. ``greedy``: Varys' simulator's back-fill
+    (:func:`_greedy_fill`, order ``bkey``) instead of weighted max-min in rank order."""
     n, hops = links.shape
     nl = cap.shape[0]
     rem = np.empty(n)
@@ -273,6 +426,11 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
         for lk in range(nl):
             if b[k, lk] > 0:
                 left[lk] = max(left[lk] - b[k, lk] / gk, 0.0)
+    if greedy:
+        _greedy_fill(links, act, loc, ng, order, gamma, bkey, now, left, tol, rates)
+        for j in range(n):
+            rates[j] += rem[j] / gamma[loc[j]]
+        return
     # back-fill: the Coflows in rank order as strict priority classes, each weighted
     # max-min (weights: remaining bytes) on what MADD and the classes before left
     pos = np.empty(ng, np.int64)
@@ -294,6 +452,64 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
         rates[j] += rem[j] / gamma[loc[j]]
 
 
+class CoflowEvents:
+    """``policy`` recomputed only when a Coflow arrives or departs, as in Varys' simulator
+    (``CoflowSimulator.afterJobAdmission`` and ``afterJobDeparture``): at a completion
+    that leaves its Coflow other flows, the surviving flows keep their rates and the
+    capacity the finished flow held stays idle until the next Coflow event. A call that
+    sees a flow it has not seen (an arrival) or fewer active Coflows than its last
+    recomputation (a departure; flow meta column ``group``) recomputes.
+
+    Example (1 byte/s ports): Coflow A sends 2 bytes 0->1 and 1 byte 2->3, Coflow C
+    5 bytes 2->3 and 1 byte 0->1, all at 0. SEBF runs A first (bottleneck 2 s < 5 s);
+    C waits for port 0 and back-fill gives A's short flow port 2's rest: it ends at 1 s.
+    Recomputed there, C's 5-byte flow takes port 2 from 1 s and ends at 6 s; recomputed
+    only when A departs (2 s), it starts then and ends at 7 s.
+
+    >>> from commsched.sim.flow import big_switch, simulate
+    >>> args = (big_switch(4, 1.0), [0, 2, 2, 0], [1, 3, 3, 1], [2.0, 1.0, 5.0, 1.0],
+    ...         [0.0] * 4)
+    >>> simulate(*args, policy=CoflowOrder("sebf"), group=[0, 0, 1, 1]).finish.tolist()
+    [2.0, 1.0, 6.0, 3.0]
+    >>> simulate(*args, policy=CoflowEvents(CoflowOrder("sebf")),
+    ...          group=[0, 0, 1, 1]).finish.tolist()
+    [2.0, 1.0, 7.0, 3.0]
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._rate = np.zeros(0)  # by flow id: the rates of the last recomputation
+        self._seen = np.zeros(0, dtype=bool)
+        self._coflows = 0  # active Coflows at the last recomputation
+
+    def __call__(self, view: View) -> np.ndarray:
+        sim = view.sim
+        col = sim.meta.get("group")
+        if col is None:
+            raise CommschedError("Coflow-event rate updates need the flow meta column "
+                                 "'group' (the Coflow id of each flow)")
+        if len(self._rate) < sim.n:
+            grow = sim.n - len(self._rate)
+            self._rate = np.concatenate([self._rate, np.zeros(grow)])
+            self._seen = np.concatenate([self._seen, np.zeros(grow, dtype=bool)])
+        act = view.active
+        ncof = len(_active_groups(act, col)[0]) if len(act) else 0
+        if ncof == self._coflows and self._seen[act].all():
+            return self._rate[act]
+        rates = np.asarray(self.policy(view), dtype=float)
+        self._rate[act] = rates
+        self._seen[act] = True
+        self._coflows = ncof
+        return rates
+
+    def hold(self, view: View, rates: np.ndarray) -> float:
+        """The rates hold until the next Coflow departure: the earliest, over the active
+        Coflows, of the time its last flow finishes at these rates (``-inf`` when none
+        can finish: event by event then; :class:`~commsched.sim.flow.FlowSim`)."""
+        t = _next_departure(view.active, view.sim.meta["group"], view.remaining, rates)
+        return view.now + t if np.isfinite(t) else -np.inf
+
+
 def _fair() -> Policy:
     return RouteShare("max-min")
 
@@ -312,17 +528,53 @@ COFLOW_SCHEDULERS: dict[str, Callable[[], Policy]] = {
 }
 
 
+def java_doubles(seed: int, n: int) -> np.ndarray:
+    """The first ``n`` values of ``java.util.Random(seed).nextDouble()`` (the 48-bit linear
+    congruential generator of the Java SE API specification, class ``Random``): the
+    deadline multipliers of Varys' simulator come from ``Random(17)``.
+
+    >>> java_doubles(17, 2).round(6).tolist()
+    [0.732312, 0.69737]
+    """
+    mask = (1 << 48) - 1
+    x = (seed ^ 0x5DEECE66D) & mask
+
+    def bits(k: int) -> int:
+        nonlocal x
+        x = (x * 0x5DEECE66D + 0xB) & mask
+        return x >> (48 - k)
+
+    return np.array([((bits(26) << 27) + bits(27)) * 2.0**-53 for _ in range(n)])
+
+
 def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
-           mb: float = MB, epoch_s: float | None = None) -> pd.DataFrame:
+           mb: float = MB, epoch_s: float | None = None, rate_updates: str = "flow",
+           backfill: str = "max-min", quantum_s: float | None = None) -> pd.DataFrame:
     """Replay a Coflow trace on a big switch of ``trace.ports`` ports of ``port_rate``
     bytes/s under ``scheduler`` (a name in :data:`COFLOW_SCHEDULERS`); one row per Coflow:
     ``id``, ``arrival`` and ``finish`` (s), ``cct`` (s), ``total_mb``, ``width`` (flows) and
     ``longest_mb`` (the Coflow's largest flow).
 
+    The other arguments emulate Varys' simulator (``coflow/coflowsim``; module docstring
+    for what each changes on FB2010); their defaults are this package's model:
+
     ``epoch_s`` admits Coflows as Varys' simulator does (``CoflowSim``,
-    ``Simulator.simulate``, epochs of 10 of its seconds): a Coflow arriving in
-    ``(k * epoch_s, (k + 1) * epoch_s]`` is released at ``k * epoch_s``, and its
-    ``arrival`` and CCT count from there.
+    ``Simulator.simulate``, epochs of 10 of its seconds: :data:`VARYS_EPOCH_S`): a Coflow
+    arriving in ``(k * epoch_s, (k + 1) * epoch_s]`` is released at ``k * epoch_s``, and
+    its ``arrival`` and CCT count from there.
+
+    ``rate_updates="coflow"`` recomputes rates only when a Coflow arrives or departs
+    (:class:`CoflowEvents`); ``backfill="greedy"`` back-fills flow by flow
+    (:class:`CoflowOrder`), Coflows in the order of Varys' simulator's deadlines
+    (``Job.calcAlphaDeadline``: release plus the Coflow's largest bytes at a port over
+    2^27 bytes/s, times ``1 + u`` with ``u`` the :func:`java_doubles` of seed 17 in
+    trace order; it divides by its port rate per its second and adds the result as
+    trace ms, whatever ``port_rate``) and each
+    Coflow's flows by (reducer, mapper) port; both apply to the Coflow schedulers
+    ``sebf``, ``sebf-static`` and ``fifo`` only (Varys' simulator recomputes per-flow
+    fairness at every step). ``quantum_s`` (:data:`VARYS_QUANTUM_S`) changes rates only
+    at multiples of it (:class:`~commsched.sim.flow.Quantized`) and rounds each finish up
+    to one. Varys' simulator's port rate is :data:`VARYS_PORT_RATE`.
 
     >>> from commsched.io.coflow import parse_coflow_trace
     >>> t = parse_coflow_trace("2 2\\n1 0 1 0 1 1:2.0\\n2 0 1 0 1 1:1.0\\n")
@@ -336,17 +588,46 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
         raise CommschedError("port rate must be positive")
     if epoch_s is not None and not epoch_s > 0:
         raise CommschedError("epoch must be positive")
+    if quantum_s is not None and not quantum_s > 0:
+        raise CommschedError("quantum must be positive")
+    if rate_updates not in RATE_UPDATES:
+        raise CommschedError(f"rate updates must be {' or '.join(RATE_UPDATES)}, "
+                             f"not {rate_updates!r}")
+    if backfill not in BACKFILLS:
+        raise CommschedError(f"back-fill must be {' or '.join(BACKFILLS)}, not {backfill!r}")
+    coflow_order = scheduler in ("sebf", "sebf-static", "fifo")
+    if not coflow_order and (rate_updates != "flow" or backfill != "max-min"):
+        raise CommschedError(f"Coflow-event rate updates and greedy back-fill apply to "
+                             f"sebf, sebf-static and fifo, not {scheduler!r}")
     f = trace.flows(mb)
     arrival = trace.arrival_ms / 1000.0
     if epoch_s is not None:
         arrival = np.maximum(np.ceil(arrival / epoch_s) - 1, 0) * epoch_s
         f["release"] = arrival[f["coflow"]]
+    meta: dict[str, Any] = {"group": f["coflow"]}
+    policy = COFLOW_SCHEDULERS[scheduler]()
+    if backfill == "greedy":
+        # Varys' simulator's flow order (reducers, then mappers, by port) and deadlines
+        o = np.lexsort((f["src"], f["dst"], f["coflow"]))
+        f = {k: v[o] for k, v in f.items()}
+        # its deadline: the largest bytes at a port over 2^27 bytes, read as seconds
+        net = big_switch(trace.ports, 2.0**27)
+        gamma = np.array([bottleneck(net.routes[s, d], z, net.capacity) for s, d, z in
+                          _by_coflow(f, len(trace))])
+        deadline = arrival + gamma * (1.0 + java_doubles(17, len(trace)))
+        meta = {"group": f["coflow"], "deadline": deadline[f["coflow"]]}
+        policy = CoflowOrder(scheduler, backfill)
+    if rate_updates == "coflow":
+        policy = CoflowEvents(policy)
+    if quantum_s is not None:
+        policy = Quantized(policy, quantum_s)
     with bar(len(f["src"]), f"replay {scheduler} (flows)", log_every=10.0) as b:
         res = simulate(big_switch(trace.ports, port_rate), f["src"], f["dst"], f["size"],
-                       f["release"], policy=COFLOW_SCHEDULERS[scheduler](), progress=b.update,
-                       group=f["coflow"])
+                       f["release"], policy=policy, progress=b.update, **meta)
     finish = np.full(len(trace), -np.inf)
     np.maximum.at(finish, f["coflow"], res.finish)
+    if quantum_s is not None:  # a step's completions count at the step's end
+        finish = np.ceil(finish / quantum_s - REL_TOL) * quantum_s
     df = pd.DataFrame({"id": trace.ids, "arrival": arrival, "finish": finish,
                        "cct": finish - arrival, "total_mb": trace.total_mb(),
                        "width": np.bincount(f["coflow"], minlength=len(trace)),
@@ -354,3 +635,11 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
                                       in zip(trace.mappers, trace.reducer_mb, strict=True)]})
     df.attrs["events"] = res.events
     return df
+
+
+def _by_coflow(f: dict[str, np.ndarray],
+               n: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each Coflow's ``(src, dst, size)`` of the flows ``f`` (grouped by ``coflow``)."""
+    cuts = np.searchsorted(f["coflow"], np.arange(1, n))
+    return list(zip(np.split(f["src"], cuts), np.split(f["dst"], cuts),
+                    np.split(f["size"], cuts), strict=True))

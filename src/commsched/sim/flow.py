@@ -63,6 +63,7 @@ __all__ = [
     "InvalidFlowSchedule",
     "Network",
     "Policy",
+    "Quantized",
     "RouteShare",
     "Segment",
     "View",
@@ -473,6 +474,22 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
     if dt_done == np.inf and t_next == np.inf:
         return na, -1.0, 0
     t_end = min(now + dt_done, t_next)
+    k, nd = _advance(act, na, links, rates, remaining, size, finish, now, t_end, False, done)
+    return k, t_end, nd
+
+
+@njit(cache=True)
+def _advance(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
+             remaining: np.ndarray, size: np.ndarray, finish: np.ndarray, now: float,
+             t_end: float, own: bool, done: np.ndarray) -> tuple[int, int]:  # pragma: no cover
+    """The active flows ``act[:na]`` at constant rates from ``now`` to ``t_end``: a flow
+    whose finish time, ``now`` plus its time to finish, is at most ``t_end`` plus
+    ``REL_TOL`` of the interval completes, and so does one whose remaining bytes fall to
+    ``REL_TOL`` of its size; it finishes at ``t_end``, or with ``own`` (the policy holds
+    its rates through completions: :class:`FlowSim`, ``hold``) at its own finish time
+    when that is earlier. The others lose ``rate * (t_end - now)`` bytes. Compacts
+    ``act[:na]`` (rates, links alongside) in place; returns the number of flows still
+    active and of completed ones (their ids in ``done[:k]``)."""
     dt = t_end - now
     due = t_end + REL_TOL * dt
     k = 0
@@ -482,9 +499,10 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
         r = rates[j]
         before = remaining[i]
         remaining[i] = before - r * dt
-        if (r > 0.0 and now + before / r <= due) or remaining[i] <= REL_TOL * size[i]:
+        due_now = r > 0.0 and now + before / r <= due
+        if due_now or remaining[i] <= REL_TOL * size[i]:
             remaining[i] = 0.0
-            finish[i] = t_end
+            finish[i] = min(now + before / r, t_end) if own and due_now else t_end
             done[nd] = i
             nd += 1
         else:
@@ -494,7 +512,7 @@ def _step(act: np.ndarray, na: int, links: np.ndarray, rates: np.ndarray,
                 for h in range(links.shape[1]):
                     links[k, h] = links[j, h]
             k += 1
-    return k, t_end, nd
+    return k, nd
 
 
 class FlowSim:
@@ -505,7 +523,14 @@ class FlowSim:
     The active flows, their links and rates are kept in admission order in arrays that
     are compacted in place when flows complete (no per-event rebuild); a segment (the
     time to the next completion, the remaining bytes, completions) is one compiled pass
-    over them (:func:`_step`), so an event costs the policy plus O(active flows)."""
+    over them (:func:`_step`), so an event costs the policy plus O(active flows).
+
+    A policy with a ``hold(view, rates)`` method (:class:`Quantized`,
+    :class:`commsched.echelon.coflow.CoflowEvents`) says after each call until when
+    its rates hold whatever completes: the simulation then runs to that time (or an
+    earlier release, wake-up or ``until``) in one pass (:func:`_advance`), each flow
+    completing at its own time, and calls the policy only there; a hold at or before
+    the current time is an ordinary event-by-event run."""
 
     def __init__(self, net: Network, policy: Policy, record: bool = False) -> None:
         self.net = net
@@ -532,6 +557,7 @@ class FlowSim:
         self._done = np.zeros(self._cap, dtype=np.int64)
         self._na = 0
         self._dirty = True
+        self._hold = -math.inf  # the policy's rates hold until then (hold method)
         self._wake: list[float] = []
         self.events = 0  #: policy calls so far
         self.segments: list[Segment] = []
@@ -628,6 +654,9 @@ class FlowSim:
         self._rates[:na] = rates
         self.events += 1
         self._dirty = False
+        hold = getattr(self.policy, "hold", None)
+        if hold is not None:
+            self._hold = float(hold(view, rates))
 
     def advance(self, until: float = math.inf) -> np.ndarray:
         """Run until the next completion(s) or ``until``, whichever comes first; returns
@@ -640,6 +669,21 @@ class FlowSim:
             na = self._na
             if self.record:
                 ids, rates = self._act[:na].copy(), self._rates[:na].copy()
+            if self._hold > self.now and na:
+                t_end = min(t_next, self._hold)
+                self._na, nd = _advance(self._act, na, self._links, self._rates,
+                                        self.remaining, self.size, self.finish, self.now,
+                                        t_end, True, self._done)
+                if self.record and t_end > self.now:
+                    self._record_hold(ids, rates, t_end)
+                self.now = t_end
+                if t_end >= self._hold:
+                    self._dirty = True
+                if nd:
+                    return self._done[:nd].copy()
+                if t_end >= until:
+                    return np.zeros(0, dtype=np.int64)
+                continue
             self._na, t_end, nd = _step(self._act, na, self._links, self._rates,
                                         self.remaining, self.size, self.finish, self.now,
                                         t_next, self._done)
@@ -660,6 +704,17 @@ class FlowSim:
                 return self._done[:nd].copy()
             if t_end >= until:
                 return np.zeros(0, dtype=np.int64)
+
+    def _record_hold(self, ids: np.ndarray, rates: np.ndarray, t_end: float) -> None:
+        """The segments of a held interval: one between consecutive finish times of the
+        flows that completed in it (each flow sends until its own finish)."""
+        t = self.now
+        fin = np.where(np.isnan(self.finish[ids]), np.inf, self.finish[ids])
+        for t1 in np.unique(np.append(fin[fin < t_end], t_end)):
+            on = fin > t
+            if t1 > t and on.any():
+                self.segments.append(Segment(t, float(t1), ids[on], rates[on]))
+            t = float(t1)
 
     def run(self, progress: Callable[[int], object] | None = None) -> None:
         """Run until every added flow has finished; ``progress`` (if given) is called
@@ -693,6 +748,57 @@ class RouteShare:
         if self.kind == "max-min":
             return max_min(view.links, view.net.capacity)
         return port_share(view.links, view.net.capacity)
+
+
+class Quantized:
+    """A policy whose rates change only at multiples of ``quantum`` seconds, as a
+    time-stepped simulator's do (Varys' ``coflow/coflowsim`` steps in quanta of 8 of its
+    ms, ``Simulator.simulate``): called on the grid it calls ``policy``; called between
+    two grid points (a flow completed or was released there) it keeps the rates it last
+    gave (0 for a flow it has not seen: a flow released between grid points waits for
+    the next one), asks for a wake-up at the next grid point and leaves the capacity a
+    completed flow held unused until then. Runs in :class:`FlowSim` (no route engine).
+
+Two flows share host 0's egress (1 byte/s); the short one ends at 0.5 s, and its half of
+the port stays idle until the grid point at 1 s (unquantized the long one ends at 2.25):
+
+    >>> net = big_switch(3, rate=1.0)
+    >>> q = Quantized(RouteShare("max-min"), 1.0)
+    >>> simulate(net, [0, 0], [1, 2], [0.25, 2.0], [0.0, 0.0], policy=q).finish.tolist()
+    [0.5, 2.5]
+    """
+
+    def __init__(self, policy: Policy, quantum: float) -> None:
+        if not quantum > 0:
+            raise CommschedError("quantum must be positive")
+        self.policy = policy
+        self.quantum = quantum
+        self._rate = np.zeros(0)  # by flow id: the rates of the last on-grid call
+
+    def __call__(self, view: View) -> np.ndarray:
+        q = self.quantum
+        k = round(view.now / q)
+        if len(self._rate) < view.sim.n:
+            self._rate = np.concatenate([self._rate, np.zeros(view.sim.n - len(self._rate))])
+        if abs(view.now - k * q) <= REL_TOL * max(q, abs(view.now)):
+            rates = np.asarray(self.policy(view), dtype=float)
+            self._rate[view.active] = rates
+            return rates
+        view.sim.wake_at(math.ceil(view.now / q) * q)
+        return self._rate[view.active]
+
+    def hold(self, view: View, rates: np.ndarray) -> float:
+        """The rates hold until the grid point at or after the wrapped policy's next event
+        (its own ``hold``, else the first completion)."""
+        inner = getattr(self.policy, "hold", None)
+        if inner is not None:
+            t = float(inner(view, rates))
+        else:
+            pos = rates > 0
+            t = view.now + float(np.min(view.remaining[pos] / rates[pos], initial=math.inf))
+        if not math.isfinite(t):
+            return -math.inf
+        return max(math.ceil(t / self.quantum - REL_TOL), 1) * self.quantum
 
 
 @njit(cache=True)
