@@ -57,7 +57,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+import highspy
+import numpy as np
 import pulp
 
 from commsched.errors import CommschedError
@@ -65,9 +69,12 @@ from commsched.pace.schedule import Schedule, check
 from commsched.pace.slots import SlotProblem
 
 __all__ = [
+    "LEX_MAX_WEIGHT",
     "PAPER_LP_MAX_COEF",
+    "LexSolution",
     "PaperLPError",
     "PaperLPTooLarge",
+    "lexicographic_lp",
     "paper_lp",
     "paper_lp_max_coef",
     "sound_lp",
@@ -76,6 +83,10 @@ __all__ = [
 #: Largest objective coefficient ``(TN)^(T + max q)`` :func:`paper_lp` accepts: HiGHS
 #: treats costs of 1e20 and more as infinite (option ``infinite_cost``).
 PAPER_LP_MAX_COEF = 1e20
+#: Largest weight :func:`lexicographic_lp` gives a level when one LP handles several
+#: levels (the costs of one stage span 1 to this; double precision and HiGHS's 1e-7
+#: tolerances separate them exactly).
+LEX_MAX_WEIGHT = 1e6
 # Tolerance for "integral" (Theorem 2) and for the floor in the deadlines.
 _INT_TOL = 1e-6
 _EPS = 1e-9
@@ -306,3 +317,221 @@ def sound_lp(problem: SlotProblem) -> Schedule:
     assert schedule is not None
     return schedule
 
+
+
+
+@dataclass(frozen=True)
+class LexSolution:
+    """The lexicographic LP's answer and what it took.
+
+    Attributes
+    ----------
+    schedule : Schedule
+        A lexicographically optimal schedule (integral: Theorem 2).
+    lp_solves : int
+        LPs solved (the search for the largest item plus the stages).
+    levels : int
+        Distinct values ``v`` the items of ``alpha`` can take (the terms of the order).
+    top : int
+        The optimum's largest item ``max_{t,i} (t x_i(t) + L_i)``: LP (10)'s value.
+    """
+
+    schedule: Schedule
+    lp_solves: int
+    levels: int
+    top: int
+
+
+def _by_value(values: np.ndarray) -> dict[int, np.ndarray]:
+    """``{v: the indices k with values[k] == v}``."""
+    order = np.argsort(values, kind="stable")
+    keys, starts = np.unique(values[order], return_index=True)
+    return {int(v): order[a:b].astype(np.int32)
+            for v, a, b in zip(keys, starts, [*starts[1:], len(order)], strict=True)}
+
+
+class _Stages:
+    """LP (14)'s constraints in ``x`` as one HiGHS model, re-solved stage after stage from
+    the previous basis (primal simplex: a new objective, or a new row that the current
+    solution satisfies, keeps the basis primal feasible)."""
+
+    def __init__(self, problem: SlotProblem) -> None:
+        n, big_t = problem.n, problem.horizon
+        self.ncol = n * big_t
+        self.op = np.repeat(np.arange(n), big_t)
+        t = np.tile(np.arange(1, big_t + 1), n)
+        self.tail = np.array(problem.tail, dtype=np.int64)
+        self.proc = np.array(problem.proc, dtype=np.int64)
+        self.at1 = _by_value(t + self.tail[self.op])  # level v -> columns with lambda^1 at v
+        self.at0 = _by_value(self.tail[self.op])  # level v -> columns with lambda^0 at v
+        self.lb = np.zeros(self.ncol)
+        # (7) as bounds; (12)-(13) with lambda >= 0 give 0 <= x <= 1.
+        self.ub = np.where(t <= np.array(problem.release)[self.op], 0.0, 1.0)
+        inf = highspy.kHighsInf
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.ncol, n + big_t
+        lp.col_cost_ = np.zeros(self.ncol)
+        lp.col_lower_, lp.col_upper_ = self.lb.copy(), self.ub.copy()
+        lp.row_lower_ = np.concatenate([self.proc.astype(float), np.full(big_t, -inf)])  # (3)
+        lp.row_upper_ = np.concatenate([np.full(n, inf), np.ones(big_t)])  # (6)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.arange(0, 2 * self.ncol + 1, 2, dtype=np.int32)
+        index = np.empty(2 * self.ncol, dtype=np.int32)
+        index[0::2], index[1::2] = self.op, n + t - 1
+        lp.a_matrix_.index_ = index
+        lp.a_matrix_.value_ = np.ones(2 * self.ncol)
+        self.highs = highspy.Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
+        self.highs.passModel(lp)
+        self.cost = np.zeros(self.ncol)
+        self.x = np.zeros(self.ncol)
+        self.solves = 0
+        self.levels = sorted(set(self.at1) | set(self.at0))
+
+    def _cols(self, table: dict[int, np.ndarray], v: int) -> np.ndarray:
+        return table.get(v, np.zeros(0, dtype=np.int32))
+
+    def count(self, v: int) -> float:
+        """``c_v`` of the current solution: the items of ``alpha`` equal to ``v``."""
+        at0 = self._cols(self.at0, v)
+        return float(self.x[self._cols(self.at1, v)].sum() + len(at0) - self.x[at0].sum())
+
+    def minimise(self, weights: Mapping[int, float]) -> float:
+        """Minimise ``sum_v w_v c_v`` over the current face; the optimum (solution kept)."""
+        cost = np.zeros(self.ncol)
+        const = 0.0
+        for v, w in weights.items():
+            cost[self._cols(self.at1, v)] += w
+            at0 = self._cols(self.at0, v)
+            cost[at0] -= w
+            const += w * len(at0)
+        changed = np.flatnonzero(cost != self.cost).astype(np.int32)
+        self.highs.changeColsCost(len(changed), changed, cost[changed])
+        self.cost = cost
+        self.highs.run()
+        self.solves += 1
+        status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise PaperLPError("lexicographic LP: HiGHS reports "
+                               f"{self.highs.modelStatusToString(status)!r}, not an optimum")
+        self.x = np.asarray(self.highs.getSolution().col_value)
+        return float(self.highs.getInfo().objective_function_value) + const
+
+    def fix(self, v: int, c: int) -> None:
+        """Restrict the face to ``c_v <= c`` (``c`` the stage's minimum, so ``= c``)."""
+        at1, at0 = self._cols(self.at1, v), self._cols(self.at0, v)
+        if c == 0:  # no item at v: bounds rather than a row
+            self._bounds(at1, 0.0, 0.0)
+            self._bounds(at0, 1.0, 1.0)
+            return
+        cols = np.concatenate([at1, at0])
+        coef = np.concatenate([np.ones(len(at1)), -np.ones(len(at0))])
+        self.highs.addRow(-highspy.kHighsInf, float(c - len(at0)), len(cols), cols, coef)
+
+    def _bounds(self, cols: np.ndarray, lo: float, hi: float) -> None:
+        if len(cols):
+            self.lb[cols], self.ub[cols] = lo, hi
+            self.highs.changeColsBounds(len(cols), cols, self.lb[cols], self.ub[cols])
+
+    def spread(self, v: int) -> int:
+        """A bound on how much ``c_v`` can still vary between integral schedules."""
+        free1 = [k for k in self._cols(self.at1, v) if self.lb[k] < self.ub[k]]
+        # lambda^1 items at v of ops with equal tails share one slot: (6) allows one.
+        spread = len({int(self.tail[self.op[k]]) for k in free1})
+        at0 = self._cols(self.at0, v)
+        for i in np.unique(self.op[at0]):
+            mine = at0[self.op[at0] == i]
+            n_free = int(np.sum(self.lb[mine] < self.ub[mine]))
+            ones = int(np.sum(self.lb[mine]))
+            # lambda^0 items of op i: n_free - sum x over its free slots, that sum in
+            # [max(0, p_i - ones), n_free] by (3) and the bounds.
+            spread += n_free - max(0, int(self.proc[i]) - ones)
+        return spread
+
+
+def _whole(value: float, what: str) -> int:
+    """``value`` rounded, after checking it is an integer within :data:`_INT_TOL`."""
+    r = round(value)
+    if abs(value - r) > _INT_TOL * max(1.0, abs(value)):
+        raise PaperLPError(f"lexicographic LP: {what} = {value:g} is not integral "
+                           "(Theorem 2 says the optimum is)")
+    return r
+
+
+def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -> LexSolution:
+    """LP (10)'s lexicographic objective solved as a sequence of LPs (module docstring).
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem, with integral tails (:meth:`SlotProblem.integral`).
+    max_weight : float
+        Largest weight of a stage that handles several levels at once (1: one level per
+        stage).
+
+    Returns
+    -------
+    LexSolution
+        A lexicographically optimal schedule and the number of LPs solved.
+
+    Raises
+    ------
+    PaperLPError
+        When a tail is not integral, HiGHS reports no optimum, or a stage's optimum or
+        the final solution is not integral or not a schedule.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B: problem (10), the order of ``alpha(x)``,
+    LP (14)'s constraints (3), (6), (7), (12), (13) and Theorem 2.
+    """
+    if any(q != math.floor(q) for q in problem.tail):
+        raise PaperLPError("the lexicographic LP needs integer tails "
+                           "(use SlotProblem.integral())")
+    if problem.n == 0:
+        return LexSolution({}, 0, 0, 0)
+    lp = _Stages(problem)
+    levels = lp.levels
+    # 1. The largest item: the first j such that every item can stay below levels[j].
+    lo, hi = 0, len(levels)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _whole(lp.minimise(dict.fromkeys(levels[mid:], 1.0)), "a top search") == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    for v in levels[lo:]:
+        lp.fix(v, 0)
+    # 2. The levels below, highest first, in blocks whose weights stay <= max_weight;
+    # a level whose count cannot vary any more needs no stage.
+    rest = [(v, s) for v in reversed(levels[:lo]) if (s := lp.spread(v)) > 0]
+    k = 0
+    while k < len(rest):
+        block, top_weight = [rest[k]], 1.0
+        while k + len(block) < len(rest):
+            v, s = rest[k + len(block)]
+            if top_weight * (s + 1) > max_weight:
+                break
+            block.append((v, s))
+            top_weight *= s + 1
+        k += len(block)
+        weights, w = {}, 1.0
+        for v, s in reversed(block):
+            weights[v] = w
+            w *= s + 1
+        lp.minimise(weights)
+        for v, _ in block:
+            lp.fix(v, _whole(lp.count(v), f"the count of items at {v}"))
+    schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
+    for col, v in enumerate(lp.x):
+        _whole(float(v), f"x_{lp.op[col]}({col % problem.horizon + 1})")
+        if v > 0.5:
+            schedule[int(lp.op[col])].append(col % problem.horizon)
+    out = {i: tuple(ts) for i, ts in schedule.items()}
+    try:
+        check(problem, out)
+    except CommschedError as e:
+        raise PaperLPError(f"lexicographic LP: the solution is not a valid schedule: {e}"
+                           ) from None
+    return LexSolution(out, lp.solves, len(levels), levels[lo - 1])
