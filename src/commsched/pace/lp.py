@@ -1,5 +1,5 @@
-"""PACE's schedule as linear programs solved by HiGHS (through PuLP): the paper's LP (14)
-and a numerically sound formulation.
+"""PACE's schedule as linear programs solved by HiGHS: the paper's LP (14), its
+lexicographic objective as a sequence of LPs, and a numerically sound formulation.
 
 :func:`paper_lp` builds LP (14) exactly as Sec. IV-B writes it: variables ``x_i(t)``,
 ``lambda^0_i(t)``, ``lambda^1_i(t)`` for every op ``i`` and slot ``t in [T]`` (1-based),
@@ -44,6 +44,46 @@ valid schedule.
 Within an interval the slots are dealt to the ops in index order (any order is valid: no
 release or deadline falls inside an interval).
 
+:func:`lexicographic_lp` solves the paper's model itself -- problem (10) under the
+lexicographic order of ``alpha(x)`` that LP (14) encodes, over LP (14)'s constraints --
+without its exponential weights, as a sequence of LPs (lexicographic optimisation):
+
+* **The terms.** The items of ``alpha`` are ``t + L_i`` where ``x_i(t) = 1``
+  (``lambda^1``) and ``L_i`` where ``x_i(t) = 0`` (``lambda^0``), integers with integral
+  tails. With ``c_v`` the number of items equal to ``v`` (linear in ``x``), ``alpha(x')``
+  is lexicographically smaller than ``alpha(x)`` exactly when ``c(x')`` is smaller than
+  ``c(x)`` at the largest ``v`` where they differ; LP (14)'s objective is
+  ``sum_v (TN)^v c_v``. So: minimise ``c_v`` for the largest ``v``, keep its optimum as a
+  constraint ``c_v <= c*_v``, go to the next ``v`` down.
+* **Exact fixing, no drift.** Each stage's optimum lies on a face of the polytope of
+  (3), (6), (7), (12), (13) -- totally unimodular (Theorem 2), so its vertices are
+  integral -- hence ``c*_v`` is an integer: it is checked integral within ``1e-6`` and
+  fixed at its rounded value (as bounds when it is 0), so every later stage optimises over
+  exactly the previous stage's optimal face. A stage optimum that is not integral, or a
+  final ``x`` that is not 0/1 within ``1e-6``, raises :class:`PaperLPError` (Theorem 2
+  broken). HiGHS's primal simplex returns vertices, and re-solves each stage from the
+  previous stage's basis on one model (highspy directly: PuLP rebuilds the model per solve).
+* **Fewer LPs than levels.** The ``T + max L`` levels are not solved one by one.
+  (1) Above the optimum's largest item every ``c_v`` is 0: a bisection finds the largest
+  item with one LP per step (``min sum_{v >= theta} c_v = 0`` or not) and fixes every item
+  above it to 0 at once. (2) A level whose count cannot vary on the current face (bound
+  below) needs no LP. (3) Consecutive levels share one LP with weights
+  ``w_v = prod_{u < v in the block} (s_u + 1)``, ``s_u`` a bound on how much ``c_u`` can
+  still vary between schedules: the number of distinct tails among the level's free
+  ``lambda^1`` columns (ops with equal tails share the level's slot, (6) gives it to one)
+  plus the slack of (3) of the ops whose ``lambda^0`` sit at the level; such weights order
+  integral vertices exactly as the lexicographic order does. A block stays below
+  :data:`LEX_MAX_WEIGHT` (``1e6``, far inside double precision and HiGHS's tolerances);
+  ``max_weight=1`` solves one level per LP. At 5 ms slots the traced models need tens of
+  LPs, not hundreds (``results/tables/pace_solvers.csv``, ``benchmarks/results/pace.json``).
+* ``x_i(t)`` is the only variable: (12) and (13) define ``lambda^1 = x`` and
+  ``lambda^0 = 1 - x``, which maps LP (14)'s polytope one to one onto
+  ``{x : (3), (6), (7), 0 <= x <= 1}``; (7) is a bound ``x_i(t) = 0``.
+
+The lexicographic optimum is the largest-tail-first schedule's ``alpha`` (the tests check
+it against brute force): swapping a later slot of a larger-tail op with an earlier slot of
+a smaller-tail one lowers the largest of the items changed.
+
 Examples
 --------
 >>> from commsched.pace.slots import SlotProblem
@@ -51,6 +91,9 @@ Examples
 >>> p = SlotProblem(release=(0, 1), proc=(3, 1), tail=(1.0, 4.0))
 >>> objective(p, paper_lp(p)), objective(p, sound_lp(p))
 (6.0, 6.0)
+>>> sol = lexicographic_lp(p)
+>>> sol.schedule, sol.top, objective(p, sol.schedule)
+({0: (0, 2, 3), 1: (1,)}, 6, 6.0)
 """
 
 from __future__ import annotations
@@ -418,21 +461,46 @@ class _Stages:
         self.x = np.asarray(self.highs.getSolution().col_value)
         return float(self.highs.getInfo().objective_function_value) + const
 
-    def fix(self, v: int, c: int) -> None:
-        """Restrict the face to ``c_v <= c`` (``c`` the stage's minimum, so ``= c``)."""
-        at1, at0 = self._cols(self.at1, v), self._cols(self.at0, v)
-        if c == 0:  # no item at v: bounds rather than a row
-            self._bounds(at1, 0.0, 0.0)
-            self._bounds(at0, 1.0, 1.0)
-            return
-        cols = np.concatenate([at1, at0])
-        coef = np.concatenate([np.ones(len(at1)), -np.ones(len(at0))])
-        self.highs.addRow(-highspy.kHighsInf, float(c - len(at0)), len(cols), cols, coef)
+    def zero(self, v: int) -> None:
+        """Restrict the face to ``c_v = 0``: ``x = 0`` at ``lambda^1``, 1 at ``lambda^0``."""
+        self._bounds(self._cols(self.at1, v), 0.0, 0.0)
+        self._bounds(self._cols(self.at0, v), 1.0, 1.0)
 
-    def _bounds(self, cols: np.ndarray, lo: float, hi: float) -> None:
+    def restrict(self) -> None:
+        """Restrict the model to the last stage's optimal face, by complementary slackness.
+
+        A free column with a nonzero reduced cost is fixed at the bound it sits on, a row
+        with a nonzero dual becomes an equality. The result is exactly the set of optimal
+        solutions. The constraint matrix never changes, so every basis is one of the
+        totally unimodular matrix of (3), (6) (Theorem 2): with integral weights the duals
+        are integers, checked within ``1e-6``, and "nonzero" needs no tolerance.
+        """
+        sol = self.highs.getSolution()
+        d = np.asarray(sol.col_dual)
+        free = np.flatnonzero(self.lb < self.ub)
+        dd = d[free]
+        whole = np.round(dd)
+        bad = np.abs(dd - whole) > _INT_TOL * np.maximum(1.0, np.abs(dd))
+        if bad.any():
+            raise PaperLPError(f"lexicographic LP: a reduced cost {dd[bad][0]:g} is not "
+                               "integral (Theorem 2: every basis is unimodular)")
+        at_lo, at_hi = free[whole > 0], free[whole < 0]
+        self._bounds(at_lo, self.lb[at_lo], self.lb[at_lo])
+        self._bounds(at_hi, self.ub[at_hi], self.ub[at_hi])
+        y = np.asarray(sol.row_dual)
+        lp = self.highs.getLp()
+        lo, hi = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
+        for r in np.flatnonzero(np.abs(y) > 0.5):
+            value = float(sol.row_value[r])
+            bound = lo[r] if abs(value - lo[r]) <= abs(value - hi[r]) else hi[r]
+            self.highs.changeRowBounds(int(r), float(bound), float(bound))
+
+    def _bounds(self, cols: np.ndarray, lo: float | np.ndarray, hi: float | np.ndarray
+                ) -> None:
         if len(cols):
             self.lb[cols], self.ub[cols] = lo, hi
-            self.highs.changeColsBounds(len(cols), cols, self.lb[cols], self.ub[cols])
+            c = cols.astype(np.int32)
+            self.highs.changeColsBounds(len(c), c, self.lb[c], self.ub[c])
 
     def spread(self, v: int) -> int:
         """A bound on how much ``c_v`` can still vary between integral schedules."""
@@ -502,27 +570,32 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         else:
             lo = mid + 1
     for v in levels[lo:]:
-        lp.fix(v, 0)
+        lp.zero(v)
     # 2. The levels below, highest first, in blocks whose weights stay <= max_weight;
     # a level whose count cannot vary any more needs no stage.
-    rest = [(v, s) for v in reversed(levels[:lo]) if (s := lp.spread(v)) > 0]
+    rest = levels[lo - 1::-1] if lo else []
     k = 0
     while k < len(rest):
-        block, top_weight = [rest[k]], 1.0
-        while k + len(block) < len(rest):
-            v, s = rest[k + len(block)]
-            if top_weight * (s + 1) > max_weight:
+        block: list[tuple[int, int]] = []
+        top_weight = 1.0
+        while k < len(rest):
+            s = lp.spread(rest[k])  # on the current face, which only shrinks
+            if s and block and top_weight * (s + 1) > max_weight:
                 break
-            block.append((v, s))
-            top_weight *= s + 1
-        k += len(block)
+            if s:
+                top_weight *= s + 1 if block else 1
+                block.append((rest[k], s))
+            k += 1
+        if not block:
+            break
         weights, w = {}, 1.0
         for v, s in reversed(block):
             weights[v] = w
             w *= s + 1
         lp.minimise(weights)
         for v, _ in block:
-            lp.fix(v, _whole(lp.count(v), f"the count of items at {v}"))
+            _whole(lp.count(v), f"the count of items at {v}")
+        lp.restrict()
     schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
     for col, v in enumerate(lp.x):
         _whole(float(v), f"x_{lp.op[col]}({col % problem.horizon + 1})")
