@@ -8,8 +8,6 @@ valid and integral (Theorem 2), and grouping levels into one LP changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +16,7 @@ from commsched.cost import LinkModel, RingAllReduce
 from commsched.model.traced import load_trace
 from commsched.pace.lp import PaperLPError, lexicographic_lp, paper_lp
 from commsched.pace.model import build_model
-from commsched.pace.schedule import check, jackson, objective
+from commsched.pace.schedule import check, jackson, objective, order_vector
 from commsched.pace.slots import SlotProblem, to_problem
 
 
@@ -30,16 +28,6 @@ def problems(draw, max_n=3, max_p=2, max_r=2):
         proc=tuple(draw(st.lists(st.integers(1, max_p), min_size=n, max_size=n))),
         tail=tuple(draw(st.lists(st.integers(0, 3).map(float), min_size=n, max_size=n))),
     )
-
-
-def alpha(p: SlotProblem, x: Mapping[int, Sequence[int]]) -> list[float]:
-    """The paper's ``alpha(x)``: ``t x_i(t) + L_i`` over every op and slot ``t in [T]``
-    (1-based), non-increasing."""
-    items = []
-    for i in range(p.n):
-        used = {s + 1 for s in x[i]}
-        items += [(t if t in used else 0) + p.tail[i] for t in range(1, p.horizon + 1)]
-    return sorted(items, reverse=True)
 
 
 def brute_lexmin(p: SlotProblem) -> tuple[list[float], list[dict[int, tuple[int, ...]]]]:
@@ -56,7 +44,9 @@ def brute_lexmin(p: SlotProblem) -> tuple[list[float], list[dict[int, tuple[int,
         if need > big_t - s:
             return
         if s == big_t:
-            a = alpha(p, x)
+            # alpha of a 0/1 x, extra slots included (order_vector takes schedules only)
+            a = sorted(((t + 1 if t in x[i] else 0) + p.tail[i]
+                        for i in range(p.n) for t in range(big_t)), reverse=True)
             if best is None or a < best:
                 best, argbest = a, [dict(x)]
             elif a == best:
@@ -78,10 +68,10 @@ def test_sequence_is_the_brute_force_lexmin_and_lp14s_on_tiny_problems(p):
     best, argbest = brute_lexmin(p)
     sol = lexicographic_lp(p)
     check(p, sol.schedule)
-    assert alpha(p, sol.schedule) == best
+    assert order_vector(p, sol.schedule) == best
     assert sol.schedule in argbest
-    assert alpha(p, paper_lp(p)) == best  # these fit LP (14)'s coefficients
-    assert alpha(p, jackson(p)) == best  # largest-tail-first is lexicographically optimal
+    assert order_vector(p, paper_lp(p)) == best  # these fit LP (14)'s coefficients
+    assert order_vector(p, jackson(p)) == best  # largest-tail-first: lexicographically optimal
     if len(argbest) == 1:  # a unique optimum: the very schedule LP (14) finds
         assert sol.schedule == paper_lp(p)
     assert sol.top == best[0]
@@ -92,7 +82,8 @@ def test_sequence_is_the_brute_force_lexmin_and_lp14s_on_tiny_problems(p):
 @given(p=problems(max_n=8, max_p=5, max_r=12))
 def test_one_level_per_lp_and_grouped_levels_agree(p):
     grouped, single = lexicographic_lp(p), lexicographic_lp(p, max_weight=1.0)
-    assert alpha(p, grouped.schedule) == alpha(p, single.schedule) == alpha(p, jackson(p))
+    assert (order_vector(p, grouped.schedule) == order_vector(p, single.schedule)
+            == order_vector(p, jackson(p)))
     assert grouped.lp_solves <= single.lp_solves
 
 
@@ -102,7 +93,7 @@ def test_theorem2_integral_schedule_on_a_traced_model_lp14_cannot_take():
     p = to_problem(m, RingAllReduce(8, LinkModel(50e-6, 10e9 / 8)), slot_s=0.005).integral()
     sol = lexicographic_lp(p)  # raises unless every stage and x_i(t) is integral
     check(p, sol.schedule)
-    assert alpha(p, sol.schedule) == alpha(p, jackson(p))
+    assert order_vector(p, sol.schedule) == order_vector(p, jackson(p))
     assert sol.lp_solves < sol.levels
 
 

@@ -596,11 +596,13 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         for v, _ in block:
             _whole(lp.count(v), f"the count of items at {v}")
         lp.restrict()
+    bad = np.flatnonzero(np.abs(lp.x - np.round(lp.x)) > _INT_TOL)
+    if len(bad):
+        col = int(bad[0])
+        _whole(float(lp.x[col]), f"x_{lp.op[col]}({col % problem.horizon + 1})")  # raises
     schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for col, v in enumerate(lp.x):
-        _whole(float(v), f"x_{lp.op[col]}({col % problem.horizon + 1})")
-        if v > 0.5:
-            schedule[int(lp.op[col])].append(col % problem.horizon)
+    for col in np.flatnonzero(lp.x > 0.5):
+        schedule[int(lp.op[col])].append(int(col) % problem.horizon)
     out = {i: tuple(ts) for i, ts in schedule.items()}
     try:
         check(problem, out)
