@@ -53,16 +53,20 @@ without its exponential weights, as a sequence of LPs (lexicographic optimisatio
   tails. With ``c_v`` the number of items equal to ``v`` (linear in ``x``), ``alpha(x')``
   is lexicographically smaller than ``alpha(x)`` exactly when ``c(x')`` is smaller than
   ``c(x)`` at the largest ``v`` where they differ; LP (14)'s objective is
-  ``sum_v (TN)^v c_v``. So: minimise ``c_v`` for the largest ``v``, keep its optimum as a
-  constraint ``c_v <= c*_v``, go to the next ``v`` down.
-* **Exact fixing, no drift.** Each stage's optimum lies on a face of the polytope of
-  (3), (6), (7), (12), (13) -- totally unimodular (Theorem 2), so its vertices are
-  integral -- hence ``c*_v`` is an integer: it is checked integral within ``1e-6`` and
-  fixed at its rounded value (as bounds when it is 0), so every later stage optimises over
-  exactly the previous stage's optimal face. A stage optimum that is not integral, or a
-  final ``x`` that is not 0/1 within ``1e-6``, raises :class:`PaperLPError` (Theorem 2
-  broken). HiGHS's primal simplex returns vertices, and re-solves each stage from the
-  previous stage's basis on one model (highspy directly: PuLP rebuilds the model per solve).
+  ``sum_v (TN)^v c_v``. So: minimise ``c_v`` for the largest ``v``, keep its optimum
+  (restrict the LP to the stage's optimal face), go to the next ``v`` down.
+* **Keeping an optimum exactly.** The optimal face is written with bounds only, by
+  complementary slackness with the stage's dual solution: a free ``x_i(t)`` with a nonzero
+  reduced cost is fixed at the bound it sits on, a row of (3) or (6) with a nonzero dual
+  becomes an equality; the result is exactly the set of the stage's optimal solutions (no
+  ``c_v <= c*_v + tol`` row, so no tolerance accumulates). The constraint matrix never
+  changes, so every simplex basis is a basis of the totally unimodular matrix of Theorem 2:
+  with integral weights the duals are integers. *Tolerance:* a reduced cost, a stage's
+  count ``c_v`` and the final ``x_i(t)`` must each be an integer within ``1e-6``
+  (relative above 1), else :class:`PaperLPError` (Theorem 2 broken); "nonzero" is then
+  ``|d| >= 1``, decided by rounding. HiGHS's primal simplex returns vertices (integral by
+  Theorem 2) and re-solves each stage from the previous stage's basis on one model
+  (highspy directly: PuLP rebuilds the model per solve).
 * **Fewer LPs than levels.** The ``T + max L`` levels are not solved one by one.
   (1) Above the optimum's largest item every ``c_v`` is 0: a bisection finds the largest
   item with one LP per step (``min sum_{v >= theta} c_v = 0`` or not) and fixes every item
@@ -78,7 +82,10 @@ without its exponential weights, as a sequence of LPs (lexicographic optimisatio
   LPs, not hundreds (``results/tables/pace_solvers.csv``, ``benchmarks/results/pace.json``).
 * ``x_i(t)`` is the only variable: (12) and (13) define ``lambda^1 = x`` and
   ``lambda^0 = 1 - x``, which maps LP (14)'s polytope one to one onto
-  ``{x : (3), (6), (7), 0 <= x <= 1}``; (7) is a bound ``x_i(t) = 0``.
+  ``{x : (3), (6), (7), 0 <= x <= 1}``; (7) is a bound ``x_i(t) = 0``. The LP has
+  ``N T`` columns and ``N + T`` rows: its size, and the number of levels, grow with the
+  horizon in slots (fine at the paper's 5 ms; slots far shorter than the all-reduces make
+  it large and slow).
 
 The lexicographic optimum is the largest-tail-first schedule's ``alpha`` (the tests check
 it against brute force): swapping a later slot of a larger-tail op with an earlier slot of
@@ -100,7 +107,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import highspy
@@ -108,16 +115,20 @@ import numpy as np
 import pulp
 
 from commsched.errors import CommschedError
-from commsched.pace.schedule import Schedule, check
+from commsched.pace.schedule import Schedule, check, jackson
 from commsched.pace.slots import SlotProblem
+from commsched.registry import Registry
 
 __all__ = [
     "LEX_MAX_WEIGHT",
     "PAPER_LP_MAX_COEF",
+    "SLOT_SOLVERS",
     "LexSolution",
     "PaperLPError",
     "PaperLPTooLarge",
+    "lex_lp_schedule",
     "lexicographic_lp",
+    "lp14_schedule",
     "paper_lp",
     "paper_lp_max_coef",
     "sound_lp",
@@ -598,11 +609,12 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         lp.restrict()
     bad = np.flatnonzero(np.abs(lp.x - np.round(lp.x)) > _INT_TOL)
     if len(bad):
-        col = int(bad[0])
-        _whole(float(lp.x[col]), f"x_{lp.op[col]}({col % problem.horizon + 1})")  # raises
+        first = int(bad[0])
+        raise PaperLPError(f"lexicographic LP: x_{lp.op[first]}({first % problem.horizon + 1})"
+                           f" = {lp.x[first]:g} is not integral (Theorem 2 says the optimum is)")
     schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for col in np.flatnonzero(lp.x > 0.5):
-        schedule[int(lp.op[col])].append(int(col) % problem.horizon)
+    for col in np.flatnonzero(lp.x > 0.5).tolist():
+        schedule[int(lp.op[col])].append(col % problem.horizon)
     out = {i: tuple(ts) for i, ts in schedule.items()}
     try:
         check(problem, out)
@@ -610,3 +622,62 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         raise PaperLPError(f"lexicographic LP: the solution is not a valid schedule: {e}"
                            ) from None
     return LexSolution(out, lp.solves, len(levels), levels[lo - 1])
+
+
+def lex_lp_schedule(problem: SlotProblem) -> Schedule:
+    """:func:`lexicographic_lp` on the problem with tails in whole slots (the paper's
+    ``f_j``), as a scheduler of ``problem``.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem (tails rounded up by :meth:`SlotProblem.integral`).
+
+    Returns
+    -------
+    Schedule
+        A schedule of ``problem`` (same releases and processing), optimal for the rounded
+        tails.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, problem (10) and LP (14).
+    """
+    return lexicographic_lp(problem.integral()).schedule
+
+
+def lp14_schedule(problem: SlotProblem) -> Schedule:
+    """:func:`paper_lp` on the problem with tails in whole slots, as a scheduler of
+    ``problem`` (refused where LP (14)'s coefficients do not fit floating point).
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem (tails rounded up by :meth:`SlotProblem.integral`).
+
+    Returns
+    -------
+    Schedule
+        A schedule of ``problem``, optimal for the rounded tails.
+
+    Raises
+    ------
+    PaperLPError
+        As :func:`paper_lp`.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14).
+    """
+    return paper_lp(problem.integral())
+
+
+#: The solvers of the slotted problem by name (Alg. 1's oracle, ``commsched pace plan
+#: --solver``): ``exact`` (preemptive largest-tail-first), ``sound-lp``, ``lex-lp`` (the
+#: paper's lexicographic objective as a sequence of LPs) and ``lp14`` (LP (14) as written;
+#: the last two on tails in whole slots).
+SLOT_SOLVERS: Registry[Callable[[SlotProblem], Schedule]] = Registry("slot solver")
+SLOT_SOLVERS.add("exact", jackson, aliases=("largest-tail-first",))
+SLOT_SOLVERS.add("sound-lp", sound_lp)
+SLOT_SOLVERS.add("lex-lp", lex_lp_schedule)
+SLOT_SOLVERS.add("lp14", lp14_schedule)
