@@ -189,6 +189,11 @@ def paper_lp_max_coef(problem: SlotProblem) -> tuple[int, float]:
     return tn, problem.horizon + max(problem.tail, default=0.0)
 
 
+def _need_integer_tails(problem: SlotProblem, who: str) -> None:
+    if any(q != math.floor(q) for q in problem.tail):
+        raise PaperLPError(f"{who} needs integer tails (use SlotProblem.integral())")
+
+
 def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Schedule:
     """Solve LP (14) as written (module docstring).
 
@@ -216,8 +221,7 @@ def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Sched
     ----------
     PACE (Bao et al., INFOCOM 2020), Sec. IV-B, LP (14) and Theorem 2.
     """
-    if any(q != math.floor(q) for q in problem.tail):
-        raise PaperLPError("LP (14) needs integer tails (use SlotProblem.integral())")
+    _need_integer_tails(problem, "LP (14)")
     tn, top = paper_lp_max_coef(problem)
     log10_coef = top * math.log10(tn) if tn > 1 else 0.0
     if log10_coef > math.log10(max_coef):
@@ -565,9 +569,7 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
     PACE (Bao et al., INFOCOM 2020), Sec. IV-B: problem (10), the order of ``alpha(x)``,
     LP (14)'s constraints (3), (6), (7), (12), (13) and Theorem 2.
     """
-    if any(q != math.floor(q) for q in problem.tail):
-        raise PaperLPError("the lexicographic LP needs integer tails "
-                           "(use SlotProblem.integral())")
+    _need_integer_tails(problem, "the lexicographic LP")
     if problem.n == 0:
         return LexSolution({}, 0, 0, 0)
     lp = _Stages(problem)
