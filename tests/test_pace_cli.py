@@ -40,6 +40,22 @@ def test_no_fusion_keeps_one_group_per_allreduce(tmp_path):
     assert len(plan.groups) == len(build_model(load_trace(TOY)).ops)
 
 
+@pytest.mark.parametrize("fusion", [[], ["--no-fusion"]])
+def test_the_paper_lexicographic_lp_as_oracle(tmp_path, fusion):
+    # lex-lp is optimal for tails rounded up to whole slots: within one slot of exact.
+    times = {}
+    for solver in ("exact", "lex-lp"):
+        out = tmp_path / f"{solver}.json"
+        args = ["pace", "plan", TOY, "--workers", "2", "--bandwidth", "0.01", "--slot", "100",
+                *fusion, "--no-slot-guidance", "--solver", solver, "-o", str(out)]
+        assert main(args) == 0
+        plan = load_plan(out)
+        plan.check_tensors(build_model(load_trace(TOY)).tensors)
+        assert plan.meta["solver"] == solver
+        times[solver] = plan.meta["iter_time_s"]
+    assert times["exact"] - 1e-12 <= times["lex-lp"] <= times["exact"] + 0.1 + 1e-12  # a slot
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--bandwidth", "0"], "argument --bandwidth: must be a finite number > 0"),
     (["--bandwidth", "10", "--slot", "0"], "argument --slot: must be a finite number > 0"),

@@ -29,6 +29,10 @@ def test_solver_agreement_rows(tmp_path):
     assert m["pace.solvers.lp14_equals_exact"] == m["pace.solvers.lp14_solved"]
     assert m["pace.solvers.lp14_solved"] >= 1
     assert m["pace.solvers.lp14_not_exact"] == 0
+    # the lexicographic LP solves every instance, the traced ones included, exactly
+    assert m["pace.solvers.lex_solved"] == m["pace.solvers.lex_equals_exact"] == 8
+    assert m["pace.solvers.lex_not_exact"] == 0 and m["pace.solvers.lex_traced_share"] == 1.0
+    assert m["pace.solvers.lex_traced_max_lp_solves"] >= 1
     # Theorems 1 and 3, Lemma 2: checked on every case, none broken
     assert m["pace.theorems.theorem1_cases"] == 5
     assert m["pace.theorems.lemma2_groupings"] > 20 and m["pace.theorems.theorem3_cases"] >= 20

@@ -10,8 +10,10 @@ import pytest
 import yaml
 
 from commsched.cli import build_parser
+from commsched.commands.pace import SOLVER_CHOICES
 from commsched.errors import CommschedError
 from commsched.pace.live import ddp
+from commsched.pace.lp import SLOT_SOLVERS
 from commsched.pace.policies import POLICIES, live_policies
 from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS
 from commsched.placement.experiments.thesis import run_seven
@@ -46,6 +48,13 @@ def test_allreduce_policies_drive_schema_sim_and_live():
     # the alias runs what PACE measured: Horovod 0.20's decision, fused at run time
     assert POLICIES["horovod"] is POLICIES["horovod-0.20"]
     assert POLICIES["horovod"].live == "horovod"
+
+
+def test_slot_solvers_drive_pace_plan():
+    assert SLOT_SOLVERS.choices() == SOLVER_CHOICES
+    plan = build_parser()._subparsers._group_actions[0].choices["pace"]  # type: ignore[union-attr]
+    sub = plan._subparsers._group_actions[0].choices["plan"]  # type: ignore[union-attr]
+    assert next(a.choices for a in sub._actions if a.dest == "solver") == SOLVER_CHOICES
 
 
 def test_registry_rejects_duplicates_and_unknown_names():

@@ -1,9 +1,10 @@
 """``commsched pace``: PACE's plan (balanced fusion + optimal preemptive schedule), simulated.
 
 ``commsched pace plan TRACE --workers W --bandwidth GBPS [--slot MS] [--cost ring|fit]
--o PLAN.json`` builds PACE's model of a traced training iteration
-(:mod:`commsched.pace.model`), runs Alg. 1 with the exact scheduler as oracle
-(:mod:`commsched.pace.fusion`) and writes the all-reduce plan
+[--solver NAME] -o PLAN.json`` builds PACE's model of a traced training iteration
+(:mod:`commsched.pace.model`), runs Alg. 1 with the exact scheduler as oracle, or another
+of :data:`commsched.pace.lp.SLOT_SOLVERS` (``--solver lex-lp``: the paper's lexicographic
+LP), (:mod:`commsched.pace.fusion`) and writes the all-reduce plan
 (:mod:`commsched.pace.plan`): fused groups, their partitions and priorities.
 ``--no-fusion`` schedules the unfused all-reduces instead (PACE without fusion).
 
@@ -22,11 +23,15 @@ from typing import Any
 from commsched.errors import CommschedError
 from commsched.validation import flag, input_file, output_file, within
 
+#: ``commsched.pace.lp.SLOT_SOLVERS.choices()``, spelled out so that ``commsched --help``
+#: does not import the LP solvers (tests/test_registries.py keeps them equal).
+SOLVER_CHOICES = ["exact", "sound-lp", "lex-lp", "lp14", "largest-tail-first"]
+
 #: Largest number of time slots (``plan --slot``) or usage bins (``simulate --bin-ms``)
 #: in one iteration.
 MAX_STEPS = 10**6
 
-__all__ = ["register", "run_plan", "run_simulate"]
+__all__ = ["SOLVER_CHOICES", "register", "run_plan", "run_simulate"]
 
 
 def register(sub: Any) -> None:
@@ -45,6 +50,11 @@ def register(sub: Any) -> None:
                     help="schedule the unfused all-reduces (PACE without fusion)")
     pl.add_argument("--no-slot-guidance", action="store_true",
                     help="allow all-reduces shorter than a slot (Sec. IV-A advises against)")
+    pl.add_argument("--solver", choices=SOLVER_CHOICES, default="exact",
+                    help="Alg. 1's oracle: exact (largest-tail-first, default), sound-lp, "
+                         "lex-lp (the paper's lexicographic objective as a sequence of LPs) "
+                         "or lp14 (LP (14) as written, small problems only); lex-lp and "
+                         "lp14 schedule with tails in whole slots (PACE Sec. IV-B)")
     pl.add_argument("-o", "--output", required=True, type=output_file,
                     help="plan file to write (JSON)")
     pl.set_defaults(func=run_plan)
@@ -102,9 +112,10 @@ def run_plan(args: argparse.Namespace) -> int:
     # Imported here so that `commsched --help` and the other subcommands start fast.
     from commsched.model.traced import load_trace
     from commsched.pace.fusion import balanced_fusion, make_plan
+    from commsched.pace.lp import SLOT_SOLVERS
     from commsched.pace.model import build_model
     from commsched.pace.plan import save_plan
-    from commsched.pace.schedule import jackson, objective
+    from commsched.pace.schedule import objective
     from commsched.pace.slots import DEFAULT_SLOT_S, check_slot, to_problem
 
     if args.slot is None:
@@ -118,16 +129,19 @@ def run_plan(args: argparse.Namespace) -> int:
         "trace": args.trace, "model": model.meta.get("model"), "workers": args.workers,
         "bandwidth_gbps": args.bandwidth, "slot_s": slot_s, "cost": repr(cost),
         "compute_scale": args.compute_scale, "allreduces": len(model.ops),
+        "solver": SLOT_SOLVERS.canonical(args.solver),
     }
+    solver = SLOT_SOLVERS[args.solver]
     if args.no_fusion:
         if not args.no_slot_guidance:
             check_slot(model, cost, slot_s)
         problem = to_problem(model, cost, slot_s)
-        schedule = jackson(problem)
+        schedule = solver(problem)
         fused, policy = model, "pace-nofusion"
         meta["iter_time_s"] = objective(problem, schedule) * slot_s
     else:
-        res = balanced_fusion(model, cost, slot_s, slot_guidance=not args.no_slot_guidance)
+        res = balanced_fusion(model, cost, slot_s, slot_guidance=not args.no_slot_guidance,
+                              solver=solver)
         fused, problem, schedule, policy = res.model, res.problem, res.schedule, "pace"
         meta.update(R=res.r, iter_time_s=res.iter_time_s)
     plan = make_plan(fused, problem, schedule, meta, policy=policy)

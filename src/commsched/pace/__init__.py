@@ -3,8 +3,9 @@
 * :mod:`commsched.pace.model`: the model of Sec. IV-A (window, ready times by Lemma 1,
   tails by Theorem 1); :mod:`commsched.pace.slots`: the model in time slots;
 * :mod:`commsched.pace.schedule`: the exact optimal preemptive schedule (largest tail
-  first), a brute force for tiny problems, the schedule validator;
-* :mod:`commsched.pace.lp`: the paper's LP (14) and a numerically sound LP (HiGHS);
+  first), a brute force for tiny problems, the schedule validator, the paper's ``alpha``;
+* :mod:`commsched.pace.lp`: the paper's LP (14), its lexicographic objective as a
+  sequence of LPs, a numerically sound LP (HiGHS) and the registry ``SLOT_SOLVERS``;
 * :mod:`commsched.pace.fusion`: balanced tensor fusion (Sec. V, Alg. 1) and the plan;
 * :mod:`commsched.pace.plan`: the all-reduce plan format that the simulator and the live
   enforcement layer execute;

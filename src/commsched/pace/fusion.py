@@ -45,7 +45,7 @@ simulator, :mod:`commsched.sim`, charges it).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,8 +291,9 @@ class FusionResult:
 
 def balanced_fusion(model: PaceModel, cost: AllReduceModel, slot_s: float,
                     r_values: Sequence[int] | None = None,
-                    slot_guidance: bool = True) -> FusionResult:
-    """Alg. 1: the best balanced fusion, with the exact solver as oracle.
+                    slot_guidance: bool = True,
+                    solver: Callable[[SlotProblem], Schedule] = jackson) -> FusionResult:
+    """Alg. 1: the best balanced fusion, with the exact solver (or ``solver``) as oracle.
 
     Parameters
     ----------
@@ -307,6 +308,9 @@ def balanced_fusion(model: PaceModel, cost: AllReduceModel, slot_s: float,
     slot_guidance : bool
         Skip candidates whose smallest fused all-reduce is shorter than a slot
         (Sec. IV-A).
+    solver : callable
+        The oracle of line 6, ``SlotProblem -> Schedule`` (default the exact
+        largest-tail-first; :data:`commsched.pace.lp.SLOT_SOLVERS` names the others).
 
     Returns
     -------
@@ -334,7 +338,7 @@ def balanced_fusion(model: PaceModel, cost: AllReduceModel, slot_s: float,
         groups = tuple(table.groups(r))
         fused = fuse(model, groups)
         problem = to_problem(fused, cost, slot_s)
-        schedule = jackson(problem)
+        schedule = solver(problem)
         t = objective(problem, schedule) * slot_s
         rows.append({"R": r, "min_group_bytes": smallest, "iter_time_s": t})
         if best is None or t < best.iter_time_s:

@@ -40,7 +40,7 @@ from functools import cache
 from commsched.errors import CommschedError
 from commsched.pace.slots import SlotProblem
 
-__all__ = ["Schedule", "brute_force", "check", "jackson", "objective", "runs"]
+__all__ = ["Schedule", "brute_force", "check", "jackson", "objective", "order_vector", "runs"]
 
 #: ``{op index: sorted slot indices}``.
 Schedule = dict[int, tuple[int, ...]]
@@ -111,6 +111,45 @@ def objective(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> fl
     check(problem, schedule)
     return max([problem.base]
                + [max(schedule[i]) + 1 + problem.tail[i] for i in range(problem.n)])
+
+
+def order_vector(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> list[float]:
+    """The paper's ``alpha(x)``: the items ``t x_i(t) + L_i`` for every op ``i`` and slot
+    ``t in [T]`` (1-based, ``T`` the horizon), non-increasing.
+
+    Parameters
+    ----------
+    problem : SlotProblem
+        The problem.
+    schedule : mapping
+        ``{op index: slots}`` (0-based slots; checked with :func:`check`).
+
+    Returns
+    -------
+    list of float
+        ``N * T`` items; Python's list order is the paper's lexicographic order.
+
+    Raises
+    ------
+    CommschedError
+        If the schedule fails :func:`check`.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. IV-B: ``alpha(x)`` and its lexicographic order.
+
+    Examples
+    --------
+    >>> order_vector(SlotProblem(release=(0,), proc=(2,), tail=(1.0,)), {0: (0, 1)})
+    [3.0, 2.0]
+    """
+    check(problem, schedule)
+    items: list[float] = []
+    for i in range(problem.n):
+        used = {s + 1 for s in schedule[i]}
+        items += [(t if t in used else 0) + problem.tail[i]
+                  for t in range(1, problem.horizon + 1)]
+    return sorted(items, reverse=True)
 
 
 def runs(slots: Sequence[int]) -> list[tuple[int, int]]:

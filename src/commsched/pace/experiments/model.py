@@ -9,13 +9,19 @@ smallest, largest and second largest tensor and the share below 1 MB (10^6 bytes
 Metrics ``pace.table2.<model>.{params_M,allreduce_ops,compute_ops}`` and
 ``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``.
 
-``solvers``: the three solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
+``solvers``: the solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
 on every trace (unfused, and fused by Alg. 1; for a model so small that every fusion is
 shorter than a slot, fused by Alg. 1 without the slot guidance) at the configured setting,
 and the paper's LP (14) against the exact solver on seeded random problems small enough
-for it. Table rows per instance; metrics
+for it. The lexicographic LP (the paper's order of ``alpha`` as a sequence of LPs) runs
+on every instance, with its wall time and number of LPs; it counts as exact when its
+``alpha`` equals that of largest-tail-first (the lexicographic optimum) on the integral
+problem. Table rows per instance; metrics
 ``pace.solvers.{instances,sound_equals_exact,traced_instances,lp14_random,lp14_solved,lp14_equals_exact,lp14_traced_solved,lp14_traced_share,
-lp14_not_exact}`` (counts; the share is of the traced instances LP (14) could solve), and
+lp14_not_exact}`` (counts; the share is of the traced instances LP (14) could solve),
+``pace.solvers.{lex_solved,lex_equals_exact,lex_not_exact,lex_traced_share,
+lex_traced_max_s,lex_traced_max_lp_solves,lex_traced_max_levels}`` (the share is of the
+traced instances the lexicographic LP solved exactly; seconds are wall time), and
 Theorem 1 on every trace's window, Lemma 2 and Theorem 3 on seeded random chains
 (:mod:`commsched.pace.experiments.theorems`, metrics ``pace.theorems.*``).
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,12 +50,13 @@ from commsched.pace.fusion import balanced_fusion
 from commsched.pace.lp import (
     PaperLPError,
     PaperLPTooLarge,
+    lexicographic_lp,
     paper_lp,
     paper_lp_max_coef,
     sound_lp,
 )
 from commsched.pace.model import PaceModel, build_model, window
-from commsched.pace.schedule import jackson, objective
+from commsched.pace.schedule import jackson, objective, order_vector
 from commsched.pace.slots import SlotProblem, to_problem
 
 __all__ = ["main", "random_problem", "solver_rows", "table_rows"]
@@ -147,6 +155,22 @@ def _lp14(problem: SlotProblem) -> tuple[float | None, str]:
         return None, f"failed: {e}"
 
 
+def _lex(problem: SlotProblem) -> dict[str, Any]:
+    """The lexicographic LP on an integral problem: its row entries."""
+    start = time.perf_counter()
+    try:
+        sol = lexicographic_lp(problem)
+    except PaperLPError as e:
+        return {"lex": None, "lex_status": f"failed: {e}", "lex_lexmin": False,
+                "lex_lp_solves": None, "lex_levels": None,
+                "lex_s": time.perf_counter() - start}
+    seconds = time.perf_counter() - start
+    return {"lex": objective(problem, sol.schedule), "lex_status": "solved",
+            "lex_lexmin": order_vector(problem, sol.schedule)
+            == order_vector(problem, jackson(problem)),
+            "lex_lp_solves": sol.lp_solves, "lex_levels": sol.levels, "lex_s": seconds}
+
+
 def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
                 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Solver agreement on traced and random problems (module docstring).
@@ -165,7 +189,9 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
     -------
     pandas.DataFrame
         One row per instance: the objective of the exact solver, the sound LP, the exact
-        solver on the integral problem and LP (14), with LP (14)'s status.
+        solver on the integral problem, LP (14) with its status, and the lexicographic LP
+        with its status, whether its ``alpha`` is the lexicographic optimum, its LPs, its
+        levels and its wall time.
     dict
         ``pace.solvers.*`` and ``pace.theorems.*`` counts (module docstring).
 
@@ -206,7 +232,7 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
                 "instance": f"{_name(model, path)}/{variant}", "n": p.n, "slots": p.horizon,
                 "exact": exact, "sound_lp": objective(p, sound_lp(p)),
                 "exact_integral": objective(p.integral(), jackson(p.integral())),
-                "lp14": lp14, "lp14_status": status,
+                "lp14": lp14, "lp14_status": status, **_lex(p.integral()),
             })
     rng = random.Random(cfg["lp14_random"]["seed"])
     for k in range(cfg["lp14_random"]["instances"]):
@@ -215,7 +241,7 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         lp14, status = _lp14(p)
         rows.append({"instance": f"random/{k}", "n": p.n, "slots": p.horizon, "exact": exact,
                      "sound_lp": objective(p, sound_lp(p)), "exact_integral": exact,
-                     "lp14": lp14, "lp14_status": status})
+                     "lp14": lp14, "lp14_status": status, **_lex(p)})
     for _ in range(cfg["theorems"]["instances"]):
         groupings, bad = lemma2_counts([th_rng.randint(0, 20) for _ in range(th_rng.randint(2, 6))])
         theorems["lemma2_groupings"] += groupings
@@ -226,6 +252,9 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
     df = pd.DataFrame(rows)
     traced = ~df["instance"].str.startswith("random/")
     solved = df["lp14_status"] == "solved"
+    lex_solved = df["lex_status"] == "solved"
+    # exact: alpha is the lexicographic optimum and the objective the exact solver's
+    lex_exact = lex_solved & df["lex_lexmin"].astype(bool) & (df["lex"] == df["exact_integral"])
     metrics = {
         "pace.solvers.instances": float(len(df)),
         "pace.solvers.sound_equals_exact": float((df["sound_lp"] == df["exact"]).sum()),
@@ -240,6 +269,14 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         "pace.solvers.lp14_not_exact": float(
             (solved & (df["lp14"] != df["exact_integral"])).sum()
             + df["lp14_status"].str.contains("not integral").sum()),
+        "pace.solvers.lex_solved": float(lex_solved.sum()),
+        "pace.solvers.lex_equals_exact": float(lex_exact.sum()),
+        "pace.solvers.lex_not_exact": float(
+            (lex_solved & ~lex_exact).sum() + df["lex_status"].str.contains("not integral").sum()),
+        "pace.solvers.lex_traced_share": float((lex_exact & traced).sum() / max(1, traced.sum())),
+        "pace.solvers.lex_traced_max_s": float(df.loc[traced, "lex_s"].max()),
+        "pace.solvers.lex_traced_max_lp_solves": float(df.loc[traced, "lex_lp_solves"].max()),
+        "pace.solvers.lex_traced_max_levels": float(df.loc[traced, "lex_levels"].max()),
         **{f"pace.theorems.{k}": float(v) for k, v in theorems.items()},
     }
     return df, metrics
