@@ -20,7 +20,7 @@ problem. Table rows per instance; metrics
 ``pace.solvers.{instances,sound_equals_exact,traced_instances,lp14_random,lp14_solved,lp14_equals_exact,lp14_traced_solved,lp14_traced_share,
 lp14_not_exact}`` (counts; the share is of the traced instances LP (14) could solve),
 ``pace.solvers.{lex_solved,lex_equals_exact,lex_not_exact,lex_traced_share,
-lex_traced_max_s,lex_traced_max_lp_solves,lex_traced_max_levels}`` (the share is of the
+lex_traced_max_time_s,lex_traced_max_lp_solves,lex_traced_max_levels}`` (the share is of the
 traced instances the lexicographic LP solved exactly; seconds are wall time), and
 Theorem 1 on every trace's window, Lemma 2 and Theorem 3 on seeded random chains
 (:mod:`commsched.pace.experiments.theorems`, metrics ``pace.theorems.*``).
@@ -274,7 +274,7 @@ def solver_rows(paths: Sequence[str], cfg: Mapping[str, Any]
         "pace.solvers.lex_not_exact": float(
             (lex_solved & ~lex_exact).sum() + df["lex_status"].str.contains("not integral").sum()),
         "pace.solvers.lex_traced_share": float((lex_exact & traced).sum() / max(1, traced.sum())),
-        "pace.solvers.lex_traced_max_s": float(df.loc[traced, "lex_s"].max()),
+        "pace.solvers.lex_traced_max_time_s": float(df.loc[traced, "lex_s"].max()),
         "pace.solvers.lex_traced_max_lp_solves": float(df.loc[traced, "lex_lp_solves"].max()),
         "pace.solvers.lex_traced_max_levels": float(df.loc[traced, "lex_levels"].max()),
         **{f"pace.theorems.{k}": float(v) for k, v in theorems.items()},
