@@ -326,11 +326,11 @@ def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
 
 
 def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-           dev: Devices, bandwidth_Bps: float, say: Callable[[str], None]
+           dev: Devices, rates: np.ndarray, per_pair: bool, say: Callable[[str], None]
            ) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The run's table and metrics; ``rates``, ``per_pair``: :func:`nominal_rates`'s."""
     by_name = {r["name"]: r for r in results}
     k = dev.n
-    rates, per_pair = nominal_rates(dev.rates, bandwidth_Bps)
     f = fit(g, by_name, k, rates if per_pair else None)
     say("fit: " + ", ".join(f"{k} {v:.4g}" for k, v in f.as_dict().items()))
     rows = []
@@ -410,9 +410,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="analyse the job results already in --workdir instead of running")
     args = p.parse_args(argv)
 
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
     def body() -> None:
         section = driver.section_from_options(args, "placement_live")
         reason, per_pair = None, False
@@ -430,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.reuse or not section["enabled"]:
             reason = skipped_reason(section, per_pair)
         if reason:
-            say(f"live placement skipped: {reason}")
+            driver.say(f"live placement skipped: {reason}")
             write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
                         args.table, section)
             write_metrics({}, args.metrics, {**section, "skipped": reason})
@@ -448,9 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             deadline = time.monotonic() + float(section["timeout_s"])
             with emulated_cluster(cfg, timeout=float(section["timeout_s"])) as c:
-                say(f"cluster {c.run_id} up: {c.spec}; links "
-                    + (f"per pair, {rates[~np.eye(k, dtype=bool)].min() * 8 / 1e6:g}-"
-                       f"{rates[~np.eye(k, dtype=bool)].max() * 8 / 1e6:g} Mbit/s"
+                off = rates[~np.eye(k, dtype=bool)]
+                driver.say(f"cluster {c.run_id} up: {c.spec}; links "
+                    + (f"per pair, {off.min() * 8 / 1e6:g}-{off.max() * 8 / 1e6:g} Mbit/s"
                        if per_pair else f"all {section['bandwidth']}"))
                 plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size",
                                                        "seed")},
@@ -461,20 +458,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "control": x["control"], "slow": x["slow"],
                                      "trace_steps": x["trace_steps"]} for x in configs]}
                 load = os.getloadavg()[0]
-                results = _run_client(c, plan, Path(args.workdir), deadline, say)
+                results = _run_client(c, plan, Path(args.workdir), deadline, driver.say)
                 hwm = _vm_hwm(c)
                 loads = {"placement_live.load_start": load,
                          "placement_live.load_end": os.getloadavg()[0]}
-        table, values = _table(g, configs, results, dev, net.parse_rate(section["bandwidth"]),
-                               say)
+        table, values = _table(g, configs, results, dev, rates, per_pair, driver.say)
         values.update(loads)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20
         out_cfg = {**section, "wall_s": round(time.perf_counter() - t, 1)}
         write_table(table, args.table, out_cfg)
         write_metrics(values, args.metrics, out_cfg)
-        say(table.to_string(index=False))
-        say("\n".join(f"{k} {v:.4g}" for k, v in values.items()))
+        driver.say(table.to_string(index=False))
+        driver.say("\n".join(f"{k} {v:.4g}" for k, v in values.items()))
 
     return driver.run("placement_live", body)
 
