@@ -759,8 +759,9 @@ class Quantized:
     the next one), asks for a wake-up at the next grid point and leaves the capacity a
     completed flow held unused until then. Runs in :class:`FlowSim` (no route engine).
 
-Two flows share host 0's egress (1 byte/s); the short one ends at 0.5 s, and its half of
-the port stays idle until the grid point at 1 s (unquantized the long one ends at 2.25):
+    Two flows share host 0's egress (1 byte/s); the short one ends at 0.5 s, and its half
+    of the port stays idle until the grid point at 1 s (unquantized the long one ends at
+    2.25):
 
     >>> net = big_switch(3, rate=1.0)
     >>> q = Quantized(RouteShare("max-min"), 1.0)
