@@ -92,9 +92,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from commsched.errors import CommschedError
 from commsched.model.traced import trainable_variables
 
-__all__ = ["MxnetOperators", "mxnet_operators"]
+__all__ = ["MxnetOperators", "has_loss_scope", "mxnet_operators"]
 
 #: Ops whose output is a shape, not a value: they cut the value dependency.
 SHAPE_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
@@ -208,6 +209,29 @@ def _scope_kind(ops: list[str], types: dict[str, str]) -> str | None:
     return None
 
 
+def _forward_ops(g: nx.DiGraph) -> set[str]:
+    """Forward compute ops: not the backward pass, not the optimizer's ``train/`` ops."""
+    return {n for n, a in g.nodes(data=True)
+            if a.get("kind") == "compute" and not a.get("is_gradient") and not a.get("grad_of")
+            and not n.startswith(("train/", "gradients/"))}
+
+
+def has_loss_scope(g: nx.DiGraph) -> bool:
+    """Whether a traced graph has forward ops in a ``loss/`` scope (our TensorFlow traces).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph.
+
+    Returns
+    -------
+    bool
+        True if :func:`mxnet_operators` can count it.
+    """
+    return any(n.startswith("loss/") for n in _forward_ops(g))
+
+
 def mxnet_operators(g: nx.DiGraph) -> MxnetOperators:
     """Count a traced training iteration's computation operators at MXNet's granularity.
 
@@ -224,8 +248,8 @@ def mxnet_operators(g: nx.DiGraph) -> MxnetOperators:
 
     Raises
     ------
-    ValueError
-        If the trace has no forward op in a ``loss/`` scope.
+    CommschedError
+        If the trace has no forward op in a ``loss/`` scope (:func:`has_loss_scope`).
 
     References
     ----------
@@ -234,12 +258,11 @@ def mxnet_operators(g: nx.DiGraph) -> MxnetOperators:
     ``CloneGradient`` (``src/operator/elemwise_op_common.h``).
     """
     types = {n: str(a.get("op_type", "")) for n, a in g.nodes(data=True)}
-    fwd = {n for n, a in g.nodes(data=True)
-           if a.get("kind") == "compute" and not a.get("is_gradient") and not a.get("grad_of")
-           and not n.startswith(("train/", "gradients/"))}
+    fwd = _forward_ops(g)
     loss = {n for n in fwd if n.startswith("loss/")}
     if not loss:
-        raise ValueError("trace has no forward op in a 'loss/' scope")
+        raise CommschedError("trace has no forward op in a 'loss/' scope: cannot count its "
+                             "operators at MXNet's granularity")
     data = g.subgraph(fwd)
     on_path = set(loss).union(*(nx.ancestors(data, n) for n in loss))
     from_input = _reach(g, [n for n in fwd if n.startswith("inputs/")], fwd)
