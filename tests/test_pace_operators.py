@@ -130,3 +130,25 @@ def test_a_graph_without_loss_scope_is_refused():
     assert not has_loss_scope(g) and has_loss_scope(_toy())
     with pytest.raises(CommschedError, match="no forward op in a 'loss/' scope"):
         mxnet_operators(g)
+
+
+def test_sequence_models_count_their_architectures():
+    # seq2seq_lstm: 2 + 2 LSTM layers of 16 steps; each step is MXNet's LSTMCell: i2h and
+    # h2h FullyConnected, their sum, SliceChannel, 4 gate Activations, c = f*c + i*g
+    # (2 mul, 1 add), h = o * tanh(c) (Activation, mul)
+    s2s = mxnet_operators(load_trace("data/traces/seq2seq_lstm-train-b4.json.gz"))
+    steps = 4 * 16
+    assert s2s.forward["FullyConnected"] == 2 * steps + 1  # + the projection
+    assert s2s.forward["Activation"] == 5 * steps
+    assert s2s.forward["elemwise_mul"] == 3 * steps
+    assert s2s.forward["elemwise_add"] == 2 * steps
+    assert s2s.forward["Embedding"] == 2 and s2s.forward["SoftmaxOutput"] == 1
+    # transformer: 6 encoder layers (self-attention: q, k, v, output FC; 2 feed-forward FC)
+    # and 6 decoder layers (self- and cross-attention, feed-forward), tied output logits
+    tr = mxnet_operators(load_trace("data/traces/transformer-train-b4.json.gz"))
+    attentions = 6 + 2 * 6
+    assert tr.forward["FullyConnected"] == 4 * attentions + 2 * 12 + 1
+    assert tr.forward["batch_dot"] == 2 * attentions and tr.forward["softmax"] == attentions
+    assert tr.forward["LayerNorm"] == 2 * 6 + 3 * 6
+    assert tr.forward["Dropout"] == 1 + 2 * 6 + 1 + 3 * 6  # inputs and every sublayer
+    assert tr.backward == tr.n_forward - tr.forward["elemwise_add"]
