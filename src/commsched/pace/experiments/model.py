@@ -9,8 +9,9 @@ fine-grained ops of the window PACE schedules (backward of iteration k + forward
 -- and the gradient tensor sizes the paper quotes (Sec. II-C, Fig. 4): smallest, largest
 and second largest tensor and the share below 1 MB (10^6 bytes). Metrics
 ``pace.table2.<model>.{params_M,allreduce_ops,mxnet_ops,mxnet_forward_ops,compute_ops}``
-(the MXNet counts only for a trace with a ``loss/`` scope, which TensorFlow traces have
-and imported Chakra traces do not; NaN in the table otherwise) and
+(the MXNet counts only for a trace with a ``loss/`` scope, as our TensorFlow traces and
+their Chakra round trips have; NaN in the table otherwise, e.g. for another tool's Chakra
+trace) and
 ``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``.
 
 ``solvers``: the solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
