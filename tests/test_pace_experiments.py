@@ -17,6 +17,9 @@ def test_table2_and_tensor_sizes_of_vgg16():
     assert m["pace.tensors.vgg16.second_bytes"] == 4096 * 4096 * 4  # fc7 kernel
     assert m["pace.tensors.vgg16.frac_below_1MB"] == 20 / 32  # 16 biases + 4 small kernels
     assert list(df["model"]) == ["vgg16"]
+    # MXNet's granularity (tests/test_pace_operators.py derives it by hand): 38 + 38
+    assert m["pace.table2.vgg16.mxnet_ops"] == 76 and m["pace.table2.vgg16.mxnet_forward_ops"] == 38
+    assert df["mxnet_forward"][0].startswith("Activation:15 Convolution:13 Pooling:5")
 
 
 def test_solver_agreement_rows(tmp_path):

@@ -2,11 +2,16 @@
 
 ``table``: per training trace, PACE's Table II columns counted on our traces --
 parameters (millions, trainable variables with a gradient), all-reduce operators (one per
-op that outputs gradients, :mod:`commsched.pace.model`) and computation operators (those of
-the window PACE schedules: backward of iteration k + forward of k+1; the paper does not
-say which it counts) -- and the gradient tensor sizes the paper quotes (Sec. II-C, Fig. 4):
-smallest, largest and second largest tensor and the share below 1 MB (10^6 bytes).
-Metrics ``pace.table2.<model>.{params_M,allreduce_ops,compute_ops}`` and
+op that outputs gradients, :mod:`commsched.pace.model`) and computation operators two
+ways: at MXNet's operator granularity, forward plus backward operators
+(:mod:`commsched.pace.operators`; Table II counts MXNet operators), and TensorFlow's
+fine-grained ops of the window PACE schedules (backward of iteration k + forward of k+1)
+-- and the gradient tensor sizes the paper quotes (Sec. II-C, Fig. 4): smallest, largest
+and second largest tensor and the share below 1 MB (10^6 bytes). Metrics
+``pace.table2.<model>.{params_M,allreduce_ops,mxnet_ops,mxnet_forward_ops,compute_ops}``
+(the MXNet counts only for a trace with a ``loss/`` scope, as our TensorFlow traces and
+their Chakra round trips have; NaN in the table otherwise, e.g. for another tool's Chakra
+trace) and
 ``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``.
 
 ``solvers``: the solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
@@ -56,6 +61,7 @@ from commsched.pace.lp import (
     sound_lp,
 )
 from commsched.pace.model import PaceModel, build_model, window
+from commsched.pace.operators import has_loss_scope, mxnet_operators
 from commsched.pace.schedule import jackson, objective, order_vector
 from commsched.pace.slots import SlotProblem, to_problem
 
@@ -79,8 +85,10 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     Returns
     -------
     pandas.DataFrame
-        One row per trace: parameters (millions), all-reduce and compute operators, the
-        smallest, largest and second largest gradient tensor and the share below 1 MB.
+        One row per trace: parameters (millions), all-reduce operators, computation
+        operators at MXNet's granularity (forward, backward, total, forward by MXNet
+        operator) and TensorFlow's window compute ops, the smallest, largest and second
+        largest gradient tensor and the share below 1 MB.
     dict
         ``pace.table2.<model>.*`` and ``pace.tensors.<model>.*`` (module docstring).
 
@@ -92,7 +100,7 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     References
     ----------
     PACE (Bao et al., INFOCOM 2020), Table II; Sec. II-C and Fig. 4 (tensor sizes);
-    Sec. IV-A (the window of computation operators).
+    Sec. IV-A (the window of computation operators); Sec. VI (MXNet 1.5).
     """
     rows, metrics = [], {}
     for path in paths:
@@ -102,9 +110,15 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
         sizes = np.array(sorted(model.tensors.values()))
         params = sum(math.prod(variables[v].get("shape") or [1]) for v in model.tensors)
         name = _name(model, path)
+        mx = mxnet_operators(trace) if has_loss_scope(trace) else None
         row = {
             "model": name, "trace": path, "params_M": params / 1e6,
-            "allreduce_ops": len(model.ops), "compute_ops": model.n_compute,
+            "allreduce_ops": len(model.ops),
+            "mxnet_ops": mx.total if mx else math.nan,
+            "mxnet_forward_ops": mx.n_forward if mx else math.nan,
+            "mxnet_backward_ops": mx.backward if mx else math.nan,
+            "mxnet_forward": mx.breakdown() if mx else "",
+            "compute_ops": model.n_compute,
             "tensors": len(sizes), "min_bytes": int(sizes[0]), "max_bytes": int(sizes[-1]),
             "second_bytes": int(sizes[-2]) if len(sizes) > 1 else 0,
             "frac_below_1MB": float(np.mean(sizes < MB)),
@@ -112,6 +126,9 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
         rows.append(row)
         for k in ("params_M", "allreduce_ops", "compute_ops"):
             metrics[f"pace.table2.{name}.{k}"] = float(row[k])
+        if mx:
+            metrics[f"pace.table2.{name}.mxnet_ops"] = float(mx.total)
+            metrics[f"pace.table2.{name}.mxnet_forward_ops"] = float(mx.n_forward)
         for k in ("min_bytes", "max_bytes", "second_bytes", "frac_below_1MB"):
             metrics[f"pace.tensors.{name}.{k}"] = float(row[k])
     return pd.DataFrame(rows), metrics
