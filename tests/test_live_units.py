@@ -140,6 +140,9 @@ def test_rates_sizes_and_names():
     assert net.parse_rate("1gbit") == 125e6
     assert net.parse_rate("100mbit") == 12.5e6
     assert net.parse_size("64kb") == 65536
+    assert net.tc_bits(net.parse_rate("100mbit")) == "100000000bit"
+    assert net.tc_bits(0.6) == "5bit"  # 4.8 bits rounds to 5
+    assert net.tc_bits(10.0, floor_bit=8000) == "8000bit"
     for bad in ("fast", "1 parsec", "-3mbit", "0gbit"):
         with pytest.raises(CommschedError):
             net.parse_rate(bad)

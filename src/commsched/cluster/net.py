@@ -259,9 +259,9 @@ def shape(namespace: str, dev: str, rate: str, burst: str, latency: str) -> None
 DEFAULT_CLASS = "1:1"
 
 
-def _tc_bits(rate_Bps: float) -> str:
-    """A rate in bytes/s as a tc rate in bits/s (whole bits)."""
-    return f"{round(rate_Bps * 8)}bit"
+def tc_bits(rate_Bps: float, floor_bit: int = 0) -> str:
+    """A rate in bytes/s as a tc rate in bits/s: whole bits, at least ``floor_bit``."""
+    return f"{max(round(rate_Bps * 8), floor_bit)}bit"
 
 
 def shape_peers(namespace: str, dev: str, peers: Mapping[str, float], default_Bps: float,
@@ -306,11 +306,11 @@ def shape_peers(namespace: str, dev: str, peers: Mapping[str, float], default_Bp
     run([*tc, "qdisc", "del", "dev", dev, "root"], check=False)  # htb cannot replace htb
     run([*tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])
     run([*tc, "class", "add", "dev", dev, "parent", "1:", "classid", DEFAULT_CLASS, "htb",
-         "rate", _tc_bits(default_Bps), "ceil", _tc_bits(default_Bps), *opts])
+         "rate", tc_bits(default_Bps), "ceil", tc_bits(default_Bps), *opts])
     for i, (addr, rate) in enumerate(rates.items()):
         cid = f"1:{0x10 + i:x}"
         run([*tc, "class", "add", "dev", dev, "parent", "1:", "classid", cid, "htb",
-             "rate", _tc_bits(rate), "ceil", _tc_bits(rate), *opts])
+             "rate", tc_bits(rate), "ceil", tc_bits(rate), *opts])
         run([*tc, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
              "u32", "match", "ip", "dst", f"{addr}/32", "flowid", cid])
 

@@ -75,7 +75,8 @@ def classid(tag: int) -> str:
 
 
 def _bits(rate_Bps: float) -> str:
-    return f"{max(int(rate_Bps * 8), 8000)}bit"
+    """A tc rate for a class, never under 8 kbit/s, so no class is given a zero rate."""
+    return net.tc_bits(rate_Bps, floor_bit=8000)
 
 
 _MARK = "eclmark0"  # a device that does not exist: its failure ends each exchange
