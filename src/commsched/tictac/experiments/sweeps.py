@@ -115,7 +115,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from commsched import driver
-from commsched.errors import CommschedError
 from commsched.results import write_table
 from commsched.tictac.experiments.sweep_config import FIGURES, Params
 from commsched.tictac.experiments.sweep_metrics import headline_metrics
@@ -168,17 +167,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error on stderr (bad config, trace or table).
     """
     p = driver.parser(__name__, __doc__)
-    p.add_argument("figure", choices=[*FIGURES, "metrics"])
     driver.add_config_options(p, "tictac")
     driver.add_trace_options(p, "the config's traces")
-    driver.add_table_options(p, "FIGURE", "figure")
+    driver.add_table_options(p, "figure", FIGURES)
     args = p.parse_args(argv)
 
     def body() -> None:
-        if args.figure == "metrics":
-            return driver.write_metrics_step(args, "FIGURE", FIGURES, headline_metrics)
-        if not args.table:
-            raise CommschedError(f"{args.figure} needs --table")
+        if driver.metrics_step(args, "figure", FIGURES, headline_metrics):
+            return
         params = Params.from_mapping(driver.section_from_options(args, "tictac"))
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
