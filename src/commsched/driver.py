@@ -73,6 +73,7 @@ __all__ = [
     "say",
     "schema",
     "section_from_options",
+    "trace_file",
     "write_outputs",
     "write_skipped",
 ]
@@ -339,6 +340,24 @@ def add_trace_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--trace-dir", default="data/traces",
                    help=f"where {what} live (default %(default)s)")
     p.add_argument("--traces", nargs="+", help=f"trace files instead of {what} in --trace-dir")
+
+
+def trace_file(trace_dir: str | Path, name: str) -> str:
+    """The file of a trace the config names, in a ``--trace-dir``.
+
+    Parameters
+    ----------
+    trace_dir : str or Path
+        Where the traces are (``data/traces``).
+    name : str
+        The trace's name in the config (``<model>-<mode>-b<batch>``).
+
+    Returns
+    -------
+    str
+        ``<trace_dir>/<name>.json.gz``.
+    """
+    return str(Path(trace_dir) / f"{name}.json.gz")
 
 
 def add_table_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, ...]) -> None:

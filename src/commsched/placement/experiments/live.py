@@ -413,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         section = driver.section_from_options(args, "placement_live")
         reason, per_pair = None, False
         if section["enabled"]:  # bad input is an error also where the run is skipped
-            g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
+            g = load_trace(driver.trace_file(args.trace_dir, section["trace"]))
             dev = read_devices(section["device_csv"])
             k = dev.n
             if not 2 <= k <= 8:

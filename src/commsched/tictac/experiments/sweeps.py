@@ -119,7 +119,7 @@ from commsched.results import write_table
 from commsched.tictac.experiments.sweep_config import FIGURES, Params
 from commsched.tictac.experiments.sweep_metrics import headline_metrics
 from commsched.tictac.experiments.sweep_runs import run_figure, run_steptime
-from commsched.tictac.experiments.sweep_setting import load_models, trace_file
+from commsched.tictac.experiments.sweep_setting import load_models
 
 __all__ = ["FIGURE_KINDS", "FigureConfig", "main"]
 
@@ -178,11 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         params = Params.from_mapping(driver.section_from_options(args, "tictac"))
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
-            paths = args.traces or [trace_file(args.trace_dir, t)
+            paths = args.traces or [driver.trace_file(args.trace_dir, t)
                                     for t in params.steptime_traces]
             df = run_steptime(load_models(paths, params), params)
         else:
-            paths = args.traces or [trace_file(args.trace_dir, t) for t in params.traces]
+            paths = args.traces or [driver.trace_file(args.trace_dir, t) for t in params.traces]
             df = run_figure(args.figure, load_models(paths, params), params, progress=driver.say)
         write_table(df, args.table, config)
         return None
