@@ -15,8 +15,8 @@ rule runs as ``python -m``. Each one
    where Ctrl-C tears a cluster down and exits 130).
 
 Drivers that read traces take :func:`add_trace_options`; drivers with a ``metrics`` step
-that summarizes their own tables take :func:`add_table_options` and end that step with
-:func:`write_metrics_step`; live drivers that cannot run here write
+that summarizes their own tables take :func:`add_table_options` and run that step with
+:func:`metrics_step`; live drivers that cannot run here write
 :func:`write_skipped` tables instead.
 
 Drivers that also run by hand take their section from a config file or as JSON
@@ -65,6 +65,7 @@ __all__ = [
     "add_trace_options",
     "config_section",
     "load_section",
+    "metrics_step",
     "named_paths",
     "parser",
     "run",
@@ -72,7 +73,7 @@ __all__ = [
     "say",
     "schema",
     "section_from_options",
-    "write_metrics_step",
+    "trace_file",
     "write_outputs",
     "write_skipped",
 ]
@@ -341,53 +342,85 @@ def add_trace_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--traces", nargs="+", help=f"trace files instead of {what} in --trace-dir")
 
 
-def add_table_options(p: argparse.ArgumentParser, name: str, what: str) -> None:
-    """Add ``--table CSV``, ``--tables NAME=CSV ...`` and ``--metrics CSV`` to ``p``.
+def trace_file(trace_dir: str | Path, name: str) -> str:
+    """The file of a trace the config names, in a ``--trace-dir``.
+
+    Parameters
+    ----------
+    trace_dir : str or Path
+        Where the traces are (``data/traces``).
+    name : str
+        The trace's name in the config (``<model>-<mode>-b<batch>``).
+
+    Returns
+    -------
+    str
+        ``<trace_dir>/<name>.json.gz``.
+    """
+    return str(Path(trace_dir) / f"{name}.json.gz")
+
+
+def add_table_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, ...]) -> None:
+    """Add the step ``what`` (one of ``steps`` or ``metrics``), ``--table CSV``,
+    ``--tables WHAT=CSV ...`` and ``--metrics CSV`` to ``p``.
 
     For a driver whose steps each write one ``--table`` and whose ``metrics`` step
-    summarizes those tables (:func:`write_metrics_step`).
+    summarizes those tables (:func:`metrics_step`).
 
     Parameters
     ----------
     p : argparse.ArgumentParser
         A driver's parser (:func:`parser`).
-    name : str
-        What a table is named by, upper case for the metavar (``"FIGURE"``).
     what : str
-        The tables, for the help text (``"figure"``).
+        What a step is (``"figure"``): the positional argument's name; upper case, what
+        a table is named by in ``--tables``.
+    steps : tuple of str
+        The steps that write a table.
     """
+    p.add_argument(what, choices=[*steps, "metrics"])
     p.add_argument("--table", help="result table to write (CSV)")
-    p.add_argument("--tables", nargs="+", metavar=f"{name}=CSV",
+    p.add_argument("--tables", nargs="+", metavar=f"{what.upper()}=CSV",
                    help=f"metrics: the {what} tables to summarize")
     p.add_argument("--metrics", help="metrics: the metrics table to write (CSV)")
 
 
-def write_metrics_step(args: argparse.Namespace, name: str, allowed: tuple[str, ...],
-                       headline: Callable[[dict[str, pd.DataFrame]], Mapping[str, float]]
-                       ) -> None:
-    """The ``metrics`` step of :func:`add_table_options`: summarize ``--tables``.
+def metrics_step(args: argparse.Namespace, what: str, steps: tuple[str, ...],
+                 headline: Callable[[dict[str, pd.DataFrame]], Mapping[str, float]]) -> bool:
+    """Run the ``metrics`` step of :func:`add_table_options` (summarize ``--tables``), or
+    check that another step has its ``--table``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        Parsed arguments with ``tables`` and ``metrics``.
-    name : str
-        The metavar's name, as given to :func:`add_table_options` (for the message).
-    allowed : tuple of str
-        The table names the driver knows.
+        Parsed arguments of :func:`add_table_options`.
+    what : str
+        As given to :func:`add_table_options`.
+    steps : tuple of str
+        As given to :func:`add_table_options`: the names ``--tables`` may use.
     headline : callable
-        ``{name: table}`` to ``{metric: value}``.
+        ``{step: table}`` to ``{metric: value}``.
+
+    Returns
+    -------
+    bool
+        True when the step was ``metrics`` (done), False for a step that writes a table.
 
     Raises
     ------
     CommschedError
-        If ``--metrics`` or ``--tables`` is missing, a name is unknown or a table
-        unreadable.
+        If a step has no ``--table``; for ``metrics``, if ``--metrics`` or ``--tables`` is
+        missing, a name is unknown or a table unreadable.
     """
+    step = getattr(args, what)
+    if step != "metrics":
+        if not args.table:
+            raise CommschedError(f"{step} needs --table")
+        return False
     if not args.metrics:
-        raise CommschedError(f"metrics needs --tables {name}=CSV ... and --metrics")
-    tables = {k: read_table(path) for k, path in named_paths(args.tables, allowed).items()}
+        raise CommschedError(f"metrics needs --tables {what.upper()}=CSV ... and --metrics")
+    tables = {k: read_table(path) for k, path in named_paths(args.tables, steps).items()}
     write_metrics(headline(tables), args.metrics, {"tables": args.tables})
+    return True
 
 
 def write_outputs(tables: Mapping[str, pd.DataFrame], metrics: Mapping[str, float],

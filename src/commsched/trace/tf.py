@@ -66,8 +66,8 @@ from commsched.progress import progress
 from commsched.trace import zoo
 from commsched.trace.common import check_args, check_coverage, cpu_model, op_time_sums, run_meta
 
-__all__ = ["ROUTE", "BuiltIteration", "build_iteration", "count_model", "keep_node_names",
-           "trace_model"]
+__all__ = ["ROUTE", "BuiltIteration", "Step", "build_iteration", "build_step", "count_model",
+           "keep_node_names", "trace_model"]
 
 ROUTE = "tf.compat.v1 Session + RunMetadata step stats (FULL_TRACE), optimizers off"
 
@@ -209,13 +209,82 @@ class BuiltIteration:
     grad_of: dict[str, list[str]]
 
 
+@dataclass
+class Step:
+    """One iteration's ops, built into the default graph (:func:`build_step`)."""
+
+    net: Any
+    targets: list[Any]  # the update (or the logits) and the model's own state updates
+    grad_ops: set[str]  # every op ``tf.gradients`` created
+    grad_vars: list[tuple[str, Any]]  # (gradient op, its variable) of every applied gradient
+
+
+def build_step(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str, size: int,
+               seed: int, lr: float) -> Step:
+    """Build one ``mode`` iteration of ``spec`` into the default graph (module docstring,
+    "Training step"): synthetic inputs and labels, the model, its loss, ``tf.gradients``
+    and SGD named ``SGD``.
+
+    The tracer's graph (:func:`build_iteration`) and the live job's
+    (:func:`commsched.tictac.live.job.build_config`, under its device setter and
+    container) are both this one, so their op names agree.
+
+    Parameters
+    ----------
+    tf, keras : module
+        :func:`commsched.trace.zoo.load_tensorflow`'s modules (graph mode on).
+    spec : ModelSpec
+        The zoo model.
+    batch, mode, size, seed
+        As in :func:`trace_model`.
+    lr : float
+        SGD's learning rate.
+
+    Returns
+    -------
+    Step
+        The model, the iteration's targets and its gradients.
+    """
+    g = tf.compat.v1.get_default_graph()
+    tf.compat.v1.set_random_seed(seed)
+    keras.utils.set_random_seed(seed)
+    with tf.name_scope("inputs"):
+        specs = [*spec.inputs(batch, size), spec.labels(batch, size)]
+        tensors = [
+            tf.random.uniform(s.shape, s.low, s.high, dtype=s.dtype, seed=seed + i,
+                              name=s.name)
+            for i, s in enumerate(specs)
+        ]
+    *xs, labels = tensors
+    net = spec.build(size)
+    before = {op.name for op in g.get_operations()}
+    outputs = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
+    logits = zoo.main_logits(outputs)
+    state_updates = [op for op in g.get_operations()
+                     if op.name not in before and op.type in _STATE_UPDATES]
+    if mode != "train":
+        return Step(net, [logits.op, *state_updates], set(), [])
+    with tf.name_scope("loss"):
+        loss = zoo.training_loss(tf, spec, outputs, labels)
+    tvars = [v.value for v in net.trainable_variables]
+    pre = {op.name for op in g.get_operations()}
+    grads = tf.gradients(loss, tvars)
+    grad_ops = {op.name for op in g.get_operations()} - pre
+    pairs = [(gr, v) for gr, v in zip(grads, tvars, strict=True) if gr is not None]
+    grad_vars = [((gr.values if isinstance(gr, tf.IndexedSlices) else gr).op.name, v)
+                 for gr, v in pairs]
+    sgd = tf.compat.v1.train.GradientDescentOptimizer(lr, name="SGD")
+    return Step(net, [sgd.apply_gradients(pairs, name="train"), *state_updates], grad_ops,
+                grad_vars)
+
+
 def build_iteration(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: str,
                     size: int, seed: int, lr: float) -> BuiltIteration:
     """Build the graph of one ``mode`` iteration of ``spec`` (graph mode must be on).
 
-    The graph the tracer measures; a graph built again with the same arguments has the
-    same op names, so a trace's ops name the ops of a rebuilt graph (the live placement,
-    :mod:`commsched.placement.live`).
+    The graph the tracer measures (:func:`build_step` in a graph of its own); a graph
+    built again with the same arguments has the same op names, so a trace's ops name the
+    ops of a rebuilt graph (the live placement, :mod:`commsched.placement.live`).
 
     Parameters
     ----------
@@ -233,42 +302,14 @@ def build_iteration(tf: Any, keras: Any, spec: zoo.ModelSpec, batch: int, mode: 
     """
     g = tf.Graph()
     with g.as_default():
-        tf.compat.v1.set_random_seed(seed)
-        keras.utils.set_random_seed(seed)
-        with tf.name_scope("inputs"):
-            specs = [*spec.inputs(batch, size), spec.labels(batch, size)]
-            tensors = [
-                tf.random.uniform(s.shape, s.low, s.high, dtype=s.dtype, seed=seed + i,
-                                  name=s.name)
-                for i, s in enumerate(specs)
-            ]
-        *xs, labels = tensors
-        net = spec.build(size)
-        before = {op.name for op in g.get_operations()}
-        outputs = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
-        logits = zoo.main_logits(outputs)
-        state_updates = [op for op in g.get_operations()
-                         if op.name not in before and op.type in _STATE_UPDATES]
-        grad_ops: set[str] = set()
-        grad_of: dict[str, list[str]] = defaultdict(list)
-        if mode == "train":
-            with tf.name_scope("loss"):
-                loss = zoo.training_loss(tf, spec, outputs, labels)
-            tvars = [v.value for v in net.trainable_variables]
-            pre = {op.name for op in g.get_operations()}
-            grads = tf.gradients(loss, tvars)
-            grad_ops = {op.name for op in g.get_operations()} - pre
-            pairs = [(gr, v) for gr, v in zip(grads, tvars, strict=True) if gr is not None]
-            for gr, v in pairs:
-                t = gr.values if isinstance(gr, tf.IndexedSlices) else gr
-                grad_of[t.op.name].append(v.handle.op.name)
-            sgd = tf.compat.v1.train.GradientDescentOptimizer(lr, name="SGD")
-            targets = [sgd.apply_gradients(pairs, name="train"), *state_updates]
-        else:
-            targets = [logits.op, *state_updates]
+        step = build_step(tf, keras, spec, batch, mode, size, seed, lr)
         init = tf.compat.v1.global_variables_initializer()
-    names = _closure(g.as_graph_def(), [t.name for t in targets])
-    return BuiltIteration(g, net, targets, init, names, grad_ops & set(names), dict(grad_of))
+    names = _closure(g.as_graph_def(), [t.name for t in step.targets])
+    grad_of: dict[str, list[str]] = defaultdict(list)
+    for op, v in step.grad_vars:
+        grad_of[op].append(v.handle.op.name)
+    return BuiltIteration(g, step.net, step.targets, init, names, step.grad_ops & set(names),
+                          dict(grad_of))
 
 
 def count_model(

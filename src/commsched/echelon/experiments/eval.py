@@ -263,8 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           {"jobs": args.jobs_table, "iterations": args.iterations_table})
             return
         cfg = _section(driver.section_from_options(args, "echelon_eval"))
-        traces = args.traces or [str(Path(args.trace_dir) / f"{m['trace']}.json.gz")
-                                 for m in cfg["mix"]]
+        traces = args.traces or [driver.trace_file(args.trace_dir, m["trace"]) for m in cfg["mix"]]
         jobs, its = run_sweep(cfg, traces, progress=driver.say)
         write_table(jobs, args.jobs_table, cfg)
         write_table(its, args.iterations_table, cfg)

@@ -33,7 +33,7 @@ from commsched import driver
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.plotting import check_figure_inputs
-from commsched.results import read_table, write_metrics, write_table
+from commsched.results import read_table
 
 __all__ = ["BINS", "FigureConfig", "bins_table", "main", "metrics"]
 
@@ -161,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> None:
         tables = _load(_pairs(args.tables))
-        write_metrics(metrics(tables), args.metrics, {"tables": args.tables})
-        write_table(bins_table(tables), args.bins, {"tables": args.tables})
+        driver.write_outputs({args.bins: bins_table(tables)}, metrics(tables), args.metrics,
+                             {"tables": args.tables})
 
     return driver.run("echelon_replay", body)
 

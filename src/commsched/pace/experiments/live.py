@@ -146,7 +146,7 @@ def run_model(params: Params, lm: LiveModel, workdir: Path, mode: str = "run"
         If the trace is not a PyTorch training trace, ``reuse`` finds no finished run, or
         a worker failed or ran past ``timeout_s``.
     """
-    trace = load_trace(Path(params.trace_dir) / f"{lm.trace}.json.gz")
+    trace = load_trace(driver.trace_file(params.trace_dir, lm.trace))
     meta = trace.graph["meta"]
     if meta.get("framework") != "torch" or meta.get("mode") != "train":
         raise CommschedError(f"pace_live: {lm.trace} is not a PyTorch training trace")

@@ -75,7 +75,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from commsched import driver
-from commsched.errors import CommschedError
 from commsched.pace.experiments.fig2 import run_fig2
 from commsched.pace.experiments.sim_metrics import headline_metrics
 from commsched.pace.experiments.sim_sweeps import SWEEPS, Params, load_models, run_experiment
@@ -128,17 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         option, an unreadable table).
     """
     p = driver.parser("commsched.pace.experiments.sim", __doc__)
-    p.add_argument("experiment", choices=[*EXPERIMENTS, "metrics"])
     driver.add_config_options(p, "pace_sim")
     driver.add_trace_options(p, "the config's traces (named <trace>.json.gz)")
-    driver.add_table_options(p, "EXPERIMENT", "experiment")
+    driver.add_table_options(p, "experiment", EXPERIMENTS)
     args = p.parse_args(argv)
 
     def body() -> None:
-        if args.experiment == "metrics":
-            return driver.write_metrics_step(args, "EXPERIMENT", EXPERIMENTS, headline_metrics)
-        if not args.table:
-            raise CommschedError(f"{args.experiment} needs --table")
+        if driver.metrics_step(args, "experiment", EXPERIMENTS, headline_metrics):
+            return
         if args.experiment == "fig2":
             write_table(run_fig2(), args.table, {"experiment": "fig2"})
             return

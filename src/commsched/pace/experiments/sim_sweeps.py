@@ -235,7 +235,7 @@ def load_models(params: Params, trace_dir: str,
                                  f"{c.batch}, the config's batch is {spec.batch}")
         if files is not None and spec.trace not in given:
             raise CommschedError(f"--traces: no file for trace {spec.trace!r}")
-        t = load_trace(given.get(spec.trace) or Path(trace_dir) / f"{spec.trace}.json.gz")
+        t = load_trace(given.get(spec.trace) or driver.trace_file(trace_dir, spec.trace))
         base = Workload(t, 1.0, params.compute_capacity)
         out.append(Model(spec, t, base.compute_time, c.step_s))
     return out

@@ -104,7 +104,6 @@ from commsched.placement.live.predict import (
 from commsched.placement.model import Options
 from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
-from commsched.results import write_metrics, write_table
 
 __all__ = ["main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
 
@@ -414,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         section = driver.section_from_options(args, "placement_live")
         reason, per_pair = None, False
         if section["enabled"]:  # bad input is an error also where the run is skipped
-            g = load_trace(str(Path(args.trace_dir) / f"{section['trace']}.json.gz"))
+            g = load_trace(driver.trace_file(args.trace_dir, section["trace"]))
             dev = read_devices(section["device_csv"])
             k = dev.n
             if not 2 <= k <= 8:
@@ -427,10 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.reuse or not section["enabled"]:
             reason = skipped_reason(section, per_pair)
         if reason:
-            driver.say(f"live placement skipped: {reason}")
-            write_table(pd.DataFrame({"status": ["skipped"], "reason": [reason]}),
-                        args.table, section)
-            write_metrics({}, args.metrics, {**section, "skipped": reason})
+            driver.write_skipped("live placement", reason, [args.table], args.metrics, section)
             return
         t = time.perf_counter()
         cfg = ClusterConfig(n_ps=1, n_workers=k - 1, bandwidth=section["bandwidth"],
@@ -467,8 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20
         out_cfg = {**section, "wall_s": round(time.perf_counter() - t, 1)}
-        write_table(table, args.table, out_cfg)
-        write_metrics(values, args.metrics, out_cfg)
+        driver.write_outputs({args.table: table}, values, args.metrics, out_cfg)
         driver.say(table.to_string(index=False))
         driver.say("\n".join(f"{k} {v:.4g}" for k, v in values.items()))
 

@@ -165,9 +165,8 @@ def run_synthetic(cfg: Mapping[str, Any]) -> pd.DataFrame:
 def _trace_problems(names: Sequence[str], trace_dir: str) -> dict[str, Problem]:
     out = {}
     for name in names:
-        path = Path(trace_dir) / f"{name}.json.gz"
         model = name.split("-")[0].removeprefix("thesis_")
-        out[model] = problem_from_trace(load_trace(path))
+        out[model] = problem_from_trace(load_trace(driver.trace_file(trace_dir, name)))
     return out
 
 

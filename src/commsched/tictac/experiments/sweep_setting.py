@@ -27,7 +27,7 @@ from commsched.tictac.experiments.sweep_config import CONTROL, Params
 from commsched.tictac.sim import NET_KINDS, MultiWorker, coarsen, compose, scale_compute
 from commsched.views import ps_view
 
-__all__ = ["Model", "arxiv_batch", "calibrate_link", "comm_ratio", "load_models", "trace_file"]
+__all__ = ["Model", "arxiv_batch", "calibrate_link", "comm_ratio", "load_models"]
 
 
 @dataclass
@@ -368,21 +368,3 @@ def arxiv_batch(view: nx.DiGraph, batch: int, n_workers: int) -> tuple[int, floa
     candidates = {max(1, math.floor(target)), max(1, math.ceil(target))}
     best = max(sorted(candidates), key=s_of)
     return best, s_of(best)
-
-
-def trace_file(trace_dir: str, name: str) -> str:
-    """The file of a named trace.
-
-    Parameters
-    ----------
-    trace_dir : str
-        Where the traces are (``data/traces``).
-    name : str
-        ``<model>-<mode>-b<batch>``, as the config names traces.
-
-    Returns
-    -------
-    str
-        ``<trace_dir>/<name>.json.gz``.
-    """
-    return str(Path(trace_dir) / f"{name}.json.gz")

@@ -115,12 +115,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from commsched import driver
-from commsched.errors import CommschedError
 from commsched.results import write_table
 from commsched.tictac.experiments.sweep_config import FIGURES, Params
 from commsched.tictac.experiments.sweep_metrics import headline_metrics
 from commsched.tictac.experiments.sweep_runs import run_figure, run_steptime
-from commsched.tictac.experiments.sweep_setting import load_models, trace_file
+from commsched.tictac.experiments.sweep_setting import load_models
 
 __all__ = ["FIGURE_KINDS", "FigureConfig", "main"]
 
@@ -168,25 +167,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error on stderr (bad config, trace or table).
     """
     p = driver.parser(__name__, __doc__)
-    p.add_argument("figure", choices=[*FIGURES, "metrics"])
     driver.add_config_options(p, "tictac")
     driver.add_trace_options(p, "the config's traces")
-    driver.add_table_options(p, "FIGURE", "figure")
+    driver.add_table_options(p, "figure", FIGURES)
     args = p.parse_args(argv)
 
     def body() -> None:
-        if args.figure == "metrics":
-            return driver.write_metrics_step(args, "FIGURE", FIGURES, headline_metrics)
-        if not args.table:
-            raise CommschedError(f"{args.figure} needs --table")
+        if driver.metrics_step(args, "figure", FIGURES, headline_metrics):
+            return
         params = Params.from_mapping(driver.section_from_options(args, "tictac"))
         config = {**params.raw, "figure": args.figure}
         if args.figure == "steptime":
-            paths = args.traces or [trace_file(args.trace_dir, t)
+            paths = args.traces or [driver.trace_file(args.trace_dir, t)
                                     for t in params.steptime_traces]
             df = run_steptime(load_models(paths, params), params)
         else:
-            paths = args.traces or [trace_file(args.trace_dir, t) for t in params.traces]
+            paths = args.traces or [driver.trace_file(args.trace_dir, t) for t in params.traces]
             df = run_figure(args.figure, load_models(paths, params), params, progress=driver.say)
         write_table(df, args.table, config)
         return None

@@ -7,7 +7,7 @@ several *configs* (an order and an enforcement hook each, e.g. baseline, TIC wit
 sender hook, TAC with the DAG hook).
 
 Graph (one per config; ``tf.compat.v1`` graph mode, between-graph replication)
-    Built exactly as the tracer builds an iteration (:mod:`commsched.trace.tf`: synthetic
+    Built by the tracer's own :func:`commsched.trace.tf.build_step` (synthetic
     uniform inputs and labels drawn in the graph, the zoo model, mean sparse softmax
     cross-entropy, ``tf.gradients``, plain SGD named ``SGD``, the model's own state updates),
     but under ``replica_device_setter`` and inside a per-config resource container: the
@@ -53,10 +53,9 @@ from commsched.tictac.live.hooks import apply_hook, ps_variables, reads_by_varia
 from commsched.tictac.live.order import match_variables
 from commsched.tictac.live.steptrace import compute_busy, compute_intervals, transfers
 from commsched.trace import zoo
+from commsched.trace.tf import build_step
 
 __all__ = ["Built", "build_config", "main", "run_plan"]
-
-_STATE_UPDATES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
 
 
 @dataclass
@@ -159,36 +158,11 @@ def build_config(group: Mapping[str, Any], config: Mapping[str, Any],
     container = _container(str(group["id"]), str(config["name"]))
     g = tf.Graph()
     with g.as_default(), tf.compat.v1.container(container), tf.compat.v1.device(setter):
-        tf.compat.v1.set_random_seed(seed)
-        keras.utils.set_random_seed(seed)
-        with tf.name_scope("inputs"):
-            specs = [*spec.inputs(batch, size), spec.labels(batch, size)]
-            tensors = [tf.random.uniform(s.shape, s.low, s.high, dtype=s.dtype,
-                                         seed=seed + i, name=s.name)
-                       for i, s in enumerate(specs)]
-        *xs, labels = tensors
-        net = spec.build(size)
-        before = {op.name for op in g.get_operations()}
-        outputs = net(xs if len(xs) > 1 else xs[0], training=mode == "train")
-        logits = zoo.main_logits(outputs)
-        state_updates = [op for op in g.get_operations()
-                         if op.name not in before and op.type in _STATE_UPDATES]
-        grad_src: dict[str, str] = {}
-        if mode == "train":
-            with tf.name_scope("loss"):
-                loss = zoo.training_loss(tf, spec, outputs, labels)
-            tvars = [v.value for v in net.trainable_variables]
-            grads = tf.gradients(loss, tvars)
-            pairs = [(gr, v) for gr, v in zip(grads, tvars, strict=True) if gr is not None]
-            for gr, v in pairs:
-                t = gr.values if isinstance(gr, tf.IndexedSlices) else gr
-                grad_src[t.op.name] = v.handle.op.get_attr("shared_name").decode()
-            sgd = tf.compat.v1.train.GradientDescentOptimizer(lr / n_workers, name="SGD")
-            targets = [sgd.apply_gradients(pairs, name="train"), *state_updates]
-        else:
-            targets = [logits.op, *state_updates]
+        step = build_step(tf, keras, spec, batch, mode, size, seed, lr / n_workers)
+        grad_src = {op: v.handle.op.get_attr("shared_name").decode()
+                    for op, v in step.grad_vars}
         with tf.device(worker):
-            work = tf.group(*targets, name="work")
+            work = tf.group(*step.targets, name="work")
         with tf.device("/job:ps/task:0"):
             barrier = _barrier_op(tf, n_workers, task)
         init_ps = tf.compat.v1.global_variables_initializer()
