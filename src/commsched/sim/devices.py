@@ -202,8 +202,35 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                      ) -> DeviceSchedule:
     """Simulate ``eg`` with one ready queue per device; see the module docstring.
 
-    ``record_memory`` also keeps the memory series (every change); the peak per device is
-    always computed.
+    Parameters
+    ----------
+    eg : ExecGraph
+        The partitioned graph; times in the graph's unit (seconds for traced graphs).
+    queues : sequence of ReadyQueue
+        One per device, in device order, fresh (a scheduler's queues,
+        :mod:`commsched.placement.schedulers`).
+    link_contention : bool, optional
+        Serialise the transfers of each directed device pair (our extension; off in the
+        thesis).
+    record_memory : bool, optional
+        Also keep the memory series (every change); the peak per device is always
+        computed.
+
+    Returns
+    -------
+    DeviceSchedule
+
+    Raises
+    ------
+    ValueError
+        ``len(queues) != eg.n_devices``.
+    InvalidSchedule
+        A node never became executable (the graph has a cycle).
+
+    References
+    ----------
+    .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Sec. 3.2 (lowest local clock decides),
+       Sec. 5.1 (devices run one node at a time), Eq. 2.1 (makespan).
     """
     if len(queues) != eg.n_devices:
         raise ValueError(f"need {eg.n_devices} ready queues, got {len(queues)}")
@@ -330,6 +357,20 @@ def check_device_schedule(eg: ExecGraph, s: DeviceSchedule, tol: float = 1e-9) -
     no node starts before every predecessor ended plus the transfer time of the edge; a
     device runs at most one node at a time (zero-length nodes occupy nothing); the makespan
     is the last end (Eq. 2.1).
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The graph that was simulated.
+    s : DeviceSchedule
+        Its schedule, from :func:`simulate_devices` or :func:`simulate_lowest_clock`.
+    tol : float, optional
+        Relative tolerance, scaled by ``max(1, makespan)``.
+
+    Raises
+    ------
+    InvalidSchedule
+        The first broken rule, naming the node or device.
     """
     if len(s.start) != eg.n or len(s.end) != eg.n:
         raise InvalidSchedule(f"schedule has {len(s.start)} nodes, the graph {eg.n}")
@@ -440,6 +481,29 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
     at the start (default: by index). The makespan is the clock of the last device in the
     list. The same schedule as :func:`simulate_devices` up to the order of the ready lists
     and of decisions taken at one instant (what the schedulers may see differs).
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The partitioned graph.
+    choose : Chooser
+        The scheduler: ``choose(device, ready, state)`` -> a position in ``ready``.
+    hash_key : sequence of float
+        One number per node, ordering each node's successors.
+    source_order : sequence of int, optional
+        Order of the nodes executable at the start; default by index.
+    record_memory : bool, optional
+        Also keep the memory series, computed from the start and end times as
+        :func:`simulate_devices` does; the peaks are always computed.
+
+    Returns
+    -------
+    DeviceSchedule
+
+    Raises
+    ------
+    InvalidSchedule
+        Some node never became executable.
     """
     n, ndev = eg.n, eg.n_devices
     st = ClockState(eg, hash_key)
