@@ -201,7 +201,28 @@ class _Counters:
 
 
 def run(cfg: ControllerConfig) -> dict[str, Any]:
-    """Serve every phase (module docstring); returns the log written to ``cfg.out``."""
+    """Serve every phase (module docstring); returns the log written to ``cfg.out``.
+
+    Parameters
+    ----------
+    cfg : ControllerConfig
+        Racks, rates (bytes/s), the bridges' namespaces, phases, ports, ``timeout`` (s per
+        phase), ``owner`` and ``out``; needs root (htb on the core veths).
+
+    Returns
+    -------
+    dict
+        ``config`` and, per phase, ``policy``, ``go`` and ``end`` (epoch s), ``events``
+        (kind, flow id, sender time, receive time, time in force) and ``updates`` (start
+        after ``go``; seconds reading counters, in the policy, in tc; active flows; classes
+        changed).
+
+    Raises
+    ------
+    CommschedError
+        Not every process reaches a phase or finishes it within ``timeout``, the owner
+        process is gone, or a tc command fails; the log so far is written first.
+    """
     net_ = network(cfg.racks, cfg.host_Bps, cfg.core_Bps)
     cores = [HtbLink(ns, CORE_DEV, cfg.core_Bps, range(1, 64)) for ns in cfg.bridges]
     store = dist.TCPStore("0.0.0.0", cfg.store_port, is_master=True,
@@ -275,7 +296,18 @@ def run(cfg: ControllerConfig) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m commsched.echelon.live.controller CONFIG.json`` (one-line errors)."""
+    """``python -m commsched.echelon.live.controller CONFIG.json`` (one-line errors).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The config file, alone; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        As :func:`commsched.cluster.procs.config_main`; SIGTERM exits 143.
+    """
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return config_main(argv, "commsched.echelon.live.controller", "echelon live controller",
                        lambda data: run(ControllerConfig(**data)))

@@ -68,6 +68,18 @@ _BURST = "16k"  # htb burst: a few 1.5 kB packets (GSO segments up to 64 kB are 
 def classid(tag: int) -> str:
     """The htb class of flow tag ``tag``.
 
+    Parameters
+    ----------
+    tag : int
+        A DSCP flow tag, 1-63.
+
+    Returns
+    -------
+    str
+        ``"1:<100 + tag>"``.
+
+    Examples
+    --------
     >>> classid(7)
     '1:107'
     """
@@ -236,6 +248,21 @@ def enforce(rates: Mapping[int, float], capacity: float) -> dict[int, tuple[floa
     ``capacity`` (module docstring): positive rates scaled to fit what the default class
     leaves, ``prio 0``; zero rates at the floor, ``prio 7``.
 
+    Parameters
+    ----------
+    rates : mapping of int to float
+        Per active tag, the rate the policy gives it, bytes/s (>= 0); a rate at or below
+        the floor (:data:`FLOOR_SHARE` of ``capacity``) counts as zero.
+    capacity : float
+        The link's rate, bytes/s (> 0).
+
+    Returns
+    -------
+    dict of int to (float, int)
+        Per tag, the class's guaranteed rate (bytes/s) and htb priority (0 or 7).
+
+    Examples
+    --------
     >>> enforce({1: 60.0, 2: 40.0, 3: 0.0}, 100.0)
     {1: (57.9, 0), 2: (38.6, 0), 3: (0.5, 7)}
     """

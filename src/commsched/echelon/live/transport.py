@@ -56,6 +56,23 @@ _HELLO = struct.Struct("!I")  # the connecting rank
 def tos_of(tag: int) -> int:
     """The TOS byte of DSCP ``tag`` (ECN bits zero).
 
+    Parameters
+    ----------
+    tag : int
+        The flow's DSCP tag.
+
+    Returns
+    -------
+    int
+        ``tag << 2``.
+
+    Raises
+    ------
+    CommschedError
+        ``tag`` is not in ``1..63``.
+
+    Examples
+    --------
     >>> tos_of(5)
     20
     """
