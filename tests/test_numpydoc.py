@@ -4,15 +4,13 @@ Issue 20, item 3: the public functions of the model, the generic engines, the co
 and the four works document each parameter (``Parameters``) and what they return
 (``Returns`` or ``Yields``), as networkx's ``algorithms/dag.py`` does. This test reads the
 sources with :mod:`ast` (nothing is imported, so no TensorFlow) and checks, for every public
-module-level function that takes arguments:
+module-level function and every public method of a public module-level class that takes
+arguments (``self`` and ``cls`` not counted):
 
 - its docstring has a ``Parameters`` section naming exactly its parameters, in any order
   (``*args`` and ``**kwargs`` spelled with their stars, as numpydoc does);
 - it has a ``Returns`` or ``Yields`` section unless its return annotation is ``None``
   (or ``NoReturn``/``Never``).
-
-Methods of classes are not checked: most public methods here are short accessors
-(``push``, ``pop``, ``address``) whose one-line docstrings say all there is.
 """
 
 from __future__ import annotations
@@ -67,9 +65,11 @@ def _documented(lines: list[str]) -> list[str]:
     return names
 
 
-def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = False) -> list[str]:
     a = fn.args
     names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if method and names and names[0] in ("self", "cls"):
+        names = names[1:]
     if a.vararg:
         names.append("*" + a.vararg.arg)
     if a.kwarg:
@@ -91,10 +91,10 @@ def _modules() -> list[tuple[str, Path]]:
     return out
 
 
-def _problems(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+def _problems(fn: ast.FunctionDef | ast.AsyncFunctionDef, method: bool = False) -> list[str]:
     doc = ast.get_docstring(fn) or ""
     sections = _sections(doc)
-    wanted = _params(fn)
+    wanted = _params(fn, method)
     problems = []
     if "Parameters" not in sections:
         problems.append("no Parameters section")
@@ -124,7 +124,16 @@ def test_sections_parser() -> None:
     fn = ast.parse(src).body[0]
     assert isinstance(fn, ast.FunctionDef)
     assert _params(fn) == ["a", "b", "*rest", "**kw"]
+    method = ast.parse("def m(self, x) -> None:\n    pass\n").body[0]
+    assert isinstance(method, ast.FunctionDef)
+    assert _params(method, method=True) == ["x"]
+    assert _problems(method, method=True) == ["no Parameters section"]
     assert _problems(fn) == ["no Parameters section", "no Returns (or Yields) section"]
+
+
+def _public(body: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not n.name.startswith("_")]
 
 
 def test_public_functions_have_numpydoc_sections() -> None:
@@ -132,10 +141,15 @@ def test_public_functions_have_numpydoc_sections() -> None:
     for module, path in _modules():
         if module in PENDING:
             continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in _public(tree.body):
+            if _params(fn):
+                offenders += [f"{module}:{fn.name}: {p}" for p in _problems(fn)]
+        for cls in tree.body:
+            if not isinstance(cls, ast.ClassDef) or cls.name.startswith("_"):
                 continue
-            if node.name.startswith("_") or not _params(node):
-                continue
-            offenders += [f"{module}:{node.name}: {p}" for p in _problems(node)]
+            for fn in _public(cls.body):
+                if _params(fn, method=True):
+                    offenders += [f"{module}:{cls.name}.{fn.name}: {p}"
+                                  for p in _problems(fn, method=True)]
     assert not offenders, (f"{len(offenders)} numpydoc problems:\n" + "\n".join(offenders))

@@ -115,6 +115,24 @@ class Params:
 
     @staticmethod
     def from_config(cfg: Mapping[str, Any]) -> Params:
+        """Build and check the section as ``config/config.yaml`` writes it.
+
+        Parameters
+        ----------
+        cfg : mapping
+            The ``echelon_live`` section; each ``jobs`` entry holds ``racks`` (one per
+            process) and the :class:`~commsched.echelon.live.jobs.LiveJob` fields.
+
+        Returns
+        -------
+        Params
+
+        Raises
+        ------
+        CommschedError
+            An unknown key, a job without ``racks`` or with an unknown field, or any
+            check of :class:`Params`, :class:`JobPlacement` or ``LiveJob``.
+        """
         known = {f.name for f in fields(Params)}
         extra = sorted(set(cfg) - known)
         if extra:

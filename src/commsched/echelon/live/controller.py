@@ -109,7 +109,18 @@ class PhaseState:
         self.sim = FlowSim(self.net, self.policy or (lambda v: np.zeros(len(v.active))))
 
     def event(self, m: dict[str, Any]) -> None:
-        """Apply one sender event (``e``: ``s`` start, ``f`` finish)."""
+        """Apply one sender event (``e``: ``s`` start, ``f`` finish).
+
+        A start adds the flow (its group's reference time is the group's first start);
+        a finish of an unknown flow is ignored.
+
+        Parameters
+        ----------
+        m : dict
+            The decoded datagram: ``e``, ``id``, ``t`` (epoch s) and, for a start,
+            ``group``, ``job``, ``src``, ``dst``, ``size`` (bytes), ``offset`` (s),
+            ``index``, ``tag``.
+        """
         t = max(float(m["t"]) - self.go, 0.0)
         if m["e"] == "s":
             gid, ref = self.groups.setdefault(m["group"], (len(self.groups), t))
@@ -132,7 +143,27 @@ class PhaseState:
 
     def decide(self, now: float, counters: Sequence[dict[int, int]]
                ) -> list[dict[int, tuple[float, int]]]:
-        """The policy's htb classes per core direction (``tag -> (rate, prio)``)."""
+        """The policy's htb classes per core direction (``tag -> (rate, prio)``).
+
+        Parameters
+        ----------
+        now : float
+            Epoch seconds.
+        counters : sequence of dict of int to int
+            Per core direction, each tag's htb byte counter; the growth since the last
+            call counts as the flow's bytes sent.
+
+        Returns
+        -------
+        list of dict
+            Two dicts (rack 0 -> 1, rack 1 -> 0) of
+            :func:`commsched.echelon.live.tc.enforce` classes; empty without a policy
+            or active flows.
+
+        References
+        ----------
+        .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 3.2 (ideal finish times).
+        """
         t = now - self.go
         by_tag = {v: i for i, v in self.tag.items()}
         for core, cnt in enumerate(counters):

@@ -127,7 +127,18 @@ class LiveJob:
 
     def spec(self, hosts: tuple[int, ...] | None = None) -> JobSpec:
         """The simulator's :class:`~commsched.echelon.jobs.JobSpec` of this job (its
-        collectives serial: one communication thread per process, as :func:`run_rank`)."""
+        collectives serial: one communication thread per process, as :func:`run_rank`).
+
+        Parameters
+        ----------
+        hosts : tuple of int, optional
+            The simulator's hosts of ranks ``0..world-1``; default those numbers.
+
+        Returns
+        -------
+        JobSpec
+            Pipelines: one block per stage.
+        """
         return JobSpec(self.name, self.paradigm, hosts or tuple(range(self.world)),
                        micro_batches=self.micro_batches if self.pipeline else 1,
                        blocks=self.world if self.pipeline else self.blocks,

@@ -114,6 +114,23 @@ class TcSession:
                                  ) from None
 
     def run(self, lines: Sequence[str]) -> list[str]:
+        """Run ``tc`` batch commands and wait for their output.
+
+        Parameters
+        ----------
+        lines : sequence of str
+            Batch lines without the ``tc`` word (``class change dev ...``).
+
+        Returns
+        -------
+        list of str
+            Their output lines.
+
+        Raises
+        ------
+        CommschedError
+            An error line, no answer within ``timeout`` s, or ``tc`` exited.
+        """
         p = self._p
         assert p.stdin is not None and p.stdout is not None
         try:
@@ -180,7 +197,18 @@ class HtbLink:
         return self._tc
 
     def setup(self, mode: str) -> None:
-        """(Re)build the tree: ``none`` (default class only) or ``classes``."""
+        """(Re)build the tree: ``none`` (default class only) or ``classes``.
+
+        Parameters
+        ----------
+        mode : {"none", "classes"}
+            ``classes`` adds a class and a u32 filter per tag, at the floor rate.
+
+        Raises
+        ------
+        CommschedError
+            Another mode, or a tc error.
+        """
         if mode not in ("none", "classes"):
             raise CommschedError(f"htb mode {mode!r}: none or classes")
         self.remove()
@@ -206,7 +234,23 @@ class HtbLink:
 
     def update(self, classes: Mapping[int, tuple[float, int]]) -> int:
         """Set ``tag -> (rate B/s, prio)``; tags not named (idle) go back to the floor
-        rate at prio 0. One ``tc -batch``; returns the number of classes changed."""
+        rate at prio 0. One ``tc -batch``; returns the number of classes changed.
+
+        Parameters
+        ----------
+        classes : mapping of int to (float, int)
+            Per tag, the guaranteed rate (bytes/s; raised to the floor) and htb prio.
+
+        Returns
+        -------
+        int
+            Classes whose rate or prio changed (0: nothing sent to tc but the marker).
+
+        Raises
+        ------
+        CommschedError
+            A tc error.
+        """
         full = _bits(self.rate)
         floor = self.rate * FLOOR_SHARE
         lines = []

@@ -125,9 +125,31 @@ class LiveCluster:
                      for r in (0, 1)]
 
     def address(self, host: int | str) -> str:
+        """The IPv4 address of a host.
+
+        Parameters
+        ----------
+        host : int or str
+            A job host's number or a name (``"ctl"``).
+
+        Returns
+        -------
+        str
+        """
         return self.links[self.hosts.index(host if isinstance(host, str) else f"h{host}")].address
 
     def namespace(self, host: int | str) -> str:
+        """The network namespace a host's processes run in.
+
+        Parameters
+        ----------
+        host : int or str
+            As for :meth:`address`.
+
+        Returns
+        -------
+        str
+        """
         return self.links[self.hosts.index(host if isinstance(host, str) else f"h{host}")
                           ].namespace
 
@@ -162,7 +184,25 @@ class LiveCluster:
 
     def spawn(self, host: int | str, role: str, argv: Sequence[str], log: str | Path,
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start a process in ``host``'s namespace, recorded for teardown."""
+        """Start a process in ``host``'s namespace, recorded for teardown.
+
+        Parameters
+        ----------
+        host : int or str
+            As for :meth:`address`.
+        role : str
+            Its name in the run state and messages.
+        argv : sequence of str
+            The command.
+        log : str or Path
+            Its stdout and stderr.
+        env : mapping of str to str, optional
+            Added to the environment.
+
+        Returns
+        -------
+        subprocess.Popen
+        """
         p, rec = spawn(argv, role, log, namespace=self.namespace(host), env=env)
         self.state.processes.append(rec)
         self.state.save()
