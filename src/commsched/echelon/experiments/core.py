@@ -93,7 +93,7 @@ def fig2(offset: np.ndarray, t: float = 1.0, b: float = 1.0) -> EchelonFlow:
     Raises
     ------
     CommschedError
-        An offset is not finite, or ``b`` is not positive.
+        ``offset`` is not three finite numbers, or ``b`` is not positive.
 
     References
     ----------

@@ -125,8 +125,9 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
     Raises
     ------
     CommschedError
-        A process failed (its last error line quoted), an ``extra`` process failed, or
-        the deadline passed; every started process is ended before it propagates.
+        An unknown launcher, a process failed (its last error line quoted), an
+        ``extra`` process failed, or the deadline passed; every started process is ended
+        before it propagates.
     """
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
