@@ -191,12 +191,13 @@ def analyse(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     Returns
     -------
     dict of str to pandas.DataFrame
-        Keyed by repeat, policy and job: ``iterations`` (``end_s``, ``iteration_s``),
-        ``jobs`` (``jct_s``, ``iteration_mean_s``, ``tardiness_s``: EchelonFlow Eq. 4 over
-        the job's groups, each Eq. 2 with the group's first start as reference;
-        ``flows``), ``flows`` (the senders' records plus ``ideal`` and ``tardiness_s``),
-        ``updates`` (per controller event: ``latency_s`` to the htb classes in force,
-        ``recv_s``) and ``tasks`` (``label``, ``duration_s``).
+        Rows carry ``repeat`` and ``policy``, all but ``updates`` also ``job`` and
+        ``paradigm``. ``iterations``: ``end_s``, ``iteration_s``. ``jobs``: ``jct_s``,
+        ``iteration_mean_s``, ``flows`` and ``tardiness_s`` (Eq. 4 over the job's
+        EchelonFlows, each Eq. 2 with its first flow's start as reference). ``flows``:
+        the senders' records plus ``ideal`` and ``tardiness_s``. ``updates``: per
+        controller event, ``latency_s`` (to the htb classes in force) and ``recv_s``.
+        ``tasks``: ``label``, ``duration_s``.
 
     References
     ----------
