@@ -227,7 +227,19 @@ class JobGraph:
         return node
 
     def group(self, kind: str, label: str) -> int:
-        """Add an EchelonFlow (:class:`Group`); returns its index in :attr:`groups`."""
+        """Add an EchelonFlow (:class:`Group`); returns its index in :attr:`groups`.
+
+        Parameters
+        ----------
+        kind : str
+            Its arrangement (``coflow``, ``gpipe``, ``1f1b``, ``fsdp``; not checked).
+        label : str
+            What its flows carry.
+
+        Returns
+        -------
+        int
+        """
         self.groups.append(Group(kind, label))
         return len(self.groups) - 1
 

@@ -80,14 +80,39 @@ _REQUIRED = ("kind", "resource", "duration")
 
 
 def register_kind(name: str) -> None:
-    """Allow a new op kind (for an extension that models another kind of op)."""
+    """Allow a new op kind (for an extension that models another kind of op).
+
+    Parameters
+    ----------
+    name : str
+        The kind, added to :data:`KINDS` for the rest of the process.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is empty or not a string.
+    """
     if not name or not isinstance(name, str):
         raise ValueError("an op kind is a non-empty string")
     KINDS.add(name)
 
 
 def new_graph(resources: dict[str, int], **attrs: Any) -> nx.DiGraph:
-    """An empty op graph with the given resources and extra graph attributes."""
+    """An empty op graph with the given resources and extra graph attributes.
+
+    Parameters
+    ----------
+    resources : dict of str to int
+        ``{resource: capacity}``, capacity = ops it runs at once (``1..MAX_CAPACITY``,
+        checked by :func:`validate`, not here).
+    **attrs
+        Further graph attributes (``meta``, ``variables``, ...).
+
+    Returns
+    -------
+    networkx.DiGraph
+        A graph without nodes, ``schema_version`` = :data:`SCHEMA_VERSION`.
+    """
     g = nx.DiGraph()
     g.graph["schema_version"] = SCHEMA_VERSION
     g.graph["resources"] = dict(resources)
@@ -98,7 +123,24 @@ def new_graph(resources: dict[str, int], **attrs: Any) -> nx.DiGraph:
 def add_op(
     g: nx.DiGraph, op_id: str, kind: str, resource: str, duration: float, **attrs: Any
 ) -> None:
-    """Add one op; ``attrs`` may hold ``bytes``, ``param``, ``priority`` or anything else."""
+    """Add one op to an op graph (unchecked: :func:`validate` checks the whole graph).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph, changed in place.
+    op_id : str
+        The new node's id.
+    kind : str
+        One of :data:`KINDS`.
+    resource : str
+        A resource of ``g.graph["resources"]``.
+    duration : float
+        Seconds, ``0..MAX_SECONDS``; stored as a float.
+    **attrs
+        Further node attributes: ``bytes``, ``param``, ``priority`` or anything else
+        (module docstring).
+    """
     g.add_node(op_id, kind=kind, resource=resource, duration=float(duration), **attrs)
 
 
@@ -116,7 +158,21 @@ def validate(g: nx.DiGraph, source: str | None = None) -> None:
     Checks, in this order: the resources table (capacities are integers in
     ``1..MAX_CAPACITY``), every node's attributes (``duration`` in
     ``[0, commsched.validation.MAX_SECONDS]``, ``bytes`` in ``[0, MAX_BYTES]``, a finite
-    ``priority``), then acyclicity. ``source`` (a file name) prefixes the message.
+    ``priority``), then acyclicity.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph.
+    source : str, optional
+        A file name, prefixing the message.
+
+    Raises
+    ------
+    GraphError
+        No or an empty ``resources`` table, a bad capacity, a node missing ``kind``,
+        ``resource`` or ``duration``, an unknown kind or resource, a value out of range,
+        or a cycle (the message spells it).
     """
     where = _where(source)
     resources = g.graph.get("resources")
@@ -153,14 +209,46 @@ def validate(g: nx.DiGraph, source: str | None = None) -> None:
 
 
 def to_json(g: nx.DiGraph) -> dict[str, Any]:
-    """The node-link dictionary of ``g`` (the on-disk format)."""
+    """The node-link dictionary of ``g`` (the on-disk format).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        An op graph; it is not validated.
+
+    Returns
+    -------
+    dict
+        ``{"graph", "nodes", "edges", ...}`` as :func:`networkx.node_link_data` writes
+        it (``edges`` key), with ``schema_version`` first among the graph attributes.
+    """
     data: dict[str, Any] = nx.node_link_data(g, edges="edges")
     data["graph"] = {"schema_version": SCHEMA_VERSION, **data["graph"]}
     return data
 
 
 def from_json(data: object, source: str | None = None) -> nx.DiGraph:
-    """Build and validate an op graph from its node-link dictionary."""
+    """Build and validate an op graph from its node-link dictionary.
+
+    Parameters
+    ----------
+    data : object
+        Decoded JSON, as :func:`to_json` writes it.
+    source : str, optional
+        A file name, prefixing every message.
+
+    Returns
+    -------
+    networkx.DiGraph
+        The valid op graph.
+
+    Raises
+    ------
+    GraphError
+        ``data`` is not an object with ``graph``, ``nodes`` and ``edges``, has another
+        ``schema_version``, a node without a string or integer id, a duplicate id, an
+        edge to a missing node, or fails :func:`validate`.
+    """
     where = _where(source)
     if not isinstance(data, dict):
         raise GraphError(f"{where}expected a JSON object with 'nodes' and 'edges'")
@@ -201,7 +289,23 @@ def from_json(data: object, source: str | None = None) -> nx.DiGraph:
 
 
 def load(path: str | os.PathLike[str]) -> nx.DiGraph:
-    """Read and validate an op graph file (JSON, gzip-compressed or not); errors name it."""
+    """Read and validate an op graph file (JSON, gzip-compressed or not); errors name it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+
+    Returns
+    -------
+    networkx.DiGraph
+        The graph the file holds, validated.
+
+    Raises
+    ------
+    GraphError
+        The file cannot be read or decoded, or :func:`from_json` rejects it.
+    """
     try:
         data = parse_json(read_text(path), path)
     except CommschedError as e:
@@ -213,6 +317,18 @@ def save(g: nx.DiGraph, path: str | os.PathLike[str]) -> None:
     """Validate ``g`` and write it atomically as node-link JSON (gzip if ``path`` ends .gz).
 
     Gzip output is byte-for-byte reproducible (no timestamp in the header).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph.
+    path : str or os.PathLike
+        The output file, replaced atomically.
+
+    Raises
+    ------
+    GraphError
+        ``g`` fails :func:`validate` (nothing is written).
     """
     validate(g, os.fspath(path))
     data = json.dumps(to_json(g), separators=(",", ":"), allow_nan=False).encode("utf-8")

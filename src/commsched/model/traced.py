@@ -116,6 +116,20 @@ def check_graph(g: nx.DiGraph, source: str | None = None) -> None:
     Checks the graph attributes ``meta`` and ``variables``, every node's trace fields,
     ``duration == min(samples)``, and that ``reads``/``updates``/``grad_of`` name known
     variables. The first problem found is reported, naming the op.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The op graph to check.
+    source : str, optional
+        A file name, prefixing the message.
+
+    Raises
+    ------
+    GraphError
+        A missing or malformed graph attribute, node field or edge field, a value out of
+        range (times in ``[0, MAX_SECONDS]``, bytes in ``[0, MAX_BYTES]``), a ``duration``
+        other than ``min(samples)``, or an unknown variable name.
     """
     where = _where(source)
     try:
@@ -216,19 +230,56 @@ def example_trace() -> nx.DiGraph:
 
 
 def load_trace(path: str | os.PathLike[str]) -> nx.DiGraph:
-    """Read a traced graph: :func:`commsched.model.graph.load` plus :func:`check_graph`."""
+    """Read a traced graph: :func:`commsched.model.graph.load` plus :func:`check_graph`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A traced graph file (``.json`` or ``.json.gz``).
+
+    Returns
+    -------
+    networkx.DiGraph
+        The traced graph.
+
+    Raises
+    ------
+    GraphError
+        The file is unreadable, not an op graph, or not a traced graph; the message names it.
+    """
     g = graph.load(path)
     check_graph(g, str(path))
     return g
 
 
 def variables(g: nx.DiGraph) -> dict[str, dict[str, Any]]:
-    """The graph's variables, ``{name: {"bytes", "shape", "dtype", "trainable", ...}}``."""
+    """The graph's variables, ``{name: {"bytes", "shape", "dtype", "trainable", ...}}``.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph (or any op graph: then empty).
+
+    Returns
+    -------
+    dict
+        A shallow copy of the ``variables`` graph attribute, keyed by variable name.
+    """
     return dict(g.graph.get("variables", {}))
 
 
 def trainable_variables(g: nx.DiGraph) -> list[str]:
-    """Names of the trainable variables (the model's parameters), in the graph's order."""
+    """Names of the trainable variables (the model's parameters), in the graph's order.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph; a variable without ``trainable`` counts as trainable.
+
+    Returns
+    -------
+    list of str
+    """
     return [n for n, v in variables(g).items() if v.get("trainable", True)]
 
 
@@ -241,19 +292,55 @@ def _index(g: nx.DiGraph, key: str) -> dict[str, list[str]]:
 
 
 def reads_of(g: nx.DiGraph) -> dict[str, list[str]]:
-    """``{variable: [ops that read it]}`` in graph node order (variables never read absent)."""
+    """``{variable: [ops that read it]}`` in graph node order (variables never read absent).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph; the ops that read a variable name it in ``reads``.
+
+    Returns
+    -------
+    dict of str to list of str
+    """
     return _index(g, "reads")
 
 
 def updates_of(g: nx.DiGraph) -> dict[str, list[str]]:
-    """``{variable: [ops that update it]}``: the optimizer's apply ops (and state updates)."""
+    """``{variable: [ops that update it]}``: the optimizer's apply ops (and state updates).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph, whose optimizer ops list the variables they write in ``updates``.
+
+    Returns
+    -------
+    dict of str to list of str
+        Ops in graph node order; variables never updated are absent.
+    """
     return _index(g, "updates")
 
 
 def grads_of(g: nx.DiGraph) -> dict[str, str]:
     """``{variable: op that outputs its gradient}`` (training graphs only).
 
-    Several variables may map to the same op. A variable with two gradient ops is an error.
+    Several variables may map to the same op.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced training graph, gradient ops naming their variables in ``grad_of``.
+
+    Returns
+    -------
+    dict of str to str
+        Variables without a gradient op are absent.
+
+    Raises
+    ------
+    GraphError
+        A variable has two or more gradient ops.
     """
     out: dict[str, str] = {}
     for var, ops in _index(g, "grad_of").items():
@@ -264,12 +351,39 @@ def grads_of(g: nx.DiGraph) -> dict[str, str]:
 
 
 def gradient_ops(g: nx.DiGraph) -> list[str]:
-    """The ops of the backward pass, in graph node order."""
+    """The ops of the backward pass, in graph node order.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph, backward ops marked by ``is_gradient``.
+
+    Returns
+    -------
+    list of str
+    """
     return [n for n, a in g.nodes(data=True) if a.get("is_gradient")]
 
 
 def summary(g: nx.DiGraph) -> dict[str, Any]:
-    """Headline numbers of a traced graph (TicTac Table 1 columns and the trace's quality)."""
+    """Headline numbers of a traced graph (TicTac Table 1 columns and the trace's quality).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph.
+
+    Returns
+    -------
+    dict
+        ``ops``, ``edges``, ``variables``, ``params`` (trainable variables),
+        ``param_bytes`` and ``param_mib`` (their size, bytes and MiB), ``gradient_ops``,
+        ``compute_s`` (sum of op durations, seconds) and ``coverage`` (from ``meta``, or None).
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Appendix A, Table 1.
+    """
     vs = variables(g)
     train = trainable_variables(g)
     pbytes = sum(int(vs[v]["bytes"]) for v in train)
@@ -292,13 +406,39 @@ def summary(g: nx.DiGraph) -> dict[str, Any]:
 
 
 def save_raw(raw: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write a raw trace as gzip-compressed JSON, atomically."""
+    """Write a raw trace as gzip-compressed JSON, atomically.
+
+    Parameters
+    ----------
+    raw : mapping
+        The raw trace (module docstring); not checked.
+    path : str or os.PathLike
+        The output file, replaced atomically; byte-for-byte reproducible (no gzip timestamp).
+    """
     data = json.dumps(raw, separators=(",", ":")).encode()
     atomic_write_bytes(path, gzip.compress(data, compresslevel=6, mtime=0))
 
 
 def load_raw(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a raw trace (gzip or plain JSON); errors name the file."""
+    """Read a raw trace (gzip or plain JSON); errors name the file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``*.raw.json.gz`` file (or plain JSON).
+
+    Returns
+    -------
+    dict
+        The raw trace as decoded.
+
+    Raises
+    ------
+    CommschedError
+        The file is unreadable or not JSON, its ``format`` or ``fields`` differ from
+        :data:`RAW_FORMAT` / :data:`RAW_FIELDS`, an iteration has no ``events`` list, an event
+        is malformed, or its ``end_ns`` is not an integer in ``[0, MAX_SECONDS * 1e9]``.
+    """
     p = Path(path)
     raw = parse_json(read_text(p), p)
     if not isinstance(raw, dict) or raw.get("format") != RAW_FORMAT:
@@ -331,6 +471,20 @@ def attribute(name: str, ops: Mapping[str, str]) -> str | None:
     (``While``, ``If``, ...; names ``<op>/...`` or ``Func/<op>/...``): it is charged to the
     functional op with the longest such prefix, or to none.
 
+    Parameters
+    ----------
+    name : str
+        The event's node name.
+    ops : mapping of str to str
+        The graph's ``{op name: op type}``.
+
+    Returns
+    -------
+    str or None
+        The graph op's name.
+
+    Examples
+    --------
     >>> attribute("rnn/while/body/_1/add", {"rnn/while": "While", "rnn": "Const"})
     'rnn/while'
     >>> attribute("_SOURCE", {}) is None
@@ -373,10 +527,23 @@ def samples_from_raw(
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Per-op samples from a raw trace.
 
-    Returns ``(samples, unattributed)``: ``samples[op]`` lists, for each iteration in
-    which any event was charged to ``op`` (see :func:`attribute`), the summed event time in
-    seconds rounded to ns; ``unattributed`` counts the events per name that belong to no op
-    (TensorFlow's internal ``_``-names are not counted).
+    On GPUs an op's device events are dropped when it also has stream events.
+
+    Parameters
+    ----------
+    raw : mapping
+        A raw trace (module docstring), e.g. from :func:`load_raw`.
+    ops : mapping of str to str
+        The graph's ``{op name: op type}``.
+
+    Returns
+    -------
+    samples : dict of str to list of float
+        ``samples[op]`` lists, for each iteration in which any event was charged to ``op``
+        (see :func:`attribute`), the summed event time in seconds rounded to ns.
+    unattributed : dict of str to int
+        Events per name that belong to no op (TensorFlow's internal ``_``-names are not
+        counted).
     """
     samples: dict[str, list[float]] = defaultdict(list)
     unattributed: dict[str, int] = defaultdict(int)
@@ -402,6 +569,18 @@ def check_trace(g: nx.DiGraph, raw: Mapping[str, Any]) -> None:
     op has that op's type; that every event is charged to some op of the graph (apart from
     TensorFlow's internal ``_``-ops); and that every op's ``samples`` are exactly the
     per-iteration times the raw trace gives (:func:`samples_from_raw`).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A traced graph.
+    raw : mapping
+        Its raw trace (:func:`load_raw`).
+
+    Raises
+    ------
+    CommschedError
+        At the first of the mismatches above, naming the op or the ``meta`` field.
     """
     ops = {n: str(a.get("op_type", "")) for n, a in g.nodes(data=True)}
     its = raw.get("iterations", [])

@@ -134,6 +134,17 @@ class UnionFind:
         self.size = [1] * n
 
     def find(self, x: int) -> int:
+        """The representative of ``x``'s set (halving the path on the way).
+
+        Parameters
+        ----------
+        x : int
+            An element, ``0..n-1``.
+
+        Returns
+        -------
+        int
+        """
         parent = self.parent
         while parent[x] != x:
             parent[x] = parent[parent[x]]
@@ -141,6 +152,18 @@ class UnionFind:
         return x
 
     def union(self, a: int, b: int) -> int:
+        """Merge the sets of ``a`` and ``b``; the larger set's root stays root.
+
+        Parameters
+        ----------
+        a, b : int
+            Elements.
+
+        Returns
+        -------
+        int
+            The merged set's representative.
+        """
         ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return ra
@@ -206,8 +229,37 @@ class Problem:
               ) -> Problem:
         """A problem on nodes ``0..n-1``; ``colocation`` lists pairs that share a device.
 
-        Raises :class:`PlacementError` for a cycle or a colocation group with two device
-        types (naming two of its nodes).
+        Parameters
+        ----------
+        ops : sequence of float
+            Operations per node (its compute weight; time = ops / device speed).
+        size : sequence of float
+            Size of each node's output tensor, in the unit the transfer rates use
+            (bytes for traced graphs).
+        edges : iterable of (int, int)
+            ``(u, v)``: ``v`` consumes ``u``'s output.
+        ram : sequence of float, optional
+            Memory each node needs besides its tensors; default 0.
+        constraint : sequence of str, optional
+            Per node, one of :data:`TYPES` (``NO``: any device); default ``NO``.
+        colocation : iterable of (int, int), optional
+            Pairs that must share a device (groups are their transitive closure).
+        ids : sequence of int, optional
+            The nodes' names in messages and results; default ``0..n-1``.
+
+        Returns
+        -------
+        Problem
+
+        Raises
+        ------
+        PlacementError
+            An unknown constraint, a cycle, or a colocation group with two device types
+            (naming two of its nodes).
+
+        References
+        ----------
+        .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Secs. 2.2 and 4.1.
         """
         n = len(ops)
         names = list(ids) if ids is not None else list(range(n))
@@ -272,7 +324,24 @@ class Problem:
 
     @staticmethod
     def from_thesis(g: nx.DiGraph) -> Problem:
-        """From a graph of :func:`commsched.io.thesis.read_graph` (or the level generator)."""
+        """From a graph of :func:`commsched.io.thesis.read_graph` (or the level generator).
+
+        Parameters
+        ----------
+        g : networkx.DiGraph
+            Nodes with ``operations``, ``tensor_size`` and optional ``ram``,
+            ``constraint`` and ``colocation`` (the node it shares a device with).
+
+        Returns
+        -------
+        Problem
+            Nodes in sorted id order.
+
+        Raises
+        ------
+        PlacementError
+            As :meth:`build`.
+        """
         nodes = sorted(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
         a = g.nodes
@@ -327,7 +396,22 @@ class Cluster:
 
     @staticmethod
     def from_devices(d: Devices) -> Cluster:
-        """From a device file read by :func:`commsched.io.thesis.read_devices`."""
+        """From a device file read by :func:`commsched.io.thesis.read_devices`.
+
+        Parameters
+        ----------
+        d : Devices
+            Its types must be in :data:`TYPES`.
+
+        Returns
+        -------
+        Cluster
+
+        Raises
+        ------
+        ValueError
+            A device type not in :data:`TYPES`.
+        """
         return Cluster(np.asarray(d.speed, dtype=float), np.asarray(d.ram, dtype=float),
                        np.asarray([TYPES.index(t) for t in d.type], dtype=np.int64),
                        np.asarray(d.rates, dtype=float))
@@ -341,7 +425,18 @@ class Cluster:
                        rates=[[float(self.rate[i, j]) for j in range(n)] for i in range(n)])
 
     def feasible_type(self, constraint: int) -> np.ndarray:
-        """Boolean mask of the devices whose type meets ``constraint``."""
+        """Boolean mask of the devices whose type meets ``constraint``.
+
+        Parameters
+        ----------
+        constraint : int
+            An index into :data:`TYPES`; ``NO`` admits every device.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One entry per device.
+        """
         if constraint == NO:
             return np.ones(self.n, dtype=bool)
         return np.asarray(self.type == constraint)

@@ -108,8 +108,25 @@ class ExecGraph:
     def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
               kind: Sequence[int], origin: Sequence[int], tensor: Sequence[float],
               edges: Sequence[tuple[int, int, float]], traffic: float) -> ExecGraph:
-        """Assemble the CSR arrays from an edge list ``(u, v, delay)`` (edges keep their
-        order within a source and within a target)."""
+        """Assemble the CSR arrays from an edge list (edges keep their order within a
+        source and within a target).
+
+        Parameters
+        ----------
+        n_devices : int
+            Devices ``0..n_devices-1``.
+        device, duration, kind, origin, tensor : sequence
+            Per node, the fields of the class docstring (``duration`` in the graph's
+            time unit, ``tensor`` in bytes).
+        edges : sequence of (int, int, float)
+            ``(u, v, delay)``: ``v`` needs ``u``'s output, ``delay`` after ``u`` ends.
+        traffic : float
+            Bytes sent between devices (thesis Eq. 2.2).
+
+        Returns
+        -------
+        ExecGraph
+        """
         n = len(device)
         e = np.asarray(edges, dtype=float).reshape(-1, 3)
         u, v = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
@@ -126,7 +143,18 @@ class ExecGraph:
 
     def compiled(self, names: Sequence[str]) -> CompiledGraph:
         """This graph as a :class:`~commsched.model.graph.CompiledGraph` with one resource
-        ``device <d>`` of capacity 1 per device (for :mod:`commsched.io.chrome`)."""
+        ``device <d>`` of capacity 1 per device (for :mod:`commsched.io.chrome`).
+
+        Parameters
+        ----------
+        names : sequence of str
+            One op id per node.
+
+        Returns
+        -------
+        CompiledGraph
+            Without priorities; edge delays are dropped.
+        """
         return CompiledGraph(
             ids=list(names), duration=list(self.duration), resource=list(self.device),
             priority=[None] * self.n,
@@ -152,9 +180,28 @@ class SimState:
 class ReadyQueue(Protocol):
     """The executable nodes of one device; ``pop`` is the scheduler's decision."""
 
-    def push(self, node: int) -> None: ...
+    def push(self, node: int) -> None:
+        """Add a node that just became executable.
 
-    def pop(self, state: SimState) -> int: ...
+        Parameters
+        ----------
+        node : int
+            The node's index in the :class:`ExecGraph`.
+        """
+
+    def pop(self, state: SimState) -> int:
+        """Remove and return the node the device runs next (the queue is not empty).
+
+        Parameters
+        ----------
+        state : SimState
+            What the simulation exposes at this decision.
+
+        Returns
+        -------
+        int
+            A node that was pushed and not yet popped.
+        """
 
     def __len__(self) -> int: ...
 
@@ -166,9 +213,27 @@ class FifoQueue:
         self._q: deque[int] = deque()
 
     def push(self, node: int) -> None:
+        """Append ``node`` (see :meth:`ReadyQueue.push`).
+
+        Parameters
+        ----------
+        node : int
+            Becomes the last in line.
+        """
         self._q.append(node)
 
     def pop(self, state: SimState) -> int:
+        """The node executable longest, in push order.
+
+        Parameters
+        ----------
+        state : SimState
+            Unused: FIFO needs no look at the simulation.
+
+        Returns
+        -------
+        int
+        """
         return self._q.popleft()
 
     def __len__(self) -> int:
@@ -189,7 +254,17 @@ class DeviceSchedule:
     memory: list[tuple[float, int, float]] = field(default_factory=list)  # (time, device, held)
 
     def as_schedule(self, names: Sequence[str]) -> Schedule:
-        """Start and end times as a :class:`~commsched.sim.priority.Schedule`."""
+        """Start and end times as a :class:`~commsched.sim.priority.Schedule`.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Op id of each node, in node order.
+
+        Returns
+        -------
+        Schedule
+        """
         return Schedule(list(names), list(self.start), list(self.end))
 
     def utilisation(self) -> list[float]:
@@ -202,8 +277,35 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                      ) -> DeviceSchedule:
     """Simulate ``eg`` with one ready queue per device; see the module docstring.
 
-    ``record_memory`` also keeps the memory series (every change); the peak per device is
-    always computed.
+    Parameters
+    ----------
+    eg : ExecGraph
+        The partitioned graph; times in the graph's unit (seconds for traced graphs).
+    queues : sequence of ReadyQueue
+        One per device, in device order, fresh (a scheduler's queues,
+        :mod:`commsched.placement.schedulers`).
+    link_contention : bool, optional
+        Serialise the transfers of each directed device pair (our extension; off in the
+        thesis).
+    record_memory : bool, optional
+        Also keep the memory series (every change); the peak per device is always
+        computed.
+
+    Returns
+    -------
+    DeviceSchedule
+
+    Raises
+    ------
+    ValueError
+        ``len(queues) != eg.n_devices``.
+    InvalidSchedule
+        A node never became executable (the graph has a cycle).
+
+    References
+    ----------
+    .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Sec. 3.2 (lowest local clock decides),
+       Sec. 5.1 (devices run one node at a time), Eq. 2.1 (makespan).
     """
     if len(queues) != eg.n_devices:
         raise ValueError(f"need {eg.n_devices} ready queues, got {len(queues)}")
@@ -330,6 +432,20 @@ def check_device_schedule(eg: ExecGraph, s: DeviceSchedule, tol: float = 1e-9) -
     no node starts before every predecessor ended plus the transfer time of the edge; a
     device runs at most one node at a time (zero-length nodes occupy nothing); the makespan
     is the last end (Eq. 2.1).
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The graph that was simulated.
+    s : DeviceSchedule
+        Its schedule, from :func:`simulate_devices` or :func:`simulate_lowest_clock`.
+    tol : float, optional
+        Relative tolerance, scaled by ``max(1, makespan)``.
+
+    Raises
+    ------
+    InvalidSchedule
+        The first broken rule, naming the node or device.
     """
     if len(s.start) != eg.n or len(s.end) != eg.n:
         raise InvalidSchedule(f"schedule has {len(s.start)} nodes, the graph {eg.n}")
@@ -388,7 +504,13 @@ class ClockState:
                 ready[device[j]].append(j)
 
     def receive_past(self, d: int) -> None:
-        """Tensors that reached device ``d`` by its clock make their consumers ready."""
+        """Tensors that reached device ``d`` by its clock make their consumers ready.
+
+        Parameters
+        ----------
+        d : int
+            The device.
+        """
         pend = self.pending[d]
         if not pend:
             return
@@ -405,13 +527,35 @@ class ClockState:
         self.next_arrival[d] = min((t for t, _ in keep), default=math.inf)
 
     def send(self, d: int, t: float, r: int) -> None:
-        """The tensor of receive node ``r`` reaches device ``d`` at ``t``."""
+        """The tensor of receive node ``r`` reaches device ``d`` at ``t``.
+
+        Parameters
+        ----------
+        d : int
+            The receiving device.
+        t : float
+            Arrival time (the send's end plus the transfer time).
+        r : int
+            The receive node.
+        """
         self.pending[d].append((t, r))
         if t < self.next_arrival[d]:
             self.next_arrival[d] = t
 
     def schedulable(self, d: int) -> bool:
-        """Whether device ``d`` has an executable node at its clock."""
+        """Whether device ``d`` has an executable node at its clock.
+
+        Takes in the arrivals up to the clock first (:meth:`receive_past`).
+
+        Parameters
+        ----------
+        d : int
+            The device asked.
+
+        Returns
+        -------
+        bool
+        """
         self.receive_past(d)
         return bool(self.ready[d])
 
@@ -440,6 +584,29 @@ def simulate_lowest_clock(eg: ExecGraph, choose: Chooser, hash_key: Sequence[flo
     at the start (default: by index). The makespan is the clock of the last device in the
     list. The same schedule as :func:`simulate_devices` up to the order of the ready lists
     and of decisions taken at one instant (what the schedulers may see differs).
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The partitioned graph.
+    choose : Chooser
+        The scheduler: ``choose(device, ready, state)`` -> a position in ``ready``.
+    hash_key : sequence of float
+        One number per node, ordering each node's successors.
+    source_order : sequence of int, optional
+        Order of the nodes executable at the start; default by index.
+    record_memory : bool, optional
+        Also keep the memory series, computed from the start and end times as
+        :func:`simulate_devices` does; the peaks are always computed.
+
+    Returns
+    -------
+    DeviceSchedule
+
+    Raises
+    ------
+    InvalidSchedule
+        Some node never became executable.
     """
     n, ndev = eg.n, eg.n_devices
     st = ClockState(eg, hash_key)

@@ -79,7 +79,37 @@ def simulate(
     tie: TiePolicy = "fifo",
     seed: int | None = None,
 ) -> Schedule:
-    """Simulate ``g``; ``priorities`` (op id -> number) override node priorities."""
+    """Simulate an op graph under the execution model of the module docstring.
+
+    Compiles ``g`` (:func:`commsched.model.graph.compile_graph`), then runs
+    :func:`simulate_compiled`.
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        A valid op graph; durations in seconds.
+    priorities : dict of str to float, optional
+        Op id -> priority number (lower runs first), overriding the node attribute.
+    tie : {"fifo", "random"}
+        The tie policy among a resource's candidates.
+    seed : int or None
+        Seed for ``tie="random"``.
+
+    Returns
+    -------
+    Schedule
+
+    Raises
+    ------
+    GraphError
+        ``priorities`` names an op not in ``g``.
+    ValueError
+        An unknown tie policy, or a cycle.
+
+    References
+    ----------
+    TicTac (Hashemi et al., SysML 2019), Sec. 3.
+    """
     return simulate_compiled(compile_graph(g, priorities), tie=tie, seed=seed)
 
 

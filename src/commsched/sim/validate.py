@@ -21,7 +21,23 @@ class InvalidSchedule(CommschedError):
 
 
 def check_schedule(cg: CompiledGraph, s: Schedule, tol: float = 1e-9) -> None:
-    """Raise :class:`InvalidSchedule` naming the first broken rule and op."""
+    """Raise :class:`InvalidSchedule` naming the first broken rule and op.
+
+    Parameters
+    ----------
+    cg : CompiledGraph
+        The op graph, compiled.
+    s : Schedule
+        A schedule of it; times in seconds.
+    tol : float, optional
+        Relative tolerance of every comparison, scaled by ``max(1, makespan)``.
+
+    Raises
+    ------
+    InvalidSchedule
+        The schedule's ops differ from the graph's (or their order), or it breaks rule
+        2, 3 or 4 of the module docstring.
+    """
     if list(s.ids) != list(cg.ids):
         missing = set(cg.ids) - set(s.ids)
         raise InvalidSchedule(

@@ -73,7 +73,32 @@ class FigureConfig(driver.FigureConfig):
 
 def fig2(offset: np.ndarray, t: float = 1.0, b: float = 1.0) -> EchelonFlow:
     """Fig. 2's flows: activation ``j`` of ``2b`` bytes released at ``(j+1) t`` from host
-    0 to host 1, with the given arrangement ``offset``."""
+    0 to host 1, with the given arrangement ``offset``.
+
+    Parameters
+    ----------
+    offset : numpy.ndarray
+        Three offsets, seconds (:class:`~commsched.echelon.model.EchelonFlow`), e.g.
+        :func:`commsched.echelon.arrangement.gpipe` ``(3, t)``.
+    t : float, optional
+        The successor's compute time per micro-batch, seconds (> 0).
+    b : float, optional
+        The link's bandwidth, bytes/s (> 0); each activation is ``2b`` bytes.
+
+    Returns
+    -------
+    EchelonFlow
+        Named ``fig2``.
+
+    Raises
+    ------
+    CommschedError
+        ``offset`` is not three finite numbers, or ``b`` is not positive.
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 2.1, Fig. 2.
+    """
     return EchelonFlow([0, 0, 0], [1, 1, 1], [2 * b] * 3, [t, 2 * t, 3 * t], offset,
                        name="fig2")
 
@@ -86,7 +111,27 @@ def _successor_end(finish: np.ndarray, t: float) -> float:
 
 
 def fig2_table(t: float = 1.0, b: float = 1.0) -> pd.DataFrame:
-    """One row per policy on Fig. 2 (module docstring), on a ``b`` bytes/s link."""
+    """One row per policy on Fig. 2 (module docstring), on a ``b`` bytes/s link.
+
+    Parameters
+    ----------
+    t : float, optional
+        Seconds per micro-batch, as in :func:`fig2`.
+    b : float, optional
+        Link rate, bytes/s.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``policy`` (every entry of :data:`commsched.echelon.exact.POLICIES`, then
+        ``optimum``), ``finish_0..2`` (s), ``tardiness_s`` (max over the flows of finish
+        minus the GPipe ideal finish, Def. 3.3) and ``phase_end_s`` (when the successor
+        ends its last micro-batch).
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Fig. 2, Defs. 3.2-3.3.
+    """
     net = big_switch(2, b)
     ech = fig2(arr.gpipe(3, t), t, b)
     runs: dict[str, np.ndarray] = {}
@@ -106,6 +151,29 @@ def _slug(text: str) -> str:
 
 
 def table1_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """Table 1's rows as metrics (module docstring).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`commsched.echelon.arrangement.table1`'s table.
+
+    Returns
+    -------
+    dict of str to float
+        ``echelon_core.table1.<paradigm>.coflow_compliant`` (1.0 or 0.0) and
+        ``.arrangement_code`` (the position of the row's text in
+        :data:`commsched.echelon.arrangement.ARRANGEMENT_TEXT`).
+
+    Raises
+    ------
+    KeyError
+        An arrangement text not in ``ARRANGEMENT_TEXT``.
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Table 1.
+    """
     code = {v: k for k, v in enumerate(arr.ARRANGEMENT_TEXT.values())}
     out: dict[str, float] = {}
     for row in table.itertuples(index=False):
@@ -116,6 +184,20 @@ def table1_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 
 def gap_metrics(gaps: pd.DataFrame) -> dict[str, float]:
+    """The optimality gaps summarized per policy (module docstring).
+
+    Parameters
+    ----------
+    gaps : pandas.DataFrame
+        One row per instance and policy, from
+        :func:`commsched.echelon.exact.optimality_gaps`.
+
+    Returns
+    -------
+    dict of str to float
+        ``echelon_core.gaps.instances`` and, per policy, the mean and largest ratio to
+        the optimum and the share of instances within :data:`OPTIMAL_TOL` seconds of it.
+    """
     out: dict[str, float] = {"echelon_core.gaps.instances": float(gaps["instance"].nunique())}
     for policy, g in gaps.groupby("policy", sort=True):
         key = f"echelon_core.gaps.{policy}"

@@ -106,7 +106,29 @@ def _section(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def make_jobs(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile],
               sc: Scenario) -> list[JobGraph]:
-    """The jobs of scenario ``sc`` (see the module docstring): mix, placement, arrivals."""
+    """The jobs of scenario ``sc`` (see the module docstring): mix, placement, arrivals.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The checked ``echelon_eval`` section (``racks``, ``hosts_per_rack``, ``mix``,
+        ``mean_interarrival_s``, ``iterations``).
+    profiles : mapping of str to LayerProfile
+        Per trace name (a ``mix`` entry's ``trace``), its scaled layer profile.
+    sc : Scenario
+        The load and the repetition; the draws are seeded by ``(sc.seed, sc.jobs)``.
+
+    Returns
+    -------
+    list of JobGraph
+        ``sc.jobs`` jobs, the first arriving at 0 s.
+
+    Raises
+    ------
+    CommschedError
+        The jobs need more hosts than the cluster has, or a ``mix`` entry names a trace
+        ``profiles`` lacks.
+    """
     rng = np.random.default_rng([sc.seed, sc.jobs])
     hosts = cfg["racks"] * cfg["hosts_per_rack"]
     specs = [cfg["mix"][k % len(cfg["mix"])] for k in range(sc.jobs)]
@@ -133,7 +155,38 @@ def make_jobs(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile],
 
 def run_scenario(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile], sc: Scenario,
                  scheduler: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Jobs table and iterations table of one scenario under one scheduler."""
+    """Jobs table and iterations table of one scenario under one scheduler.
+
+    Every job also runs alone on the same fabric and scheduler, for its slowdown; every
+    run is checked (:func:`commsched.sim.flow.check_flow_schedule`).
+
+    Parameters
+    ----------
+    cfg : mapping
+        The checked ``echelon_eval`` section; also reads ``link_Bps`` (bytes/s per NIC).
+    profiles : mapping of str to LayerProfile
+        As for :func:`make_jobs`.
+    sc : Scenario
+        Its ``oversubscription`` (>= 1) thins the rack links.
+    scheduler : str
+        A name in :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`.
+
+    Returns
+    -------
+    jobs : pandas.DataFrame
+        :meth:`~commsched.echelon.cluster_sim.ClusterRun.jobs_table` plus ``scheduler``,
+        ``jobs``, ``oversubscription``, ``seed``, ``jct_alone_s``, ``slowdown``
+        (``jct_s / jct_alone_s``), ``flows`` and ``sim_wall_s`` (seconds of simulation).
+    iterations : pandas.DataFrame
+        :meth:`~commsched.echelon.cluster_sim.ClusterRun.iteration_times` plus the
+        scenario's keys.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`make_jobs`, an unknown ``scheduler``, or a simulated schedule fails
+        its check (:class:`~commsched.sim.flow.InvalidFlowSchedule`).
+    """
     net = two_tier(cfg["racks"], cfg["hosts_per_rack"], float(cfg["link_Bps"]),
                    float(sc.oversubscription))
     jobs = make_jobs(cfg, profiles, sc)
@@ -154,7 +207,30 @@ def run_scenario(cfg: Mapping[str, Any], profiles: Mapping[str, LayerProfile], s
 def run_sweep(cfg: Mapping[str, Any], traces: Sequence[str],
               progress: Callable[[str], None] = lambda s: None
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every scenario under every configured scheduler."""
+    """Every scenario under every configured scheduler.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The experiment config; its ``echelon_eval`` section is checked here.
+    traces : sequence of str
+        Traced graph files (``<name>.json.gz``); only those the ``mix`` names are read.
+    progress : callable, optional
+        Called with one line per scenario and scheduler.
+
+    Returns
+    -------
+    jobs, iterations : pandas.DataFrame
+        :func:`run_scenario`'s tables, concatenated.
+
+    Raises
+    ------
+    CommschedError
+        The section fails the schema or names an unknown scheduler, or as
+        :func:`run_scenario`.
+    GraphError
+        A trace file is not a traced graph.
+    """
     cfg = _section(cfg)
     scale = float(cfg["compute_scale"])
     by_name = {Path(t).name.removesuffix(".json.gz"): t for t in traces}
@@ -172,7 +248,24 @@ def run_sweep(cfg: Mapping[str, Any], traces: Sequence[str],
 
 
 def headline_metrics(jobs: pd.DataFrame, iterations: pd.DataFrame) -> dict[str, float]:
-    """The metrics of the module docstring."""
+    """The metrics of the module docstring.
+
+    Parameters
+    ----------
+    jobs, iterations : pandas.DataFrame
+        :func:`run_sweep`'s tables (read back from CSV).
+
+    Returns
+    -------
+    dict of str to float
+        ``echelon_eval.<scheduler>[.<paradigm>].<metric>``: means in seconds, the mean
+        slowdown, and the ``_vs_<other>`` ratios (below 1: faster than ``other``).
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 3.2 (Eqs. 2 and 4, tardiness)
+       and Sec. 3.3 (Property 1).
+    """
     out: dict[str, float] = {}
     scen = ["jobs", "oversubscription", "seed"]
     per = (iterations.groupby(["scheduler", "paradigm", *scen])["iteration_s"].mean()

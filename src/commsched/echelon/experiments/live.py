@@ -115,6 +115,24 @@ class Params:
 
     @staticmethod
     def from_config(cfg: Mapping[str, Any]) -> Params:
+        """Build and check the section as ``config/config.yaml`` writes it.
+
+        Parameters
+        ----------
+        cfg : mapping
+            The ``echelon_live`` section; each ``jobs`` entry holds ``racks`` (one per
+            process) and the :class:`~commsched.echelon.live.jobs.LiveJob` fields.
+
+        Returns
+        -------
+        Params
+
+        Raises
+        ------
+        CommschedError
+            An unknown key, a job without ``racks`` or with an unknown field, or any
+            check of :class:`Params`, :class:`JobPlacement` or ``LiveJob``.
+        """
         known = {f.name for f in fields(Params)}
         extra = sorted(set(cfg) - known)
         if extra:
@@ -137,7 +155,19 @@ class Params:
 
 
 def skipped_reason(params: Params) -> str | None:
-    """Why the live run cannot run here (None: it can)."""
+    """Why the live run cannot run here (None: it can).
+
+    Parameters
+    ----------
+    params : Params
+        The checked config section.
+
+    Returns
+    -------
+    str or None
+        ``echelon_live.enabled is false``, or
+        :func:`commsched.cluster.net.check_htb`'s reason (no root, no htb or u32).
+    """
     if not params.enabled:
         return "echelon_live.enabled is false"
     return net.check_htb()
@@ -148,9 +178,31 @@ def skipped_reason(params: Params) -> str | None:
 
 
 def analyse(run: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """Tables ``iterations``, ``jobs``, ``flows``, ``updates`` and ``tasks`` of a run
-    (:func:`commsched.echelon.live.runner.run_live`'s result); the warm-up phase (the
-    first of every repeat) is left out. Times are relative to the phase's start."""
+    """Tables ``iterations``, ``jobs``, ``flows``, ``updates`` and ``tasks`` of a run.
+
+    The warm-up phase (the first of every repeat) is left out. Times are seconds after
+    the phase's start.
+
+    Parameters
+    ----------
+    run : mapping
+        :func:`commsched.echelon.live.runner.run_live`'s result (or its ``run.json``).
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        Rows carry ``repeat`` and ``policy``, all but ``updates`` also ``job`` and
+        ``paradigm``. ``iterations``: ``end_s``, ``iteration_s``. ``jobs``: ``jct_s``,
+        ``iteration_mean_s``, ``flows`` and ``tardiness_s`` (Eq. 4 over the job's
+        EchelonFlows, each Eq. 2 with its first flow's start as reference). ``flows``:
+        the senders' records plus ``ideal`` and ``tardiness_s``. ``updates``: per
+        controller event, ``latency_s`` (to the htb classes in force) and ``recv_s``.
+        ``tasks``: ``label``, ``duration_s``.
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 3.2, Eqs. 2 and 4.
+    """
     its, jobs, flows, ups, tasks = [], [], [], [], []
     for r in run["runs"]:
         rep = r["repeat"]
@@ -208,7 +260,20 @@ def _kind(label: str) -> tuple[str, int]:
 def traced_profiles(tasks: pd.DataFrame, jobs: Sequence[LiveJob]) -> dict[str, Any]:
     """Per job, forward and backward times per block (pipelines: per stage and
     micro-batch): the median over every recorded computation of that kind (all policies
-    and repeats); a DP job's single forward is spread evenly over its blocks."""
+    and repeats); a DP job's single forward is spread evenly over its blocks.
+
+    Parameters
+    ----------
+    tasks : pandas.DataFrame
+        :func:`analyse`'s ``tasks`` table (``job``, ``label``, ``duration_s``).
+    jobs : sequence of LiveJob
+        The jobs; a block with no recorded computation gets 0 s.
+
+    Returns
+    -------
+    dict of str to LayerProfile
+        Per job name, :func:`commsched.echelon.live.jobs.simulator_profile` of the times.
+    """
     out = {}
     for job in jobs:
         t = tasks[tasks["job"] == job.name]
@@ -231,6 +296,20 @@ def messages(label: str, world: int) -> int:
     sends ``2 (W - 1)`` chunks, a reduce-scatter or all-gather ``W - 1``, a pipeline
     activation or gradient one.
 
+    Parameters
+    ----------
+    label : str
+        The group's label in the job graph (``allreduce<k>``, ``allgather...``,
+        ``reduce-scatter...``, anything else: one message).
+    world : int
+        ``W``, the job's processes (>= 1).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> messages("allreduce3", 3), messages("allgather", 3), messages("act0", 3)
     (4, 2, 1)
     """
@@ -248,7 +327,25 @@ def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: f
     rate: the core's for a flow between racks, else the host link's). The low quantile
     is the flow that met no contention: what is left is the transport's own cost
     (acknowledgement round trips, thread wake-ups on a loaded machine), which the fluid
-    simulator does not have."""
+    simulator does not have.
+
+    Parameters
+    ----------
+    flows : pandas.DataFrame
+        :func:`analyse`'s ``flows`` (``job``, ``src``, ``dst`` ranks, ``group``,
+        ``bytes``, ``start`` and ``finish`` in s).
+    jobs : sequence of JobPlacement
+        The jobs and the rack of each rank.
+    core_Bps, host_Bps : float
+        The core's and a host link's rate, bytes/s (> 0).
+    quantile : float, optional
+        In [0, 1].
+
+    Returns
+    -------
+    dict of str to float
+        Seconds per message, per job name; >= 0 (0 for a job without flows).
+    """
     out = {}
     for jp in jobs:
         f = flows[flows["job"] == jp.job.name]
@@ -304,7 +401,18 @@ def kernel_fifo(message_bytes: np.ndarray) -> Policy:
 
 def arranged_profiles(run: Mapping[str, Any]) -> dict[str, LayerProfile]:
     """Per job, the profile that set its live flows' EchelonFlow offsets (the one
-    measured before the runs, as each worker recorded it)."""
+    measured before the runs, as each worker recorded it).
+
+    Parameters
+    ----------
+    run : mapping
+        :func:`commsched.echelon.live.runner.run_live`'s result; rank 0's ``profile``
+        of each job in the first repeat is read.
+
+    Returns
+    -------
+    dict of str to LayerProfile
+    """
     return {name: LayerProfile(**ranks[0]["profile"])
             for name, ranks in run["runs"][0]["workers"].items()}
 
@@ -321,7 +429,38 @@ def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps:
     live controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`),
     without it as the policy asks. ``profiles`` set the compute times; ``arranged``
     (:func:`arranged_profiles`), where given, the flows' EchelonFlow offsets, as the live
-    flows carried them (else ``profiles`` set both)."""
+    flows carried them (else ``profiles`` set both).
+
+    Parameters
+    ----------
+    jobs : sequence of JobPlacement
+        The live jobs; job ``k``'s ranks take the next ``world`` hosts.
+    profiles : mapping of str to LayerProfile
+        Per job name, its compute times (:func:`traced_profiles`).
+    core_Bps, host_Bps : float
+        Core and host link rates, bytes/s.
+    policy : str
+        ``none`` or a name in :data:`commsched.echelon.schedulers.FLOW_SCHEDULERS`.
+    overheads : mapping of str to float, optional
+        Seconds per message, per job name; absent: 0.
+    update_s : float, optional
+        The controller's update latency, s.
+    arranged : mapping of str to LayerProfile, optional
+        Per job name, the profile of its flows' offsets.
+
+    Returns
+    -------
+    ClusterRun
+        The simulated run of the three jobs together.
+
+    Raises
+    ------
+    CommschedError
+        ``policy`` is neither ``none`` nor a flow scheduler (or an alias of one), or the
+        job graphs deadlock (:func:`commsched.echelon.cluster_sim.run_jobs`).
+    KeyError
+        A job has no profile.
+    """
     racks = [r for jp in jobs for r in jp.racks]
     graphs, msg_bytes, h = [], [], 0
     for jp in jobs:
@@ -353,8 +492,31 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
               core_nominal: float, host_nominal: float,
               arranged: Mapping[str, LayerProfile] | None = None) -> pd.DataFrame:
     """Per policy and job: measured JCT, iteration time and tardiness (median over
-    repeats), the simulator's prediction and its error (``arranged``: as
-    :func:`predict`)."""
+    repeats), the simulator's prediction and its error.
+
+    Parameters
+    ----------
+    params : Params
+        The config section (its jobs and policies).
+    t : mapping of str to pandas.DataFrame
+        :func:`analyse`'s tables.
+    core_Bps : float
+        The measured core rate, bytes/s.
+    core_nominal, host_nominal : float
+        The configured core and host rates, bytes/s; the host rate used is
+        ``host_nominal`` scaled by ``core_Bps / core_nominal``.
+    arranged : mapping of str to LayerProfile, optional
+        As for :func:`predict`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per policy and job that ran: measured ``jct_s`` (median, min, max),
+        ``iteration_mean_s``, ``tardiness_s``; ``predicted_jct_s``,
+        ``predicted_tardiness_s``, ``predicted_fluid_jct_s``; ``error_median``,
+        ``error_abs_median``, ``error_fluid_median`` (predicted / measured - 1);
+        ``message_overhead_s``, ``update_latency_s`` (s), ``core_Bps``.
+    """
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
     over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
@@ -408,7 +570,21 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
     its JCT relative to fair sharing, total tardiness, the simulator's median absolute
     error; overall the median error, whether the simulator's ranking of policies (by
     mean JCT) holds live (Kendall's tau, best policy the same), and the controller's
-    update latency."""
+    update latency.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`summarize`'s table; empty: no metrics.
+    updates : pandas.DataFrame
+        :func:`analyse`'s ``updates`` table.
+
+    Returns
+    -------
+    dict of str to float
+        ``echelon_live.*``: seconds, ratios, percent (``_pct``), milliseconds (``_ms``),
+        Kendall's tau in [-1, 1] and ``best_policy_same`` (1.0 or 0.0).
+    """
     out: dict[str, float] = {}
     if summary.empty:
         return out
@@ -468,7 +644,21 @@ class FigureConfig(driver.KindFigureConfig):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the live experiment (module docstring); one-line errors, exit 2."""
+    """Run the live experiment (module docstring); one-line errors, exit 2.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        ``--config-json J --workdir DIR [--reuse]`` and one CSV per table and
+        ``--metrics``; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 (also when skipped: the tables then say why), else 2 after one line: a config
+        error, a failed live run, or ``--reuse`` without a ``run.json``; 130 when
+        interrupted.
+    """
     ap = driver.parser(__name__, __doc__)
     ap.add_argument("--config-json", required=True, help="the echelon_live config section")
     ap.add_argument("--workdir", required=True, help="worker configs, logs, records")

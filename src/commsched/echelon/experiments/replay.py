@@ -57,7 +57,30 @@ def _load(tables: Mapping[str, str]) -> dict[str, pd.DataFrame]:
 
 
 def metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
-    """Average / p95 CCT per scheduler and sebf's improvement factors (module docstring)."""
+    """Average / p95 CCT per scheduler and sebf's improvement factors (module docstring).
+
+    Parameters
+    ----------
+    tables : mapping of str to pandas.DataFrame
+        ``{scheduler: CCT table}``, each with a ``cct`` column in seconds; one must be
+        ``sebf``.
+
+    Returns
+    -------
+    dict of str to float
+        ``echelon.replay.<scheduler>.{avg,p95}_cct_s`` and
+        ``echelon.replay.sebf_vs_<baseline>.{avg,p95}`` (baseline's CCT over sebf's).
+
+    Raises
+    ------
+    KeyError
+        No ``sebf`` table.
+
+    References
+    ----------
+    .. [1] Chowdhury, Zhong & Stoica, "Varys", SIGCOMM 2014, Sec. 7 (not in
+       ``papers/``).
+    """
     m: dict[str, float] = {}
     for name, df in tables.items():
         key = name.replace("-", "_")
@@ -76,7 +99,24 @@ def metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
 
 def bins_table(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per Varys category and baseline: Coflow count, share of bytes, and sebf's factor of
-    improvement (ratio of average CCTs; average and p95 of per-Coflow ratios)."""
+    improvement (ratio of average CCTs; average and p95 of per-Coflow ratios).
+
+    Parameters
+    ----------
+    tables : mapping of str to pandas.DataFrame
+        As for :func:`metrics`, indexed alike by Coflow; the ``sebf`` table also gives each
+        Coflow's ``longest_mb``, ``width`` (flows) and ``total_mb`` (MB).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``baseline, bin`` (:data:`BINS` and ``all``; empty bins left out), ``coflows``,
+        ``bytes_share``, ``ratio_of_avg``, ``avg_ratio``, ``p95_ratio``.
+
+    References
+    ----------
+    .. [1] Chowdhury, Zhong & Stoica, "Varys", SIGCOMM 2014, Sec. 7.1 (the four bins).
+    """
     s = tables["sebf"]
     short = s["longest_mb"] < SHORT_MB
     narrow = s["width"] <= NARROW_FLOWS

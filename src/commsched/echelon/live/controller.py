@@ -109,7 +109,18 @@ class PhaseState:
         self.sim = FlowSim(self.net, self.policy or (lambda v: np.zeros(len(v.active))))
 
     def event(self, m: dict[str, Any]) -> None:
-        """Apply one sender event (``e``: ``s`` start, ``f`` finish)."""
+        """Apply one sender event (``e``: ``s`` start, ``f`` finish).
+
+        A start adds the flow (its group's reference time is the group's first start);
+        a finish of an unknown flow is ignored.
+
+        Parameters
+        ----------
+        m : dict
+            The decoded datagram: ``e``, ``id``, ``t`` (epoch s) and, for a start,
+            ``group``, ``job``, ``src``, ``dst``, ``size`` (bytes), ``offset`` (s),
+            ``index``, ``tag``.
+        """
         t = max(float(m["t"]) - self.go, 0.0)
         if m["e"] == "s":
             gid, ref = self.groups.setdefault(m["group"], (len(self.groups), t))
@@ -132,7 +143,27 @@ class PhaseState:
 
     def decide(self, now: float, counters: Sequence[dict[int, int]]
                ) -> list[dict[int, tuple[float, int]]]:
-        """The policy's htb classes per core direction (``tag -> (rate, prio)``)."""
+        """The policy's htb classes per core direction (``tag -> (rate, prio)``).
+
+        Parameters
+        ----------
+        now : float
+            Epoch seconds.
+        counters : sequence of dict of int to int
+            Per core direction, each tag's htb byte counter; the growth since the last
+            call counts as the flow's bytes sent.
+
+        Returns
+        -------
+        list of dict
+            Two dicts (rack 0 -> 1, rack 1 -> 0) of
+            :func:`commsched.echelon.live.tc.enforce` classes; empty without a policy
+            or active flows.
+
+        References
+        ----------
+        .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 3.2 (ideal finish times).
+        """
         t = now - self.go
         by_tag = {v: i for i, v in self.tag.items()}
         for core, cnt in enumerate(counters):
@@ -201,7 +232,28 @@ class _Counters:
 
 
 def run(cfg: ControllerConfig) -> dict[str, Any]:
-    """Serve every phase (module docstring); returns the log written to ``cfg.out``."""
+    """Serve every phase (module docstring); returns the log written to ``cfg.out``.
+
+    Parameters
+    ----------
+    cfg : ControllerConfig
+        Racks, rates (bytes/s), the bridges' namespaces, phases, ports, ``timeout`` (s per
+        phase), ``owner`` and ``out``; needs root (htb on the core veths).
+
+    Returns
+    -------
+    dict
+        ``config`` and, per phase, ``policy``, ``go`` and ``end`` (epoch s), ``events``
+        (kind, flow id, sender time, receive time, time in force) and ``updates`` (start
+        after ``go``; seconds reading counters, in the policy, in tc; active flows; classes
+        changed).
+
+    Raises
+    ------
+    CommschedError
+        Not every process reaches a phase or finishes it within ``timeout``, the owner
+        process is gone, or a tc command fails; the log so far is written first.
+    """
     net_ = network(cfg.racks, cfg.host_Bps, cfg.core_Bps)
     cores = [HtbLink(ns, CORE_DEV, cfg.core_Bps, range(1, 64)) for ns in cfg.bridges]
     store = dist.TCPStore("0.0.0.0", cfg.store_port, is_master=True,
@@ -275,7 +327,18 @@ def run(cfg: ControllerConfig) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m commsched.echelon.live.controller CONFIG.json`` (one-line errors)."""
+    """``python -m commsched.echelon.live.controller CONFIG.json`` (one-line errors).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The config file, alone; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        As :func:`commsched.cluster.procs.config_main`; SIGTERM exits 143.
+    """
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return config_main(argv, "commsched.echelon.live.controller", "echelon live controller",
                        lambda data: run(ControllerConfig(**data)))

@@ -127,7 +127,18 @@ class LiveJob:
 
     def spec(self, hosts: tuple[int, ...] | None = None) -> JobSpec:
         """The simulator's :class:`~commsched.echelon.jobs.JobSpec` of this job (its
-        collectives serial: one communication thread per process, as :func:`run_rank`)."""
+        collectives serial: one communication thread per process, as :func:`run_rank`).
+
+        Parameters
+        ----------
+        hosts : tuple of int, optional
+            The simulator's hosts of ranks ``0..world-1``; default those numbers.
+
+        Returns
+        -------
+        JobSpec
+            Pipelines: one block per stage.
+        """
         return JobSpec(self.name, self.paradigm, hosts or tuple(range(self.world)),
                        micro_batches=self.micro_batches if self.pipeline else 1,
                        blocks=self.world if self.pipeline else self.blocks,
@@ -137,6 +148,18 @@ class LiveJob:
 def stage_blocks(job: LiveJob) -> list[range]:
     """The blocks of each pipeline stage (contiguous, sizes differing by at most one).
 
+    Parameters
+    ----------
+    job : LiveJob
+        A pipeline job (``world`` stages, ``blocks >= world``).
+
+    Returns
+    -------
+    list of range
+        Block indices of stage 0, 1, ...
+
+    Examples
+    --------
     >>> [list(r) for r in stage_blocks(LiveJob("p", "gpipe", world=3, blocks=5))]
     [[0, 1], [2, 3], [4]]
     """
@@ -149,7 +172,19 @@ def stage_blocks(job: LiveJob) -> list[range]:
 
 
 def init_params(job: LiveJob) -> list[torch.Tensor]:
-    """Every block's flat parameters (weights row-major, then bias), seeded."""
+    """Every block's flat parameters (weights row-major, then bias), seeded.
+
+    Parameters
+    ----------
+    job : LiveJob
+        Its ``seed`` seeds the draw: normal weights of standard deviation
+    ``width ** -0.5``, normal biases of standard deviation 0.1.
+
+    Returns
+    -------
+    list of torch.Tensor
+        One float32 vector of ``block_params`` entries per block.
+    """
     gen = torch.Generator().manual_seed(job.seed)
     d = job.width
     return [torch.cat([torch.randn(d * d, generator=gen) / d ** 0.5,
@@ -172,7 +207,18 @@ def _loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def reference(job: LiveJob) -> list[torch.Tensor]:
-    """Final parameters of single-process training on the whole batch (same seed)."""
+    """Final parameters of single-process training on the whole batch (same seed).
+
+    Parameters
+    ----------
+    job : LiveJob
+        Any paradigm: the paradigm does not change the arithmetic, only its split.
+
+    Returns
+    -------
+    list of torch.Tensor
+        Per block, the flat parameters after ``iterations`` SGD steps of rate ``lr``.
+    """
     params = init_params(job)
     for it in range(job.iterations):
         x, y = _data(job, it)
@@ -193,7 +239,20 @@ def profile_compute(job: LiveJob, reps: int = 3) -> LayerProfile:
     """The job's compute profile measured in this process (one thread, minimum of
     ``reps``): per block (pipelines: per stage, per micro-batch) forward and backward
     time as the live job computes them (FSDP's backward includes its recomputation),
-    parameter bytes and activation bytes (pipelines: one micro-batch's)."""
+    parameter bytes and activation bytes (pipelines: one micro-batch's).
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job to time; computes on random inputs of its per-rank batch.
+    reps : int, optional
+        Repetitions (>= 1); each time is the minimum over them.
+
+    Returns
+    -------
+    LayerProfile
+        Seconds and bytes (float32, 4 bytes an entry).
+    """
     params = init_params(job)
     d = job.width
     rows = job.batch // job.micro_batches if job.pipeline else job.batch // job.world
@@ -227,7 +286,19 @@ def profile_compute(job: LiveJob, reps: int = 3) -> LayerProfile:
 def simulator_profile(job: LiveJob, fwd: list[float], bwd: list[float]) -> LayerProfile:
     """A :class:`~commsched.echelon.profile.LayerProfile` of ``job`` with the given forward
     and backward times (per block; pipelines: per stage and micro-batch) and the job's
-    own parameter and activation bytes (FSDP shards padded to a multiple of ``world``)."""
+    own parameter and activation bytes (FSDP shards padded to a multiple of ``world``).
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job whose bytes the profile carries.
+    fwd, bwd : list of float
+        Seconds, one per block (pipelines: one per stage).
+
+    Returns
+    -------
+    LayerProfile
+    """
     W, d = job.world, job.width
     if job.pipeline:
         rows = job.batch // job.micro_batches
@@ -243,7 +314,26 @@ def flow_meta(job: LiveJob, profile: LayerProfile) -> dict[tuple[int, str, int, 
                                                            tuple[int, float]]:
     """``(iteration, group label, sender rank, seq) -> (index, offset)`` of every flow of
     the simulator's job graph of ``job`` (``seq``: the flow's position among the sender's
-    flows of that group and iteration, in the order the graph creates them)."""
+    flows of that group and iteration, in the order the graph creates them).
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job; its simulator graph is :func:`commsched.echelon.jobs.build_job` of
+        :meth:`LiveJob.spec`.
+    profile : LayerProfile
+        The compute profile the offsets come from (:func:`profile_compute`).
+
+    Returns
+    -------
+    dict
+        Index of the flow's EchelonFlow and its offset in seconds (EchelonFlow
+        Def. 3.1: ideal finish time minus the reference time).
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 3.2, Def. 3.1.
+    """
     g = build_job(job.spec(), profile)
     out: dict[tuple[int, str, int, int], tuple[int, float]] = {}
     count: dict[tuple[int, str, int], int] = {}
@@ -476,7 +566,18 @@ _RUNNERS: dict[str, Callable[[_Ctx], None]] = {
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` TCP ports of loopback that were free a moment ago."""
+    """``n`` TCP ports of loopback that were free a moment ago.
+
+    Parameters
+    ----------
+    n : int
+        How many (>= 0).
+
+    Returns
+    -------
+    list of int
+        Distinct ports; another process may take one before the caller binds it.
+    """
     socks = [socket.socket() for _ in range(n)]
     for s in socks:
         s.bind(("127.0.0.1", 0))
@@ -489,8 +590,29 @@ def free_ports(n: int) -> list[int]:
 def run_on_loopback(job: LiveJob, profile: LayerProfile | None = None,
                     timeout: float = 60.0) -> list[RankResult]:
     """Run every rank of ``job`` as a thread of this process over the tagged transport on
-    loopback (free ports; no controller): a job checked without a cluster. Raises the
-    first rank's error."""
+    loopback (free ports; no controller): a job checked without a cluster.
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job; one thread per rank.
+    profile : LayerProfile, optional
+        For the flows' offsets; default :func:`profile_compute` with one repetition.
+    timeout : float, optional
+        Seconds each communication wait may take; every thread is given ``4 * timeout``.
+
+    Returns
+    -------
+    list of RankResult
+        Per rank, in rank order.
+
+    Raises
+    ------
+    BaseException
+        The first error a rank raised (e.g. :class:`CommschedError` on a timed-out wait).
+    CommschedError
+        A rank did not finish within ``4 * timeout`` s.
+    """
     ports = free_ports(job.world)
     prof = profile or profile_compute(job, 1)
     trs = [TaggedTransport(r, [("127.0.0.1", p) for p in ports], tag_base=1 + 7 * r, tags=7,
@@ -521,8 +643,30 @@ def run_on_loopback(job: LiveJob, profile: LayerProfile | None = None,
 def run_rank(job: LiveJob, rank: int, transport: Transport, profile: LayerProfile,
              timeout: float = 60.0) -> RankResult:
     """Run rank ``rank`` of ``job`` over ``transport`` (module docstring); flows get their
-    EchelonFlow index and offset from ``profile`` (:func:`flow_meta`). Every wait is
-    bounded by ``timeout`` s."""
+    EchelonFlow index and offset from ``profile`` (:func:`flow_meta`).
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job.
+    rank : int
+        In ``0..world-1``.
+    transport : Transport
+        This rank's connections to the others.
+    profile : LayerProfile
+        As in :func:`flow_meta`.
+    timeout : float, optional
+        Seconds each wait for communication may take.
+
+    Returns
+    -------
+    RankResult
+
+    Raises
+    ------
+    CommschedError
+        A wait timed out, or a flow is not in the simulator's job graph.
+    """
     c = _Ctx(job, rank, transport, flow_meta(job, profile), timeout)
     _RUNNERS[job.paradigm](c)
     return c.res

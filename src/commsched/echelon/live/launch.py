@@ -40,9 +40,33 @@ def worker_argv(launcher: str, config: str, cfg: WorkerConfig, port: int,
                 log_dir: str | None = None) -> tuple[list[str], dict[str, str]]:
     """Command and extra environment of one job process (module docstring).
 
-    ``config`` is the file of ``cfg``; ``port`` the job's rendezvous port on rank 0's
-    host (``cfg.master``); ``log_dir`` torchrun's log directory.
+    Parameters
+    ----------
+    launcher : {"torchrun", "direct"}
+        How the process starts (:data:`commsched.cluster.torchrun.LAUNCHERS`).
+    config : str
+        The file ``cfg`` is written to, the worker's one argument.
+    cfg : WorkerConfig
+        The rank's config; ``len(cfg.peers)`` is the world size.
+    port : int
+        The job's rendezvous port on rank 0's host (``cfg.master``).
+    log_dir : str, optional
+        Torchrun's log directory.
 
+    Returns
+    -------
+    argv : list of str
+    env : dict of str to str
+        Variables to add to the environment (torchrun's, for ``direct``; none for
+        ``torchrun``, which sets them itself).
+
+    Raises
+    ------
+    CommschedError
+        An unknown launcher.
+
+    Examples
+    --------
     >>> cfg = WorkerConfig(job={"name": "j"}, rank=1, peers=[["10.0.0.2", 7000]] * 3,
     ...                    out="o", master="10.0.0.2")
     >>> worker_argv("direct", "c.json", cfg, 29500)[1]["RANK"]
@@ -72,7 +96,39 @@ def launch(jobs: Mapping[str, Sequence[WorkerConfig]], workdir: str | Path, time
     ``master`` is rank 0's address); return each job's results (the JSON each rank
     wrote) in rank order. ``ports[name]``: the job's rendezvous port (default 29500 + its
     position); ``extra``: ``(role, Popen)`` of other processes to watch (the controller:
-    its failure ends the run). Bounded by ``timeout`` s (module docstring)."""
+    its failure ends the run). Bounded by ``timeout`` s (module docstring).
+
+    Parameters
+    ----------
+    jobs : mapping of str to sequence of WorkerConfig
+        Per job name, one config per rank.
+    workdir : str or Path
+        Created if missing; gets each rank's config ``<job>-r<rank>.json`` and log.
+    timeout : float
+        Seconds for all processes together.
+    launcher : {"direct", "torchrun"}, optional
+        As in :func:`worker_argv`.
+    spawn_process : SpawnProcess, optional
+        Starts one process (e.g. in a host's namespace); default: here.
+    ports : mapping of str to int, optional
+        Rendezvous port per job.
+    extra : sequence of (str, Popen), optional
+        Other processes to watch.
+    poll : float, optional
+        Seconds between checks.
+
+    Returns
+    -------
+    dict of str to list of dict
+        Per job, the JSON results of its ranks, in rank order.
+
+    Raises
+    ------
+    CommschedError
+        An unknown launcher, a process failed (its last error line quoted), an
+        ``extra`` process failed, or the deadline passed; every started process is ended
+        before it propagates.
+    """
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     env0 = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": ""}

@@ -63,10 +63,47 @@ def run_live(jobs: Sequence[JobPlacement], policies: Sequence[str], repeats: int
              profiles: Mapping[str, Mapping[str, list[float]]], launcher: str = "torchrun",
              backend: str = "tagged", timeout: float = 900.0, phase_timeout: float = 120.0
              ) -> dict[str, Any]:
-    """Run every policy ``repeats`` times (module docstring). ``profiles[job]``: the
-    compute profile (``fwd``, ``bwd``) that sets the job's EchelonFlow offsets. Returns
-    ``{"core_Bps_measured", "topology", "runs": [{"repeat", "phases", "workers":
-    {job: [rank results]}, "controller": log}]}``; also written to ``workdir/run.json``."""
+    """Run every policy ``repeats`` times (module docstring); needs root.
+
+    Parameters
+    ----------
+    jobs : sequence of JobPlacement
+        The jobs, at most 9 processes in all (7 DSCP tags each); the racks used must
+        include 0 and 1.
+    policies : sequence of str
+        Names in :data:`commsched.echelon.live.controller.POLICIES`, each one phase;
+        repeat ``k`` starts at policy ``k mod len(policies)``, after a warm-up ``none``.
+    repeats : int
+        >= 1.
+    topo_rates : tuple of (str, str)
+        Host and core link rates, tc syntax (``"400mbit"``).
+    workdir : str or Path
+        Gets ``repeat<k>/`` (configs, logs, results) and ``run.json``.
+    profiles : mapping
+        ``profiles[job]``: the compute profile (``fwd``, ``bwd``: seconds per block)
+        that sets the job's EchelonFlow offsets.
+    launcher : {"torchrun", "direct"}, optional
+        As in :func:`commsched.echelon.live.launch.worker_argv`.
+    backend : str, optional
+        The workers' transport, one of :data:`commsched.echelon.live.worker.BACKENDS`.
+    timeout : float, optional
+        Seconds for the cluster's setup steps and for each repeat's processes.
+    phase_timeout : float, optional
+        Seconds a phase's waits may take (controller and workers).
+
+    Returns
+    -------
+    dict
+        ``{"core_Bps_measured", "topology", "runs": [{"repeat", "phases", "workers":
+        {job: [rank results]}, "controller": log}]}``, also written to
+        ``workdir/run.json``.
+
+    Raises
+    ------
+    CommschedError
+        More than 9 processes, a failed cluster setup or core measurement, or a failed
+        or late process (:func:`commsched.echelon.live.launch.launch`).
+    """
     hosts = _hosts(jobs)
     racks = tuple(r for jp in jobs for r in jp.racks)
     if sum(jp.job.world for jp in jobs) * TAGS_PER_PROCESS > 63:

@@ -68,6 +68,18 @@ _BURST = "16k"  # htb burst: a few 1.5 kB packets (GSO segments up to 64 kB are 
 def classid(tag: int) -> str:
     """The htb class of flow tag ``tag``.
 
+    Parameters
+    ----------
+    tag : int
+        A DSCP flow tag, 1-63.
+
+    Returns
+    -------
+    str
+        ``"1:<100 + tag>"``.
+
+    Examples
+    --------
     >>> classid(7)
     '1:107'
     """
@@ -102,6 +114,23 @@ class TcSession:
                                  ) from None
 
     def run(self, lines: Sequence[str]) -> list[str]:
+        """Run ``tc`` batch commands and wait for their output.
+
+        Parameters
+        ----------
+        lines : sequence of str
+            Batch lines without the ``tc`` word (``class change dev ...``).
+
+        Returns
+        -------
+        list of str
+            Their output lines.
+
+        Raises
+        ------
+        CommschedError
+            An error line, no answer within ``timeout`` s, or ``tc`` exited.
+        """
         p = self._p
         assert p.stdin is not None and p.stdout is not None
         try:
@@ -168,7 +197,18 @@ class HtbLink:
         return self._tc
 
     def setup(self, mode: str) -> None:
-        """(Re)build the tree: ``none`` (default class only) or ``classes``."""
+        """(Re)build the tree: ``none`` (default class only) or ``classes``.
+
+        Parameters
+        ----------
+        mode : {"none", "classes"}
+            ``classes`` adds a class and a u32 filter per tag, at the floor rate.
+
+        Raises
+        ------
+        CommschedError
+            Another mode, or a tc error.
+        """
         if mode not in ("none", "classes"):
             raise CommschedError(f"htb mode {mode!r}: none or classes")
         self.remove()
@@ -194,7 +234,23 @@ class HtbLink:
 
     def update(self, classes: Mapping[int, tuple[float, int]]) -> int:
         """Set ``tag -> (rate B/s, prio)``; tags not named (idle) go back to the floor
-        rate at prio 0. One ``tc -batch``; returns the number of classes changed."""
+        rate at prio 0. One ``tc -batch``; returns the number of classes changed.
+
+        Parameters
+        ----------
+        classes : mapping of int to (float, int)
+            Per tag, the guaranteed rate (bytes/s; raised to the floor) and htb prio.
+
+        Returns
+        -------
+        int
+            Classes whose rate or prio changed (0: nothing sent to tc but the marker).
+
+        Raises
+        ------
+        CommschedError
+            A tc error.
+        """
         full = _bits(self.rate)
         floor = self.rate * FLOOR_SHARE
         lines = []
@@ -236,6 +292,21 @@ def enforce(rates: Mapping[int, float], capacity: float) -> dict[int, tuple[floa
     ``capacity`` (module docstring): positive rates scaled to fit what the default class
     leaves, ``prio 0``; zero rates at the floor, ``prio 7``.
 
+    Parameters
+    ----------
+    rates : mapping of int to float
+        Per active tag, the rate the policy gives it, bytes/s (>= 0); a rate at or below
+        the floor (:data:`FLOOR_SHARE` of ``capacity``) counts as zero.
+    capacity : float
+        The link's rate, bytes/s (> 0).
+
+    Returns
+    -------
+    dict of int to (float, int)
+        Per tag, the class's guaranteed rate (bytes/s) and htb priority (0 or 7).
+
+    Examples
+    --------
     >>> enforce({1: 60.0, 2: 40.0, 3: 0.0}, 100.0)
     {1: (57.9, 0), 2: (38.6, 0), 3: (0.5, 7)}
     """

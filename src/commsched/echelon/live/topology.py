@@ -76,6 +76,20 @@ def network(racks: Sequence[int], host_Bps: float, core_Bps: float) -> Network:
     ``host_Bps``; a flow between racks also crosses the core link of its direction
     (``2H`` from rack 0, ``2H + 1`` from rack 1) of ``core_Bps``.
 
+    Parameters
+    ----------
+    racks : sequence of int
+        ``racks[h]``: the rack (0 or 1) of host ``h``.
+    host_Bps, core_Bps : float
+        Link rates, bytes/s.
+
+    Returns
+    -------
+    Network
+        ``2H + 2`` links; routes of up to three links (-1 pads).
+
+    Examples
+    --------
     >>> n = network([0, 1, 0], 10.0, 1.0)
     >>> n.routes[0, 1].tolist(), n.routes[0, 2].tolist(), n.link_names[6:]
     ([0, 6, 4], [0, 5, -1], ('core0', 'core1'))
@@ -111,9 +125,31 @@ class LiveCluster:
                      for r in (0, 1)]
 
     def address(self, host: int | str) -> str:
+        """The IPv4 address of a host.
+
+        Parameters
+        ----------
+        host : int or str
+            A job host's number or a name (``"ctl"``).
+
+        Returns
+        -------
+        str
+        """
         return self.links[self.hosts.index(host if isinstance(host, str) else f"h{host}")].address
 
     def namespace(self, host: int | str) -> str:
+        """The network namespace a host's processes run in.
+
+        Parameters
+        ----------
+        host : int or str
+            As for :meth:`address`.
+
+        Returns
+        -------
+        str
+        """
         return self.links[self.hosts.index(host if isinstance(host, str) else f"h{host}")
                           ].namespace
 
@@ -148,7 +184,25 @@ class LiveCluster:
 
     def spawn(self, host: int | str, role: str, argv: Sequence[str], log: str | Path,
               env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start a process in ``host``'s namespace, recorded for teardown."""
+        """Start a process in ``host``'s namespace, recorded for teardown.
+
+        Parameters
+        ----------
+        host : int or str
+            As for :meth:`address`.
+        role : str
+            Its name in the run state and messages.
+        argv : sequence of str
+            The command.
+        log : str or Path
+            Its stdout and stderr.
+        env : mapping of str to str, optional
+            Added to the environment.
+
+        Returns
+        -------
+        subprocess.Popen
+        """
         p, rec = spawn(argv, role, log, namespace=self.namespace(host), env=env)
         self.state.processes.append(rec)
         self.state.save()
@@ -165,7 +219,26 @@ class LiveCluster:
 
 @contextmanager
 def live_cluster(topo: Topology, timeout: float | None = None) -> Iterator[LiveCluster]:
-    """A :class:`LiveCluster` that is up inside the block and always torn down;
-    ``timeout`` bounds the whole block (SIGALRM)."""
+    """A :class:`LiveCluster` that is up inside the block and always torn down.
+
+    Parameters
+    ----------
+    topo : Topology
+        Racks and link rates.
+    timeout : float, optional
+        Seconds that bound the whole block (SIGALRM); default none.
+
+    Yields
+    ------
+    LiveCluster
+        Up; needs root.
+
+    Raises
+    ------
+    CommschedError
+        The cluster cannot be built (no htb/u32, a failed ``ip``/``tc`` command).
+    ClusterInterrupted
+        SIGTERM, SIGHUP, or the timeout.
+    """
     with up_inside(LiveCluster(topo), timeout) as c:
         yield c

@@ -56,6 +56,23 @@ _HELLO = struct.Struct("!I")  # the connecting rank
 def tos_of(tag: int) -> int:
     """The TOS byte of DSCP ``tag`` (ECN bits zero).
 
+    Parameters
+    ----------
+    tag : int
+        The flow's DSCP tag.
+
+    Returns
+    -------
+    int
+        ``tag << 2``.
+
+    Raises
+    ------
+    CommschedError
+        ``tag`` is not in ``1..63``.
+
+    Examples
+    --------
     >>> tos_of(5)
     20
     """
@@ -89,9 +106,36 @@ class Transport:
     records: list[dict[str, Any]]
 
     def open_flow(self, dst: int, info: FlowInfo, nbytes: int) -> Flow:
+        """Start a flow to rank ``dst``.
+
+        Parameters
+        ----------
+        dst : int
+            The receiving rank.
+        info : FlowInfo
+            What the flow is (its record and the controller's view).
+        nbytes : int
+            The bytes it will carry, all messages together.
+
+        Returns
+        -------
+        Flow
+            Send its messages with :meth:`Flow.send`, then :meth:`Flow.finish`.
+        """
         raise NotImplementedError
 
     def recv(self, src: int, key: str, out: torch.Tensor) -> None:
+        """Receive message ``key`` from rank ``src`` into ``out`` (bounded by ``timeout``).
+
+        Parameters
+        ----------
+        src : int
+            The sending rank.
+        key : str
+            The message's name, unique within the job.
+        out : torch.Tensor
+            Filled in place; its size must be the message's.
+        """
         raise NotImplementedError
 
     def close(self) -> None:
@@ -108,6 +152,15 @@ class Flow:
         self.sent = 0
 
     def send(self, key: str, tensor: torch.Tensor) -> None:
+        """Send one message of the flow; returns once it is delivered.
+
+        Parameters
+        ----------
+        key : str
+            The name the receiver's :meth:`Transport.recv` asks for.
+        tensor : torch.Tensor
+            The payload (its raw bytes).
+        """
         raise NotImplementedError
 
     def finish(self) -> dict[str, Any]:
@@ -216,6 +269,13 @@ class TaggedTransport(Transport):
 
     # -- controller -------------------------------------------------------------------
     def notify(self, msg: Mapping[str, Any]) -> None:
+        """Tell the controller of a flow event (UDP, best effort; a no-op without one).
+
+        Parameters
+        ----------
+        msg : mapping
+            The event, sent as JSON (:meth:`commsched.echelon.live.controller.PhaseState.event`).
+        """
         if self._udp is not None and self.controller is not None:
             # the controller is advisory: a lost event is a late update
             with contextlib.suppress(OSError):
@@ -244,7 +304,28 @@ class TaggedTransport(Transport):
                 time.sleep(0.05)
 
     def open_flow(self, dst: int, info: FlowInfo, nbytes: int) -> Flow:
-        """A flow to ``dst`` on an idle lane (a new one while tags are left; else wait)."""
+        """A flow to ``dst`` on an idle lane (a new one while tags are left; else wait).
+
+        The controller is told of its start.
+
+        Parameters
+        ----------
+        dst : int
+            Rank to send to.
+        info : FlowInfo
+            Sent to the controller with the lane's tag.
+        nbytes : int
+            Announced size, bytes.
+
+        Returns
+        -------
+        Flow
+
+        Raises
+        ------
+        CommschedError
+            No lane frees up, or ``dst`` cannot be reached, within ``timeout`` s.
+        """
         deadline = time.monotonic() + self.timeout
         lane: _Lane | None = None
         with self._lock:
@@ -268,6 +349,15 @@ class TaggedTransport(Transport):
         return _TaggedFlow(self, dst, info, nbytes, lane)
 
     def release(self, dst: int, lane: _Lane) -> None:
+        """Return a finished flow's lane to the idle lanes to ``dst``.
+
+        Parameters
+        ----------
+        dst : int
+            The rank the lane connects to.
+        lane : _Lane
+            The socket and its tag.
+        """
         with self._lock:
             self._idle.setdefault(dst, []).append(lane)
             self._lock.notify_all()
@@ -311,7 +401,22 @@ class TaggedTransport(Transport):
                     self._box_cond.notify_all()
 
     def recv(self, src: int, key: str, out: torch.Tensor) -> None:
-        """Wait (bounded) for message ``key`` from ``src`` and copy it into ``out``."""
+        """Wait (bounded) for message ``key`` from ``src`` and copy it into ``out``.
+
+        Parameters
+        ----------
+        src : int
+            Rank the message comes from.
+        key : str
+            Its name.
+        out : torch.Tensor
+            Must have exactly the message's bytes.
+
+        Raises
+        ------
+        CommschedError
+            ``src`` closed its connection first, ``timeout`` s passed, or the size differs.
+        """
         deadline = time.monotonic() + self.timeout
         with self._box_cond:
             while (src, key) not in self._box:
@@ -395,12 +500,54 @@ class GlooTransport(Transport):
         self.groups = [dist.new_group(list(range(self.world))) for _ in range(len(_STREAMS) + 1)]
 
     def group_of(self, key: str) -> Any:
+        """The gloo group of a message: one per stream of :data:`_STREAMS`, else the first.
+
+        Parameters
+        ----------
+        key : str
+            The message's name; the stream is its ``/<stream>/`` part.
+
+        Returns
+        -------
+        torch.distributed.ProcessGroup
+        """
         return self.groups[next((i + 1 for i, s in enumerate(_STREAMS) if f"/{s}/" in key), 0)]
 
     def open_flow(self, dst: int, info: FlowInfo, nbytes: int) -> Flow:
+        """A gloo flow (tag 0: untagged, no controller).
+
+        Parameters
+        ----------
+        dst : int
+            Peer rank.
+        info : FlowInfo
+            For the record only.
+        nbytes : int
+            For the record only.
+
+        Returns
+        -------
+        Flow
+        """
         return _GlooFlow(self, dst, info, nbytes, 0)
 
     def recv(self, src: int, key: str, out: torch.Tensor) -> None:
+        """Post a gloo receive of ``key`` and wait for it.
+
+        Parameters
+        ----------
+        src : int
+            Sender.
+        key : str
+            Picks the group and the tag (a CRC of the key).
+        out : torch.Tensor
+            The receive buffer.
+
+        Raises
+        ------
+        CommschedError
+            Nothing arrived within ``timeout`` s.
+        """
         w = dist.irecv(out, src, group=self.group_of(key), tag=_tag_of(key))
         if w is None or not w.wait(_td(self.timeout)):
             raise CommschedError(f"rank {self.rank}: no data {key!r} from rank {src} within "

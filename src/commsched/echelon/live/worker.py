@@ -108,7 +108,27 @@ def _phase_barrier(store: dist.TCPStore | None, p: int, timeout: float) -> float
 
 
 def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
-    """Run every phase of ``cfg``'s job in this process; write and return the results."""
+    """Run every phase of ``cfg``'s job in this process; write and return the results.
+
+    Parameters
+    ----------
+    cfg : WorkerConfig
+        The rank's config (job, peers, phases, timeouts in seconds, ``out`` path).
+
+    Returns
+    -------
+    dict
+        ``config``, ``rank``, ``job``, ``paradigm``, ``profile`` and ``phases`` (per phase:
+        ``policy``, ``go`` (the phase's start, epoch seconds), ``tasks``,
+        ``iteration_end``, ``flows``), as written to ``cfg.out``.
+
+    Raises
+    ------
+    CommschedError
+        The job's world size differs from the peers, the processes do not all join within
+        ``join_timeout``, the controller's store cannot be reached or does not start a
+        phase within ``timeout``, or a rank's wait times out.
+    """
     torch.set_num_threads(cfg.threads)
     job = LiveJob(**cfg.job)
     world = job.world
@@ -169,7 +189,19 @@ def run_worker(cfg: WorkerConfig) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m commsched.echelon.live.worker CONFIG.json`` (one-line errors, exit 2)."""
+    """``python -m commsched.echelon.live.worker CONFIG.json`` (one-line errors, exit 2).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        One argument, the config file; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0, or 2 after a usage line or a one-line error
+        (:func:`commsched.cluster.procs.config_main`).
+    """
     return config_main(argv, "commsched.echelon.live.worker", "echelon live worker",
                        lambda data: run_worker(WorkerConfig(**_with_env(data, os.environ))))
 

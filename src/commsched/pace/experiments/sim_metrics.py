@@ -49,10 +49,6 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     dict
         Every metric the given tables yield, named ``pace_sim.<name>`` (below).
 
-    References
-    ----------
-    PACE (Bao et al., INFOCOM 2020), Sec. II-C (Fig. 2) and Sec. VI-B to VI-E (Figs. 8-10).
-
     Notes
     -----
     The metrics:
@@ -79,6 +75,10 @@ def headline_metrics(tables: Mapping[str, pd.DataFrame]) -> dict[str, float]:
       frac``: the share of models whose longest PACE valley is at most :data:`FEW_MS`;
       ``usage.pace_shorter_valley_frac``: the share where it is shorter than Horovod's.
     * ``scale.<model>.gain_vs_<policy>_x<s>_pct``: at ``s`` times the calibrated compute.
+
+    References
+    ----------
+    PACE (Bao et al., INFOCOM 2020), Sec. II-C (Fig. 2) and Sec. VI-B to VI-E (Figs. 8-10).
     """
     out: dict[str, float] = {}
     if "fig2" in tables:

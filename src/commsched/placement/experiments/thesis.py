@@ -30,6 +30,11 @@ Our setup (where the thesis is silent or we differ):
   the repository).
 * Partitioning time: wall clock of the partitioner in this process (Figs. 7.3, 7.6 use
   milliseconds of the Java code); other jobs share the machine.
+
+The ``cfg`` the runners take is the ``placement:`` section of the experiment config
+(``schemas/``), already checked. Their *run tables* have one row per graph, run, semantics,
+partitioner and device scheduler: ``makespan`` and ``traffic`` (Eqs. 2.1, 2.2, in the
+graph's units), ``partition_s`` (seconds), ``nodes``, ``edges``, ``devices``.
 """
 
 from __future__ import annotations
@@ -88,7 +93,32 @@ TABLE71: dict[int, dict[str, int]] = {
 
 
 def synthetic_graph(k: int, scale: float, seed: int) -> Any:
-    """Table 7.1 graph ``k`` (levels and counts times ``scale``) from the level generator."""
+    """Table 7.1 graph ``k`` (levels and counts times ``scale``) from the level generator.
+
+    Parameters
+    ----------
+    k : int
+        The graph's number in Table 7.1, 1-6.
+    scale : float
+        Factor on the levels and every count, > 0 (1.0: the thesis' size); nodes stay within
+        the levels' per-level bounds.
+    seed : int
+        Base seed; the generator gets ``seed + k``.
+
+    Returns
+    -------
+    networkx.DiGraph
+        A thesis-format graph (:func:`commsched.trace.synthetic.level_dag`).
+
+    Raises
+    ------
+    KeyError
+        ``k`` is not in :data:`TABLE71`.
+
+    References
+    ----------
+    .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Sec. 6.2 and Table 7.1.
+    """
     t = TABLE71[k]
     levels = max(1, round(t["levels"] * scale))
     nodes = min(max(round(t["nodes"] * scale), levels * t["min_per_level"]),
@@ -102,7 +132,19 @@ def synthetic_graph(k: int, scale: float, seed: int) -> Any:
 
 
 def table71(seed: int) -> pd.DataFrame:
-    """Counts of the six full-size graphs beside Table 7.1's."""
+    """Counts of the six full-size graphs beside Table 7.1's.
+
+    Parameters
+    ----------
+    seed : int
+        Base seed of :func:`synthetic_graph`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per graph and count (``nodes``, ``edges``, ``random_edges``, ``level_edges``,
+        ``colocated``): ``thesis``, ``ours`` and ``rel_err = (ours - thesis) / thesis``.
+    """
     rows = []
     for k, t in TABLE71.items():
         g = synthetic_graph(k, 1.0, seed)
@@ -155,7 +197,19 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
 
 
 def run_synthetic(cfg: Mapping[str, Any]) -> pd.DataFrame:
-    """Figs. 7.1-7.3: every combination on the synthetic graphs."""
+    """Figs. 7.1-7.3: every combination on the synthetic graphs.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The placement config (module docstring); reads ``synthetic``, ``devices``,
+        ``semantics``, ``seed``, ``send_ops`` and ``full``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The run table.
+    """
     s = _settings(cfg, "synthetic")
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["graphs"]}
@@ -171,7 +225,28 @@ def _trace_problems(names: Sequence[str], trace_dir: str) -> dict[str, Problem]:
 
 
 def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
-    """Figs. 7.4-7.6: the traced TensorFlow graphs (and any thesis-format CSV graphs)."""
+    """Figs. 7.4-7.6: the traced TensorFlow graphs (and any thesis-format CSV graphs).
+
+    Parameters
+    ----------
+    cfg : mapping
+        The placement config; reads ``tensorflow`` (``traces``, ``thesis_csv``, ``devices``,
+        ``runs``) and the shared settings.
+    trace_dir : str
+        Folder of the traced graphs (:func:`commsched.driver.trace_file`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The run table, one graph per trace and per CSV graph found.
+
+    Raises
+    ------
+    GraphError
+        A listed trace is missing or not a traced graph.
+    CommschedError
+        A thesis-format CSV graph that exists is malformed (:func:`commsched.io.thesis.read_graph`).
+    """
     s = _settings(cfg, "tensorflow")
     problems = _trace_problems(s["traces"], trace_dir)
     for csv in s["thesis_csv"]:
@@ -184,8 +259,30 @@ def run_tensorflow(cfg: Mapping[str, Any], trace_dir: str) -> pd.DataFrame:
 
 
 def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Figs. 7.7-7.10: four graphs on seven devices; the Gantt table of run 0 (thesis
-    semantics, ``gantt_scheduler``) with the executable nodes before each decision."""
+    """Figs. 7.7-7.10: four graphs on seven devices, and the Gantt table of run 0.
+
+    Parameters
+    ----------
+    cfg : mapping
+        The placement config; reads ``seven`` (``synthetic``, ``scale``, ``traces``,
+        ``devices``, ``runs``, ``gantt_scheduler``) and the shared settings.
+    trace_dir : str
+        Folder of the traced graphs.
+
+    Returns
+    -------
+    runs : pandas.DataFrame
+        The run table.
+    gantt : pandas.DataFrame
+        Every decision of run 0 under thesis semantics and ``gantt_scheduler``: ``graph``,
+        ``partitioner``, ``scheduler``, ``device``, ``node``, ``kind``, ``start``, ``end``
+        and ``executable`` (nodes executable on the device before the decision, Fig. 7.10).
+
+    Raises
+    ------
+    GraphError
+        A listed trace is missing or not a traced graph.
+    """
     s = _settings(cfg, "seven")
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["synthetic"]}
@@ -217,8 +314,32 @@ def _frac(xs: Sequence[bool]) -> float:
 
 def headline_metrics(synthetic: pd.DataFrame, tensorflow: pd.DataFrame, seven: pd.DataFrame,
                      gantt: pd.DataFrame, t71: pd.DataFrame) -> dict[str, float]:
-    """The numbers the claims in ``papers/claims/placement.yaml`` compare (thesis
-    semantics unless a name says otherwise; means over runs)."""
+    """The numbers the claims in ``papers/claims/placement.yaml`` compare.
+
+    Thesis semantics unless a name says otherwise; means over runs.
+
+    Parameters
+    ----------
+    synthetic, tensorflow, seven : pandas.DataFrame
+        The run tables of :func:`run_synthetic`, :func:`run_tensorflow` and
+        :func:`run_seven`; every partitioner and the schedulers ``fifo``, ``msr``, ``pct``
+        must be present.
+    gantt : pandas.DataFrame
+        The Gantt table of :func:`run_seven`.
+    t71 : pandas.DataFrame
+        :func:`table71`'s table.
+
+    Returns
+    -------
+    dict of str to float
+        ``placement.<experiment>.<statement>``: fractions in [0, 1], ratios, or 1.0/0.0
+        for a yes/no statement; a metric whose graphs are absent is left out.
+
+    References
+    ----------
+    .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Ch. 7 (Secs. 7.1, 7.2, Figs. 7.1-7.10)
+       and Ch. 10.
+    """
     m: dict[str, float] = {}
     m["placement.table71.max_abs_rel_err"] = float(t71.rel_err.abs().max())
     # PCT best with (almost) every partitioner (Sec. 7.1, Ch. 10), by far (Ch. 10)

@@ -104,7 +104,18 @@ class Fit:
         return {k: v for k, v in asdict(self).items() if k not in ("op_s", "pair_scale")}
 
     def rates(self, k: int) -> np.ndarray:
-        """Every directed pair's rate in bytes per second (k x k, ``inf`` diagonal)."""
+        """Every directed pair's rate in bytes per second (k x k, ``inf`` diagonal).
+
+        Parameters
+        ----------
+        k : int
+            Devices; ``pair_scale``, when set, must be k x k.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``rate_Bps`` times the pair's scale.
+        """
         scale = np.ones((k, k)) if self.pair_scale is None else np.array(self.pair_scale)
         rate = self.rate_Bps * scale
         np.fill_diagonal(rate, np.inf)
