@@ -41,6 +41,7 @@ Two nodes on device 0, the second one sent to device 1 (rate 2, size 4: 2 time u
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
@@ -48,7 +49,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -63,6 +64,7 @@ __all__ = [
     "Chooser",
     "ClockState",
     "DeviceSchedule",
+    "ExecArrays",
     "ExecGraph",
     "FifoQueue",
     "ReadyQueue",
@@ -74,6 +76,20 @@ __all__ = [
 
 #: Node kinds of an executed graph.
 COMPUTE, SEND, RECV = 0, 1, 2
+
+
+class ExecArrays(NamedTuple):
+    """:class:`ExecGraph`'s lists as numpy arrays (int64 indices, float64 times)."""
+
+    device: np.ndarray
+    duration: np.ndarray
+    kind: np.ndarray
+    tensor: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    succ_delay: np.ndarray
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,17 @@ class ExecGraph:
     @property
     def n(self) -> int:
         return len(self.device)
+
+    @functools.cached_property
+    def arrays(self) -> ExecArrays:
+        """The node and edge lists as numpy arrays (for compiled kernels; made once)."""
+        i64 = np.int64
+        return ExecArrays(np.asarray(self.device, dtype=i64), np.asarray(self.duration),
+                          np.asarray(self.kind, dtype=i64), np.asarray(self.tensor),
+                          np.asarray(self.succ_ptr, dtype=i64),
+                          np.asarray(self.succ_idx, dtype=i64), np.asarray(self.succ_delay),
+                          np.asarray(self.pred_ptr, dtype=i64),
+                          np.asarray(self.pred_idx, dtype=i64))
 
     @staticmethod
     def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
