@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -179,8 +180,14 @@ class Problem:
     size_est: np.ndarray = field(init=False)
     unit_mem: np.ndarray = field(init=False)
     unit_ops: np.ndarray = field(init=False)
+    #: the edges as two int arrays (source, target), by source and then in ``succ`` order
+    edges: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        out = np.fromiter((len(s) for s in self.succ), dtype=np.int64, count=self.n)
+        self.edges = (np.repeat(np.arange(self.n, dtype=np.int64), out),
+                      np.fromiter(itertools.chain.from_iterable(self.succ), dtype=np.int64,
+                                  count=int(out.sum())))
         insize = np.zeros(self.n)
         for v in range(self.n):
             insize[v] = sum(float(self.size[p]) for p in self.pred[v])

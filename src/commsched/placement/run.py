@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
+from commsched.placement.compiled import COMPILED, simulate_scheduler
 from commsched.placement.model import (
     Cluster,
     Options,
@@ -139,7 +140,10 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
 
     Under ``published-code`` the published simulator's loop runs
     (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
-    from ``opts.seed``); it has no link contention.
+    from ``opts.seed``); it has no link contention. Under ``thesis`` the thesis' schedulers
+    run compiled (:func:`~commsched.placement.compiled.simulate_scheduler`, the schedule
+    their ready queues give in :func:`~commsched.sim.devices.simulate_devices`); a
+    scheduler added to the registry without a kernel runs through its queues.
 
     Parameters
     ----------
@@ -185,6 +189,8 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
         s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
                                   identity_hashes(eg.n, opts.seed),
                                   source_order=placement.order, record_memory=record_memory)
+    elif DEVICE_SCHEDULERS.canonical(name) in COMPILED:
+        s = simulate_scheduler(eg, c, name, opts, link_contention, record_memory)
     else:
         s = simulate_devices(eg, make(eg, c, opts),
                              link_contention=link_contention, record_memory=record_memory)
