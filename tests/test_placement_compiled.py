@@ -32,11 +32,13 @@ from commsched.trace.synthetic import level_dag
 
 def random_problem(rng: random.Random, n: int, ties: bool) -> Problem:
     """A random DAG on ``n`` nodes, some edges doubled, some tensors empty; with ``ties``
-    every node has 10 operations (equal PCT values and ranks: the index decides)."""
+    every node has 10 operations and an 8-sized output (equal PCT values and ranks: the
+    index decides)."""
     edges = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.25]
     edges += rng.sample(edges, min(2, len(edges)))
     return Problem.build(ops=[10 if ties else rng.randint(1, 60) for _ in range(n)],
-                         size=[rng.choice([0.0, 1.5, 8.0, 90.0]) for _ in range(n)],
+                         size=[8.0 if ties else rng.choice([0.0, 1.5, 8.0, 90.0])
+                               for _ in range(n)],
                          edges=edges)
 
 

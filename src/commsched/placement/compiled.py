@@ -33,6 +33,8 @@ Laich 2017, Sec. 3.2 (the simulation), Secs. 5.2-5.4 (FIFO, PCT Eq. 5.1, MSR Eq.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -182,8 +184,8 @@ def _push_event(time: float, code: int, seq: int, nev: int, ev_t: np.ndarray,
 def _run(policy: int, ndev: int, device: np.ndarray, duration: np.ndarray,
          tensor: np.ndarray, sp: np.ndarray, si: np.ndarray, sd: np.ndarray, pp: np.ndarray,
          pi: np.ndarray, val: np.ndarray, tp: np.ndarray, ti: np.ndarray,
-         link_contention: bool, record_memory: bool):  # type: ignore[no-untyped-def]
-    # pragma: no cover - compiled
+         link_contention: bool, record_memory: bool,
+         ) -> tuple[Any, ...]:  # pragma: no cover - compiled
     """The event loop of ``simulate_devices`` with the ready queues of ``policy``.
 
     Returns start, end, busy time and peak memory per device, the decisions as four

@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -293,7 +294,12 @@ class Problem:
         )
 
     def ops_ranks(self) -> tuple[np.ndarray, np.ndarray]:
-        """Operations source rank (Eq. 4.3) and sink rank (Eq. 4.4) of every node."""
+        """Operations source rank (Eq. 4.3) and sink rank (Eq. 4.4) of every node
+        (computed once per problem, shared by the partitioners; read-only arrays)."""
+        return self._ops_ranks
+
+    @functools.cached_property
+    def _ops_ranks(self) -> tuple[np.ndarray, np.ndarray]:
         src = np.zeros(self.n)
         sink = np.zeros(self.n)
         ops = self.ops
@@ -302,6 +308,7 @@ class Problem:
                 src[v] = max(src[p] + ops[p] for p in self.pred[v])
         for v in reversed(self.topo):
             sink[v] = ops[v] + (max(sink[s] for s in self.succ[v]) if self.succ[v] else 0.0)
+        src.flags.writeable = sink.flags.writeable = False
         return src, sink
 
 

@@ -131,13 +131,14 @@ class ExecGraph:
                           np.asarray(self.pred_idx, dtype=i64))
 
     @staticmethod
-    def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
-              kind: Sequence[int], origin: Sequence[int], tensor: Sequence[float],
+    def build(n_devices: int, device: Sequence[int] | np.ndarray,
+              duration: Sequence[float] | np.ndarray, kind: Sequence[int] | np.ndarray,
+              origin: Sequence[int] | np.ndarray, tensor: Sequence[float] | np.ndarray,
               edges: Sequence[tuple[int, int, float]] | np.ndarray,
               traffic: float) -> ExecGraph:
         """Assemble the CSR arrays from an edge list ``(u, v, delay)`` (a sequence of
         triples or an array of three columns; edges keep their order within a source and
-        within a target)."""
+        within a target); the node lists may be sequences or arrays."""
         n = len(device)
         e = np.asarray(edges, dtype=float).reshape(-1, 3)
         u, v = e[:, 0].astype(np.int64), e[:, 1].astype(np.int64)
