@@ -61,41 +61,36 @@ def _less(a: int, b: int, k1: np.ndarray, k2: np.ndarray) -> bool:  # pragma: no
 
 
 @njit(cache=True)
-def _sift_up(heap: np.ndarray, pos: np.ndarray, lo: int, i: int, k1: np.ndarray,
-             k2: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Move the item at ``heap[lo + i]`` up to its place; ``pos`` follows every item."""
+def _sift(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, i: int, k1: np.ndarray,
+          k2: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Move the item at ``heap[lo + i]`` to its place in the binary heap
+    ``heap[lo:lo + size]``: up while it is smaller than its parent, else down while a child
+    is smaller; ``pos`` follows every item moved."""
     x = heap[lo + i]
-    while i > 0:
+    while i > 0 and _less(x, heap[lo + ((i - 1) >> 1)], k1, k2):
         parent = (i - 1) >> 1
-        y = heap[lo + parent]
-        if not _less(x, y, k1, k2):
-            break
-        heap[lo + i] = y
-        pos[y] = i
+        heap[lo + i] = heap[lo + parent]
+        pos[heap[lo + i]] = i
         i = parent
+    while 2 * i + 1 < size:
+        child = 2 * i + 1
+        if child + 1 < size and _less(heap[lo + child + 1], heap[lo + child], k1, k2):
+            child += 1
+        if not _less(heap[lo + child], x, k1, k2):
+            break
+        heap[lo + i] = heap[lo + child]
+        pos[heap[lo + i]] = i
+        i = child
     heap[lo + i] = x
     pos[x] = i
 
 
 @njit(cache=True)
-def _sift_down(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, i: int,
+def _heap_push(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, x: int,
                k1: np.ndarray, k2: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Move the item at ``heap[lo + i]`` down to its place in ``heap[lo:lo + size]``."""
-    x = heap[lo + i]
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and _less(heap[lo + child + 1], heap[lo + child], k1, k2):
-            child += 1
-        y = heap[lo + child]
-        if not _less(y, x, k1, k2):
-            break
-        heap[lo + i] = y
-        pos[y] = i
-        i = child
-    heap[lo + i] = x
-    pos[x] = i
+    """Add ``x`` to ``heap[lo:lo + size]`` (which must have room)."""
+    heap[lo + size] = x
+    _sift(heap, pos, lo, size + 1, size, k1, k2)
 
 
 @njit(cache=True)
@@ -107,7 +102,7 @@ def _heap_pop(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, k1: np.ndar
     size -= 1
     if size > 0:
         heap[lo] = heap[lo + size]
-        _sift_down(heap, pos, lo, size, 0, k1, k2)
+        _sift(heap, pos, lo, size, 0, k1, k2)
     return top
 
 
@@ -161,8 +156,7 @@ def _make_ready(i: int, pushed: int, policy: int, device: np.ndarray, lo: np.nda
         scan[lo[d] + ssize[d]] = i
         ssize[d] += 1
     else:
-        heap[lo[d] + hsize[d]] = i
-        _sift_up(heap, pos, lo[d], hsize[d], k1, k2)
+        _heap_push(heap, pos, lo[d], hsize[d], i, k1, k2)
         hsize[d] += 1
     return pushed + 1
 
@@ -175,9 +169,19 @@ def _push_event(time: float, code: int, seq: int, nev: int, ev_t: np.ndarray,
     (ordered by time, then slot); returns the next slot."""
     ev_t[seq] = time
     ev_c[seq] = code
-    ev_heap[nev] = seq
-    _sift_up(ev_heap, ev_pos, 0, nev, ev_t, ev_t)
+    _heap_push(ev_heap, ev_pos, 0, nev, seq, ev_t, ev_t)
     return seq + 1
+
+
+@njit(cache=True)
+def _record(record: bool, t: float, d: int, held: np.ndarray, mem_t: np.ndarray,
+            mem_d: np.ndarray, mem_h: np.ndarray, nm: int) -> int:  # pragma: no cover
+    """Append (``t``, ``d``, memory ``d`` holds) to the series of ``nm`` entries when
+    ``record``; returns its new length."""
+    if not record:
+        return nm
+    mem_t[nm], mem_d[nm], mem_h[nm] = t, d, held[d]
+    return nm + 1
 
 
 @njit(cache=True)
@@ -318,27 +322,17 @@ def _run(policy: int, ndev: int, device: np.ndarray, duration: np.ndarray,
                     x = scan[best_k]
                     ssize[d] -= 1
                     scan[best_k] = scan[lo[d] + ssize[d]]
-            dec_d[nd] = d
-            dec_t[nd] = t
-            dec_r[nd] = ready
-            dec_x[nd] = x
+            dec_d[nd], dec_t[nd], dec_r[nd], dec_x[nd] = d, t, ready, x
             nd += 1
-            start[x] = t
-            f = t + duration[x]
-            end[x] = f
+            start[x], end[x] = t, t + duration[x]
             busy[d] = True
             busy_time[d] += duration[x]
             for k in range(pp[x], pp[x + 1]):
                 p = pi[k]
                 consumers[p] -= 1
-                if consumers[p] == 0 and tensor[p] != 0.0:
-                    dp = device[p]
-                    held[dp] -= tensor[p]
-                    if record_memory:
-                        mem_t[nm] = t
-                        mem_d[nm] = dp
-                        mem_h[nm] = held[dp]
-                        nm += 1
+                if consumers[p] == 0 and tensor[p] != 0.0:  # its last consumer starts
+                    held[device[p]] -= tensor[p]
+                    nm = _record(record_memory, t, device[p], held, mem_t, mem_d, mem_h, nm)
             for k in range(sp[x], sp[x + 1]):
                 j = si[k]
                 unstarted[j] -= 1
@@ -351,9 +345,8 @@ def _run(policy: int, ndev: int, device: np.ndarray, duration: np.ndarray,
                         k1[y] = -a[y]
                         if pos[y] >= 0:  # waiting in its device's heap: re-place it
                             dy = device[y]
-                            _sift_up(heap, pos, lo[dy], pos[y], k1, k2)
-                            _sift_down(heap, pos, lo[dy], hsize[dy], pos[y], k1, k2)
-            seq = _push_event(f, x, seq, nev, ev_t, ev_c, ev_heap, ev_pos)
+                            _sift(heap, pos, lo[dy], hsize[dy], pos[y], k1, k2)
+            seq = _push_event(end[x], x, seq, nev, ev_t, ev_c, ev_heap, ev_pos)
             nev += 1
         if nev == 0:
             break
@@ -374,15 +367,11 @@ def _run(policy: int, ndev: int, device: np.ndarray, duration: np.ndarray,
             busy[d] = False
             touched[d] = True
             done += 1
-            if consumers[x] != 0 and tensor[x] != 0.0:
+            if consumers[x] != 0 and tensor[x] != 0.0:  # its output stays in memory
                 held[d] += tensor[x]
                 if held[d] > peak[d]:
                     peak[d] = held[d]
-                if record_memory:
-                    mem_t[nm] = t
-                    mem_d[nm] = d
-                    mem_h[nm] = held[d]
-                    nm += 1
+                nm = _record(record_memory, t, d, held, mem_t, mem_d, mem_h, nm)
             for k in range(sp[x], sp[x + 1]):
                 j = si[k]
                 delay = sd[k]
