@@ -506,13 +506,14 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """
     st = _State(p, c, opts)
     n = p.n
-    ops = p.ops
+    ops = p.ops.tolist()  # Python floats: the rank updates below are scalar work
     rin = [set(x) for x in p.pred]
     rout = [set(x) for x in p.succ]
-    pos = np.empty(n, dtype=np.int64)
-    pos[p.topo] = np.arange(n)
-    src = np.zeros(n)
-    ppred = np.full(n, -1, dtype=np.int64)
+    pos = [0] * n
+    for k, v in enumerate(p.topo):
+        pos[v] = k
+    src = [0.0] * n
+    ppred = [-1] * n
 
     def recompute(v: int) -> bool:
         best, bp = 0.0, -1
