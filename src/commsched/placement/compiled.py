@@ -12,7 +12,8 @@ them); this kernel is what the suite runs, 20-60x faster on the Java simulator's
 5,271-node graph (``benchmarks/bench_placement.py``).
 
 The kernel (:func:`_run`) is the event loop of ``simulate_devices`` over the executed
-graph's CSR arrays: one heap of events keyed (time, sequence number); at each instant the
+graph's CSR arrays (its helpers are inlined: called per heap step, a call that passes
+arrays costs reference counting, about a third of the kernel's time otherwise): one heap of events keyed (time, sequence number); at each instant the
 devices that became free or got an executable node decide in id order. Each device's
 ready nodes sit in an indexed binary heap keyed ``(k1, k2, node)``, smallest first:
 
@@ -50,7 +51,7 @@ COMPILED = {"fifo": 0, "pct": 1, "msr": 2}
 _FIFO, _PCT, _MSR = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _less(a: int, b: int, k1: np.ndarray, k2: np.ndarray) -> bool:  # pragma: no cover
     """``(k1[a], k2[a], a) < (k1[b], k2[b], b)``."""
     if k1[a] != k1[b]:
@@ -60,7 +61,7 @@ def _less(a: int, b: int, k1: np.ndarray, k2: np.ndarray) -> bool:  # pragma: no
     return a < b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, i: int, k1: np.ndarray,
           k2: np.ndarray) -> None:  # pragma: no cover - compiled
     """Move the item at ``heap[lo + i]`` to its place in the binary heap
@@ -85,7 +86,7 @@ def _sift(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, i: int, k1: np.
     pos[x] = i
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, x: int,
                k1: np.ndarray, k2: np.ndarray) -> None:  # pragma: no cover - compiled
     """Add ``x`` to ``heap[lo:lo + size]`` (which must have room)."""
@@ -93,7 +94,7 @@ def _heap_push(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, x: int,
     _sift(heap, pos, lo, size + 1, size, k1, k2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, k1: np.ndarray,
               k2: np.ndarray) -> int:  # pragma: no cover - compiled
     """Remove and return the smallest item of the non-empty ``heap[lo:lo + size]``."""
@@ -141,7 +142,7 @@ def _rank_targets(n: int, kind: np.ndarray, sp: np.ndarray, si: np.ndarray,
     return ptr, idx
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _make_ready(i: int, pushed: int, policy: int, device: np.ndarray, lo: np.ndarray,
                 heap: np.ndarray, pos: np.ndarray, hsize: np.ndarray, scan: np.ndarray,
                 ssize: np.ndarray, k1: np.ndarray, k2: np.ndarray,
@@ -161,7 +162,7 @@ def _make_ready(i: int, pushed: int, policy: int, device: np.ndarray, lo: np.nda
     return pushed + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push_event(time: float, code: int, seq: int, nev: int, ev_t: np.ndarray,
                 ev_c: np.ndarray, ev_heap: np.ndarray,
                 ev_pos: np.ndarray) -> int:  # pragma: no cover - compiled
@@ -173,7 +174,7 @@ def _push_event(time: float, code: int, seq: int, nev: int, ev_t: np.ndarray,
     return seq + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _record(record: bool, t: float, d: int, held: np.ndarray, mem_t: np.ndarray,
             mem_d: np.ndarray, mem_h: np.ndarray, nm: int) -> int:  # pragma: no cover
     """Append (``t``, ``d``, memory ``d`` holds) to the series of ``nm`` entries when
