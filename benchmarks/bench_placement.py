@@ -115,8 +115,9 @@ def all_combinations(p: Problem, c: Cluster) -> dict[str, Any]:
     for pn in PARTITIONERS:
         placement, pt = partition(p, c, pn, Options())
         out["partition_s"][pn] = pt
+        eg = None  # the executed graph, inserted once per placement (as run_all does)
         for sn in DEVICE_SCHEDULERS:
-            _, s, st = schedule(p, c, placement, sn, Options())
+            eg, s, st = schedule(p, c, placement, sn, Options(), eg=eg)
             key = f"{pn}+{sn}"
             out["schedule_s"][key] = st
             out["makespan"][key] = s.makespan

@@ -5,9 +5,10 @@ Modules: :mod:`~commsched.placement.model` (problem, devices, union-find, constr
 traffic), :mod:`~commsched.placement.sendrecv` (Sec. 2.4), :mod:`~commsched.placement.heft`
 (HEFT core), :mod:`~commsched.placement.partitioners` (Ch. 4, registry
 :data:`PARTITIONERS`), :mod:`~commsched.placement.schedulers` (Ch. 5, registry
-:data:`DEVICE_SCHEDULERS`), :mod:`~commsched.placement.run` (one run, validated), and
-:mod:`~commsched.placement.bruteforce` (optimal placement and order of tiny graphs). The
-simulator is :mod:`commsched.sim.devices`.
+:data:`DEVICE_SCHEDULERS`), :mod:`~commsched.placement.compiled` (those schedulers
+compiled into the simulator's event loop, what runs use), :mod:`~commsched.placement.run`
+(one run, validated), and :mod:`~commsched.placement.bruteforce` (optimal placement and
+order of tiny graphs). The simulator is :mod:`commsched.sim.devices`.
 
 Two semantics (:class:`Options`): ``thesis`` follows the text; ``published-code`` follows
 the Java simulator published with the DIDL paper (repository

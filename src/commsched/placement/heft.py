@@ -217,13 +217,12 @@ class _Slots:
 
     def find(self, est: float, dur: float) -> float | None:
         """Earliest start >= est of a gap that holds ``dur``; None if no gap does."""
-        k = bisect.bisect_left(self.ends, est + dur)
         starts, ends = self.starts, self.ends
-        while k < len(starts):
-            t = max(est, starts[k])
+        for k in range(bisect.bisect_left(ends, est + dur), len(starts)):
+            s = starts[k]
+            t = s if s > est else est  # max(est, s), without the call (a hot loop)
             if t + dur <= ends[k]:
                 return t
-            k += 1
         return None
 
     def take(self, t: float, f: float) -> None:

@@ -33,6 +33,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -202,8 +204,14 @@ class Problem:
     size_est: np.ndarray = field(init=False)
     unit_mem: np.ndarray = field(init=False)
     unit_ops: np.ndarray = field(init=False)
+    #: the edges as two int arrays (source, target), by source and then in ``succ`` order
+    edges: tuple[np.ndarray, np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        out = np.fromiter((len(s) for s in self.succ), dtype=np.int64, count=self.n)
+        self.edges = (np.repeat(np.arange(self.n, dtype=np.int64), out),
+                      np.fromiter(itertools.chain.from_iterable(self.succ), dtype=np.int64,
+                                  count=int(out.sum())))
         insize = np.zeros(self.n)
         for v in range(self.n):
             insize[v] = sum(float(self.size[p]) for p in self.pred[v])
@@ -355,7 +363,12 @@ class Problem:
         )
 
     def ops_ranks(self) -> tuple[np.ndarray, np.ndarray]:
-        """Operations source rank (Eq. 4.3) and sink rank (Eq. 4.4) of every node."""
+        """Operations source rank (Eq. 4.3) and sink rank (Eq. 4.4) of every node
+        (computed once per problem, shared by the partitioners; read-only arrays)."""
+        return self._ops_ranks
+
+    @functools.cached_property
+    def _ops_ranks(self) -> tuple[np.ndarray, np.ndarray]:
         src = np.zeros(self.n)
         sink = np.zeros(self.n)
         ops = self.ops
@@ -364,6 +377,7 @@ class Problem:
                 src[v] = max(src[p] + ops[p] for p in self.pred[v])
         for v in reversed(self.topo):
             sink[v] = ops[v] + (max(sink[s] for s in self.succ[v]) if self.succ[v] else 0.0)
+        src.flags.writeable = sink.flags.writeable = False
         return src, sink
 
 

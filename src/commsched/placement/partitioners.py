@@ -54,6 +54,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
+from numba import njit
 
 from commsched.placement.heft import heft_core
 from commsched.placement.model import (
@@ -505,13 +506,14 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     """
     st = _State(p, c, opts)
     n = p.n
-    ops = p.ops
+    ops = p.ops.tolist()  # Python floats: the rank updates below are scalar work
     rin = [set(x) for x in p.pred]
     rout = [set(x) for x in p.succ]
-    pos = np.empty(n, dtype=np.int64)
-    pos[p.topo] = np.arange(n)
-    src = np.zeros(n)
-    ppred = np.full(n, -1, dtype=np.int64)
+    pos = [0] * n
+    for k, v in enumerate(p.topo):
+        pos[v] = k
+    src = [0.0] * n
+    ppred = [-1] * n
 
     def recompute(v: int) -> bool:
         best, bp = 0.0, -1
@@ -606,6 +608,48 @@ def _place_subpath(st: _State, units: list[int]) -> None:
     _place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
 
 
+@njit(cache=True)
+def _eq46(tt: np.ndarray, mask: np.ndarray, dev_ops: np.ndarray, unit_ops: float,
+          speed: np.ndarray, used: np.ndarray, memory: np.ndarray, importance: float,
+          full: bool, published: bool) -> np.ndarray:  # pragma: no cover - compiled
+    """Eq. 4.6 on every device (``inf`` where ``mask`` is False; ``mask`` has a device):
+    traffic ``tt`` over its maximum ``t̂`` (0 counts 1e-6), execution time with the unit
+    over its maximum ``ê``, and with ``full`` (MITE; DFS uses the first two) the used
+    memory portion (an empty device: a tenth of the smallest non-zero portion) and the
+    speed boost ``1 - importance * speed / fastest``. Maxima over the feasible devices.
+
+    Published code: an execution time or boost factor of 0 counts 1e-6, and the smallest
+    portion is taken among the feasible devices (the text: among all)."""
+    n = tt.shape[0]
+    et = (dev_ops + unit_ops) / speed
+    that, ehat, fhat, mtilde = -np.inf, -np.inf, -np.inf, np.inf
+    for d in range(n):
+        portion = used[d] / memory[d]
+        if portion > 0 and (mask[d] or not published):
+            mtilde = min(mtilde, portion)
+        if mask[d]:
+            that, ehat, fhat = max(that, tt[d]), max(ehat, et[d]), max(fhat, speed[d])
+    if mtilde == np.inf:
+        mtilde = 1.0
+    out = np.full(n, np.inf)
+    for d in range(n):
+        if not mask[d]:
+            continue
+        traf = 1.0 if that == 0.0 else (1e-6 if tt[d] == 0.0 else tt[d] / that)
+        ex = et[d] / ehat if ehat > 0 else 1.0
+        if published and ex == 0.0:
+            ex = 1e-6
+        heu = traf * ex
+        if full:
+            portion = used[d] / memory[d]
+            boost = 1.0 - importance * speed[d] / fhat
+            if published and boost == 0.0:
+                boost = 1e-6
+            heu = heu * (portion if portion > 0 else mtilde / 10.0) * boost
+        out[d] = heu
+    return out
+
+
 class _Heuristic:
     """The factors of MITE's Eq. 4.6 for one unit over all devices."""
 
@@ -684,32 +728,12 @@ class _Heuristic:
         return vec
 
     def factors(self, u: int, mask: np.ndarray, full: bool) -> np.ndarray:
-        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices.
-
-        Published code: an execution time or importance factor of 0 counts 1e-6, and the
-        memory factor of an empty device is a tenth of the smallest non-zero portion among
-        the feasible devices (the text: among all)."""
-        c, st = self.c, self.st
-        tt = self.traffic_temp(u)
-        that = float(tt[mask].max())
-        traf = np.ones(c.n) if that == 0.0 else np.where(tt == 0.0, 1e-6, tt / that)
-        et = (st.ops + self.p.unit_ops[u]) / c.speed
-        ehat = float(et[mask].max())
-        ex = et / ehat if ehat > 0 else np.ones(c.n)
-        if self.published:
-            ex = np.where(ex == 0.0, 1e-6, ex)
-        heu = traf * ex
-        if full:
-            portion = st.used / c.memory
-            nz = portion[(portion > 0) & mask] if self.published else portion[portion > 0]
-            mtilde = float(nz.min()) if nz.size else 1.0
-            mem = np.where(portion > 0, portion, mtilde / 10.0)
-            fhat = float(c.speed[mask].max())
-            boost = 1.0 - self.importance[u] * c.speed / fhat
-            if self.published:
-                boost = np.where(boost == 0.0, 1e-6, boost)
-            heu = heu * mem * boost
-        return np.where(mask, heu, np.inf)
+        """Eq. 4.6 (``full``) or traffic x execution time (DFS) on the feasible devices
+        (:func:`_eq46`)."""
+        st = self.st
+        return _eq46(self.traffic_temp(u), mask, st.ops, float(self.p.unit_ops[u]),
+                     self.c.speed, st.used, self.c.memory, float(self.importance[u]), full,
+                     self.published)
 
     def place(self, u: int, full: bool) -> None:
         mask = self.st.feasible([u])

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
+from commsched.placement.compiled import COMPILED, simulate_scheduler
 from commsched.placement.model import (
     Cluster,
     Options,
@@ -63,7 +64,9 @@ class RunResult:
     traffic : float
         Bytes on cross-device edges (Eq. 2.2).
     partition_s, schedule_s : float
-        Wall times of partitioning and of insertion plus simulation (seconds).
+        Wall times of partitioning and of simulation (seconds); the first scheduler run
+        on a placement also counts the insertion of send and receive nodes, which the
+        others reuse.
     placement : numpy.ndarray
         The device of every node.
     exec_graph : ExecGraph
@@ -134,12 +137,15 @@ def partition(p: Problem, c: Cluster, name: str, opts: Options) -> tuple[Placeme
 
 def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Options,
              link_contention: bool = False, record_memory: bool = False,
-             ) -> tuple[ExecGraph, DeviceSchedule, float]:
+             eg: ExecGraph | None = None) -> tuple[ExecGraph, DeviceSchedule, float]:
     """Insert send/receive nodes, simulate with scheduler ``name`` and validate.
 
     Under ``published-code`` the published simulator's loop runs
     (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
-    from ``opts.seed``); it has no link contention.
+    from ``opts.seed``); it has no link contention. Under ``thesis`` the thesis' schedulers
+    run compiled (:func:`~commsched.placement.compiled.simulate_scheduler`, the schedule
+    their ready queues give in :func:`~commsched.sim.devices.simulate_devices`); a
+    scheduler added to the registry without a kernel runs through its queues.
 
     Parameters
     ----------
@@ -155,6 +161,10 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
         Serialise transfers per device pair (our extension; thesis semantics only).
     record_memory : bool
         Record each device's memory over time in the schedule.
+    eg : ExecGraph, optional
+        The executed graph of ``placement`` with ``opts.send_ops``, when the caller has it
+        (it does not depend on the scheduler: :func:`run_all` inserts once per
+        placement); inserted here otherwise.
 
     Returns
     -------
@@ -163,7 +173,7 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     DeviceSchedule
         The validated schedule.
     float
-        The wall time of insertion and simulation in seconds.
+        The wall time of insertion (when done here) and simulation in seconds.
 
     Raises
     ------
@@ -180,11 +190,14 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
         raise CommschedError("link contention is an extension of the thesis semantics; "
                              "the published code has none")
     t0 = time.perf_counter()
-    eg = insert_send_recv(p, c, placement.device, opts.send_ops)
+    if eg is None:
+        eg = insert_send_recv(p, c, placement.device, opts.send_ops)
     if published:
         s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
                                   identity_hashes(eg.n, opts.seed),
                                   source_order=placement.order, record_memory=record_memory)
+    elif DEVICE_SCHEDULERS.canonical(name) in COMPILED:
+        s = simulate_scheduler(eg, c, name, opts, link_contention, record_memory)
     else:
         s = simulate_devices(eg, make(eg, c, opts),
                              link_contention=link_contention, record_memory=record_memory)
@@ -262,8 +275,10 @@ def run_all(p: Problem, c: Cluster, partitioners: Sequence[str], schedulers: Seq
     for pn in partitioners:
         placement, pt = partition(p, c, pn, opts)
         tr = traffic(p, placement.device)
+        eg: ExecGraph | None = None  # inserted by the first scheduler's run, then shared
         for sn in schedulers:
-            eg, s, st = schedule(p, c, placement, sn, opts, link_contention, record_memory)
+            eg, s, st = schedule(p, c, placement, sn, opts, link_contention, record_memory,
+                                 eg)
             if abs(eg.traffic - tr) > 1e-9 * max(1.0, tr):
                 raise AssertionError(f"traffic {eg.traffic} != Eq. 2.2 {tr}")  # a bug
             out.append(RunResult(pn, sn, s.makespan, tr, pt, st, placement.device, eg, s))

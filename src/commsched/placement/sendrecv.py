@@ -51,36 +51,49 @@ def insert_send_recv(p: Problem, c: Cluster, placement: np.ndarray,
     ----------
     Laich 2017, Secs. 2.4-2.5.
     """
-    n = p.n
-    dev = [int(x) for x in placement]
-    speed = c.speed
-    device = list(dev)
-    duration = [float(p.ops[v]) / float(speed[dev[v]]) for v in range(n)]
-    kind = [COMPUTE] * n
-    origin = list(range(n))
-    tensor = [float(x) for x in p.size]
-    edges: list[tuple[int, int, float]] = []
-    traffic = 0.0
-    for v in range(n):
-        dv = dev[v]
-        remote: dict[int, list[int]] = {}
-        for s in p.succ[v]:
-            if dev[s] == dv:
-                edges.append((v, s, 0.0))
-            else:
-                remote.setdefault(dev[s], []).append(s)
-        for e in sorted(remote):
-            snd, rcv = len(device), len(device) + 1
-            device += [dv, e]
-            duration += [send_ops / float(speed[dv]), 0.0]
-            kind += [SEND, RECV]
-            origin += [v, v]
-            tensor += [0.0, float(p.size[v])]
-            edges.append((v, snd, 0.0))
-            edges.append((snd, rcv, float(p.size[v]) / float(c.rate[dv, e])))
-            edges.extend((rcv, s, 0.0) for s in remote[e])
-            traffic += float(p.size[v])
-    return ExecGraph.build(c.n, device, duration, kind, origin, tensor, edges, traffic)
+    n, ndev = p.n, c.n
+    dev = np.asarray(placement, dtype=np.int64)
+    speed = np.asarray(c.speed, dtype=float)
+    eu, ev = p.edges  # edge k: eu[k] -> ev[k], producer-major, successors ascending
+    k = np.arange(len(eu))
+    remote = dev[eu] != dev[ev]
+    ru, rv, rk = eu[remote], ev[remote], k[remote]
+    # one pair per (producer, destination device), by producer and then device
+    pairs, pair_of = np.unique(ru * ndev + dev[rv], return_inverse=True)
+    pv, pe = pairs // ndev, pairs % ndev
+    m = len(pairs)
+    snd = n + 2 * np.arange(m)
+    rcv = snd + 1
+
+    def interleave(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.stack([a, b], axis=1).reshape(-1)
+
+    size = np.asarray(p.size, dtype=float)
+    device = np.concatenate([dev, interleave(dev[pv], pe)])
+    duration = np.concatenate([np.asarray(p.ops, dtype=float) / speed[dev],
+                               interleave(send_ops / speed[dev[pv]], np.zeros(m))])
+    kind = np.concatenate([np.full(n, COMPUTE), np.tile([SEND, RECV], m)])
+    origin = np.concatenate([np.arange(n), np.repeat(pv, 2)])
+    tensor = np.concatenate([size, interleave(np.zeros(m), size[pv])])
+    # the edges in the order of the loop of the thesis' Sec. 2.4 (``ExecGraph.build``
+    # keeps it per source and per target): per producer its local edges, then per
+    # destination device the edge to the send node, the transfer and the receive node's
+    # edges to the consumers there; sorted by (producer, block, rank within the block)
+    local = ~remote
+    zeros_m = np.zeros(m)
+    u = np.concatenate([eu[local], pv, snd, rcv[pair_of]])
+    v = np.concatenate([ev[local], snd, rcv, rv])
+    delay = np.concatenate([np.zeros(local.sum()), zeros_m, size[pv] / c.rate[dev[pv], pe],
+                            np.zeros(len(rv))])
+    producer = np.concatenate([eu[local], pv, pv, ru])
+    block = np.concatenate([np.zeros(local.sum(), dtype=np.int64), 1 + pe, 1 + pe,
+                            1 + dev[rv]])
+    rank = np.concatenate([k[local], np.zeros(m, dtype=np.int64),
+                           np.ones(m, dtype=np.int64), 2 + rk])
+    order = np.lexsort((rank, block, producer))
+    edges = np.stack([u[order], v[order], delay[order]], axis=1)
+    traffic = float(sum(size[pv].tolist()))  # summed in pair order, as the loop adds
+    return ExecGraph.build(ndev, device, duration, kind, origin, tensor, edges, traffic)
 
 
 def exec_names(p: Problem, eg: ExecGraph) -> list[str]:

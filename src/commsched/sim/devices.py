@@ -41,14 +41,14 @@ Two nodes on device 0, the second one sent to device 1 (rate 2, size 4: 2 time u
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
-import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -63,6 +63,7 @@ __all__ = [
     "Chooser",
     "ClockState",
     "DeviceSchedule",
+    "ExecArrays",
     "ExecGraph",
     "FifoQueue",
     "ReadyQueue",
@@ -74,6 +75,20 @@ __all__ = [
 
 #: Node kinds of an executed graph.
 COMPUTE, SEND, RECV = 0, 1, 2
+
+
+class ExecArrays(NamedTuple):
+    """:class:`ExecGraph`'s lists as numpy arrays (int64 indices, float64 times)."""
+
+    device: np.ndarray
+    duration: np.ndarray
+    kind: np.ndarray
+    tensor: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    succ_delay: np.ndarray
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -104,10 +119,23 @@ class ExecGraph:
     def n(self) -> int:
         return len(self.device)
 
+    @functools.cached_property
+    def arrays(self) -> ExecArrays:
+        """The node and edge lists as numpy arrays (for compiled kernels; made once)."""
+        i64 = np.int64
+        return ExecArrays(np.asarray(self.device, dtype=i64), np.asarray(self.duration),
+                          np.asarray(self.kind, dtype=i64), np.asarray(self.tensor),
+                          np.asarray(self.succ_ptr, dtype=i64),
+                          np.asarray(self.succ_idx, dtype=i64), np.asarray(self.succ_delay),
+                          np.asarray(self.pred_ptr, dtype=i64),
+                          np.asarray(self.pred_idx, dtype=i64))
+
     @staticmethod
-    def build(n_devices: int, device: Sequence[int], duration: Sequence[float],
-              kind: Sequence[int], origin: Sequence[int], tensor: Sequence[float],
-              edges: Sequence[tuple[int, int, float]], traffic: float) -> ExecGraph:
+    def build(n_devices: int, device: Sequence[int] | np.ndarray,
+              duration: Sequence[float] | np.ndarray, kind: Sequence[int] | np.ndarray,
+              origin: Sequence[int] | np.ndarray, tensor: Sequence[float] | np.ndarray,
+              edges: Sequence[tuple[int, int, float]] | np.ndarray,
+              traffic: float) -> ExecGraph:
         """Assemble the CSR arrays from an edge list (edges keep their order within a
         source and within a target).
 
@@ -115,11 +143,12 @@ class ExecGraph:
         ----------
         n_devices : int
             Devices ``0..n_devices-1``.
-        device, duration, kind, origin, tensor : sequence
+        device, duration, kind, origin, tensor : sequence or numpy.ndarray
             Per node, the fields of the class docstring (``duration`` in the graph's
             time unit, ``tensor`` in bytes).
-        edges : sequence of (int, int, float)
-            ``(u, v, delay)``: ``v`` needs ``u``'s output, ``delay`` after ``u`` ends.
+        edges : sequence of (int, int, float) or numpy.ndarray
+            ``(u, v, delay)``: ``v`` needs ``u``'s output, ``delay`` after ``u`` ends; an
+            array has three columns (shape ``(m, 3)``).
         traffic : float
             Bytes sent between devices (thesis Eq. 2.2).
 
@@ -136,10 +165,17 @@ class ExecGraph:
         pp = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(u, minlength=n), out=sp[1:])
         np.cumsum(np.bincount(v, minlength=n), out=pp[1:])
-        return ExecGraph(n_devices, list(device), [float(x) for x in duration], list(kind),
-                         list(origin), [float(x) for x in tensor], sp.tolist(),
-                         v[by_u].tolist(), e[by_u, 2].tolist(), pp.tolist(),
-                         u[by_v].tolist(), float(traffic))
+        i64 = np.int64
+        arrays = ExecArrays(np.asarray(device, dtype=i64), np.asarray(duration, dtype=float),
+                            np.asarray(kind, dtype=i64), np.asarray(tensor, dtype=float), sp,
+                            v[by_u], e[by_u, 2], pp, u[by_v])
+        eg = ExecGraph(n_devices, arrays.device.tolist(), arrays.duration.tolist(),
+                       arrays.kind.tolist(), np.asarray(origin, dtype=i64).tolist(),
+                       arrays.tensor.tolist(), sp.tolist(), arrays.succ_idx.tolist(),
+                       arrays.succ_delay.tolist(), pp.tolist(), arrays.pred_idx.tolist(),
+                       float(traffic))
+        eg.__dict__["arrays"] = arrays  # the cached property, from the arrays at hand
+        return eg
 
     def compiled(self, names: Sequence[str]) -> CompiledGraph:
         """This graph as a :class:`~commsched.model.graph.CompiledGraph` with one resource
@@ -450,26 +486,34 @@ def check_device_schedule(eg: ExecGraph, s: DeviceSchedule, tol: float = 1e-9) -
     if len(s.start) != eg.n or len(s.end) != eg.n:
         raise InvalidSchedule(f"schedule has {len(s.start)} nodes, the graph {eg.n}")
     eps = tol * max(1.0, s.makespan)
-    for i in range(eg.n):
-        if s.start[i] < -eps:
+    x = eg.arrays
+    start, end = np.asarray(s.start, dtype=float), np.asarray(s.end, dtype=float)
+    src = np.repeat(np.arange(eg.n), np.diff(x.succ_ptr))
+    bad_edge = start[x.succ_idx] < end[src] + x.succ_delay - eps
+    bad_start = start < -eps
+    bad_duration = np.abs(end - start - x.duration) > eps
+    bad = bad_start | bad_duration
+    bad[src[bad_edge]] = True
+    if bad.any():  # the first node breaking a rule, its first broken rule
+        i = int(np.argmax(bad))
+        if bad_start[i]:
             raise InvalidSchedule(f"node {i} starts before time 0 (or never ran)")
-        if abs(s.end[i] - s.start[i] - eg.duration[i]) > eps:
+        if bad_duration[i]:
             raise InvalidSchedule(f"node {i} runs {s.end[i] - s.start[i]!r}, its duration "
                                   f"is {eg.duration[i]!r}")
-        for k in range(eg.succ_ptr[i], eg.succ_ptr[i + 1]):
-            j = eg.succ_idx[k]
-            if s.start[j] < s.end[i] + eg.succ_delay[k] - eps:
-                raise InvalidSchedule(f"node {j} starts at {s.start[j]!r} before the input of "
-                                      f"node {i} arrives at {s.end[i] + eg.succ_delay[k]!r}")
-    per_dev: list[list[tuple[float, float, int]]] = [[] for _ in range(eg.n_devices)]
-    for i in range(eg.n):
-        if eg.duration[i] > 0:
-            per_dev[eg.device[i]].append((s.start[i], s.end[i], i))
-    for d, iv in enumerate(per_dev):
-        iv.sort()
-        for (_, e0, a), (s1, _, b) in itertools.pairwise(iv):
-            if s1 < e0 - eps:
-                raise InvalidSchedule(f"device {d} runs nodes {a} and {b} at once")
+        k = eg.succ_ptr[i] + int(np.argmax(bad_edge[eg.succ_ptr[i]:eg.succ_ptr[i + 1]]))
+        j = eg.succ_idx[k]
+        raise InvalidSchedule(f"node {j} starts at {s.start[j]!r} before the input of "
+                              f"node {i} arrives at {s.end[i] + eg.succ_delay[k]!r}")
+    # per device, nodes of positive duration by (start, end, index): each must start no
+    # earlier than the one before it ends
+    ran = np.nonzero(x.duration > 0)[0]
+    ran = ran[np.lexsort((ran, end[ran], start[ran], x.device[ran]))]
+    same = x.device[ran[1:]] == x.device[ran[:-1]]
+    overlap = np.nonzero(same & (start[ran[1:]] < end[ran[:-1]] - eps))[0]
+    if len(overlap):
+        a, b = int(ran[overlap[0]]), int(ran[overlap[0] + 1])
+        raise InvalidSchedule(f"device {eg.device[a]} runs nodes {a} and {b} at once")
     last = max(s.end, default=0.0)
     if abs(last - s.makespan) > eps:
         raise InvalidSchedule(f"makespan {s.makespan!r} is not the last end {last!r}")

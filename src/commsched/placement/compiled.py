@@ -1,0 +1,461 @@
+"""The thesis' per-device schedulers compiled into the simulator's event loop (numba).
+
+:func:`simulate_scheduler` returns the schedule that
+:func:`~commsched.sim.devices.simulate_devices` returns with the ready queues of
+:data:`~commsched.placement.schedulers.DEVICE_SCHEDULERS` (FIFO, PCT, MSR; thesis
+semantics), equal in every field: start and end times, decisions, busy times, peak memory
+and the memory series (``tests/test_placement_compiled.py`` checks it on random instances,
+link contention and memory recording included). The Python queues stay the readable
+statement of each rule and the extension point for a new scheduler
+(:func:`~commsched.placement.run.schedule` runs a registry name the kernel lacks through
+them); this kernel is what the suite runs: on the 5,271-node graph of
+``benchmarks/bench_placement.py`` (executed graphs of 6-23k nodes) a schedule takes
+about 10-20 ms in the kernel against 0.05-0.45 s through the queues.
+
+The kernel (:func:`_run`) is the event loop of ``simulate_devices`` over the executed
+graph's CSR arrays (its helpers are inlined: called per heap step, a call that passes
+arrays costs reference counting, about a third of the kernel's time otherwise): one heap
+of events keyed (time, sequence number); at each instant the devices that became free or
+got an executable node decide in id order. Each device's ready nodes sit in an indexed
+binary heap keyed ``(k1, k2, node)``, smallest first:
+
+* FIFO: ``k1`` = how many nodes became executable before (the queue's order);
+* PCT: ``k1`` = minus Eq. 5.1's value, ties to the lower index;
+* MSR: nodes whose rank targets all sit on their own device have ``k1`` = minus Eq. 5.2's
+  rank without the idle term, ``k2`` = minus PCT, and move in the heap when an input of a
+  target starts (the "lacks one input" term changes); nodes with a target on another
+  device wait in a list that is scanned at the decision, since the +5 of an idle target
+  device depends on that moment (as :class:`~commsched.placement.schedulers._MsrRanks`
+  does). The Python queue updates ranks lazily at the next decision; the kernel does at
+  once: both rank every node from the same counts at every decision.
+
+References
+----------
+Laich 2017, Sec. 3.2 (the simulation), Secs. 5.2-5.4 (FIFO, PCT Eq. 5.1, MSR Eq. 5.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from commsched.errors import CommschedError
+from commsched.placement.model import Cluster, Options
+from commsched.placement.schedulers import DEVICE_SCHEDULERS, pct_values
+from commsched.sim.devices import COMPUTE, SEND, DeviceSchedule, ExecGraph, InvalidSchedule
+
+__all__ = ["COMPILED", "simulate_scheduler"]
+
+#: The registry's schedulers the kernel runs, with the kernel's policy code.
+COMPILED = {"fifo": 0, "pct": 1, "msr": 2}
+_FIFO, _PCT, _MSR = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _less(a: int, b: int, k1: np.ndarray, k2: np.ndarray) -> bool:  # pragma: no cover
+    """``(k1[a], k2[a], a) < (k1[b], k2[b], b)``."""
+    if k1[a] != k1[b]:
+        return bool(k1[a] < k1[b])
+    if k2[a] != k2[b]:
+        return bool(k2[a] < k2[b])
+    return a < b
+
+
+@njit(cache=True, inline="always")
+def _sift(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, i: int, k1: np.ndarray,
+          k2: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Move the item at ``heap[lo + i]`` to its place in the binary heap
+    ``heap[lo:lo + size]``: up while it is smaller than its parent, else down while a child
+    is smaller; ``pos`` follows every item moved."""
+    x = heap[lo + i]
+    while i > 0 and _less(x, heap[lo + ((i - 1) >> 1)], k1, k2):
+        parent = (i - 1) >> 1
+        heap[lo + i] = heap[lo + parent]
+        pos[heap[lo + i]] = i
+        i = parent
+    while 2 * i + 1 < size:
+        child = 2 * i + 1
+        if child + 1 < size and _less(heap[lo + child + 1], heap[lo + child], k1, k2):
+            child += 1
+        if not _less(heap[lo + child], x, k1, k2):
+            break
+        heap[lo + i] = heap[lo + child]
+        pos[heap[lo + i]] = i
+        i = child
+    heap[lo + i] = x
+    pos[x] = i
+
+
+@njit(cache=True, inline="always")
+def _heap_push(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, x: int,
+               k1: np.ndarray, k2: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Add ``x`` to ``heap[lo:lo + size]`` (which must have room)."""
+    heap[lo + size] = x
+    _sift(heap, pos, lo, size + 1, size, k1, k2)
+
+
+@njit(cache=True, inline="always")
+def _heap_pop(heap: np.ndarray, pos: np.ndarray, lo: int, size: int, k1: np.ndarray,
+              k2: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Remove and return the smallest item of the non-empty ``heap[lo:lo + size]``."""
+    top = heap[lo]
+    pos[top] = -1
+    size -= 1
+    if size > 0:
+        heap[lo] = heap[lo + size]
+        _sift(heap, pos, lo, size, 0, k1, k2)
+    return top
+
+
+@njit(cache=True)
+def _rank_targets(n: int, kind: np.ndarray, sp: np.ndarray, si: np.ndarray,
+                  ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """CSR of MSR's targets (:func:`~commsched.placement.schedulers._rank_targets`): a
+    compute successor itself, through a send node its receive node's successors, through
+    a receive node its successors."""
+    count = np.zeros(n, dtype=np.int64)
+    for x in range(n):
+        for k in range(sp[x], sp[x + 1]):
+            j = si[k]
+            if kind[j] == COMPUTE:
+                count[x] += 1
+            elif kind[j] == SEND:
+                r = si[sp[j]]
+                count[x] += sp[r + 1] - sp[r]
+            else:
+                count[x] += sp[j + 1] - sp[j]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(count)
+    idx = np.empty(ptr[n], dtype=np.int64)
+    m = 0
+    for x in range(n):
+        for k in range(sp[x], sp[x + 1]):
+            j = si[k]
+            if kind[j] == COMPUTE:
+                idx[m] = j
+                m += 1
+            else:
+                r = si[sp[j]] if kind[j] == SEND else j
+                for q in range(sp[r], sp[r + 1]):
+                    idx[m] = si[q]
+                    m += 1
+    return ptr, idx
+
+
+@njit(cache=True, inline="always")
+def _make_ready(i: int, pushed: int, policy: int, device: np.ndarray, lo: np.ndarray,
+                heap: np.ndarray, pos: np.ndarray, hsize: np.ndarray, scan: np.ndarray,
+                ssize: np.ndarray, k1: np.ndarray, k2: np.ndarray,
+                has_cross: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Node ``i`` became executable, the ``pushed``-th to do so: into its device's heap
+    (FIFO keys it by ``pushed``) or, for MSR with a target elsewhere, its scan list.
+    Returns ``pushed + 1``."""
+    d = device[i]
+    if policy == _FIFO:
+        k1[i] = pushed
+    if policy == _MSR and has_cross[i]:
+        scan[lo[d] + ssize[d]] = i
+        ssize[d] += 1
+    else:
+        _heap_push(heap, pos, lo[d], hsize[d], i, k1, k2)
+        hsize[d] += 1
+    return pushed + 1
+
+
+@njit(cache=True, inline="always")
+def _push_event(time: float, code: int, seq: int, nev: int, ev_t: np.ndarray,
+                ev_c: np.ndarray, ev_heap: np.ndarray,
+                ev_pos: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Event ``code`` at ``time`` into slot ``seq`` and the event heap of ``nev`` slots
+    (ordered by time, then slot); returns the next slot."""
+    ev_t[seq] = time
+    ev_c[seq] = code
+    _heap_push(ev_heap, ev_pos, 0, nev, seq, ev_t, ev_t)
+    return seq + 1
+
+
+@njit(cache=True, inline="always")
+def _record(record: bool, t: float, d: int, held: np.ndarray, mem_t: np.ndarray,
+            mem_d: np.ndarray, mem_h: np.ndarray, nm: int) -> int:  # pragma: no cover
+    """Append (``t``, ``d``, memory ``d`` holds) to the series of ``nm`` entries when
+    ``record``; returns its new length."""
+    if not record:
+        return nm
+    mem_t[nm], mem_d[nm], mem_h[nm] = t, d, held[d]
+    return nm + 1
+
+
+@njit(cache=True)
+def _run(policy: int, ndev: int, device: np.ndarray, duration: np.ndarray,
+         tensor: np.ndarray, sp: np.ndarray, si: np.ndarray, sd: np.ndarray, pp: np.ndarray,
+         pi: np.ndarray, val: np.ndarray, tp: np.ndarray, ti: np.ndarray,
+         link_contention: bool, record_memory: bool,
+         ) -> tuple[Any, ...]:  # pragma: no cover - compiled
+    """The event loop of ``simulate_devices`` with the ready queues of ``policy``.
+
+    Returns start, end, busy time and peak memory per device, the decisions as four
+    arrays (device, time, executable nodes before, node) and the memory series as three
+    (time, device, held), each cut to its length, and the number of nodes that ran."""
+    n = device.shape[0]
+    # ready heaps: device d's in heap[lo[d]:lo[d] + hsize[d]]; MSR's scanned nodes in
+    # scan[lo[d]:lo[d] + ssize[d]]
+    lo = np.zeros(ndev + 1, dtype=np.int64)
+    for i in range(n):
+        lo[device[i] + 1] += 1
+    for d in range(ndev):
+        lo[d + 1] += lo[d]
+    heap = np.empty(n, dtype=np.int64)
+    scan = np.empty(n, dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
+    hsize = np.zeros(ndev, dtype=np.int64)
+    ssize = np.zeros(ndev, dtype=np.int64)
+    k1 = np.zeros(n)
+    k2 = np.zeros(n)
+    if policy == _PCT:
+        k1[:] = -val
+    # MSR: a = Eq. 5.2 without the idle term, from the per-target flags "lacks one input"
+    a = np.zeros(n, dtype=np.int64)
+    last = np.zeros(n, dtype=np.bool_)
+    has_cross = np.zeros(n, dtype=np.bool_)
+    cp = np.zeros(n + 1, dtype=np.int64)
+    ci = np.empty(ti.shape[0], dtype=np.int64)
+    rp = np.zeros(n + 1, dtype=np.int64)
+    ri = np.empty(ti.shape[0], dtype=np.int64)
+    if policy == _MSR:
+        for j in range(n):
+            last[j] = pp[j + 1] - pp[j] == 1
+        m = 0
+        for x in range(n):
+            for q in range(tp[x], tp[x + 1]):
+                j = ti[q]
+                a[x] += 1
+                if last[j]:
+                    a[x] += 1
+                rp[j + 1] += 1
+                if device[j] != device[x]:
+                    a[x] += 1
+                    ci[m] = j
+                    m += 1
+            cp[x + 1] = m
+            has_cross[x] = cp[x + 1] > cp[x]
+            k1[x] = -a[x]
+            k2[x] = -val[x]
+        for j in range(n):
+            rp[j + 1] += rp[j]
+        fill = rp[:n].copy()
+        for x in range(n):
+            for q in range(tp[x], tp[x + 1]):
+                j = ti[q]
+                ri[fill[j]] = x
+                fill[j] += 1
+    pushed = 0
+    missing = pp[1:] - pp[:n]
+    unstarted = missing.copy()
+    consumers = sp[1:] - sp[:n]
+    start = np.full(n, -1.0)
+    end = np.full(n, -1.0)
+    busy = np.zeros(ndev, dtype=np.bool_)
+    busy_time = np.zeros(ndev)
+    held = np.zeros(ndev)
+    peak = np.zeros(ndev)
+    link_free = np.zeros((ndev, ndev))
+    dec_d = np.empty(n, dtype=np.int64)
+    dec_t = np.empty(n)
+    dec_r = np.empty(n, dtype=np.int64)
+    dec_x = np.empty(n, dtype=np.int64)
+    nd = 0
+    mem_t = np.empty(2 * n + 1 if record_memory else 0)
+    mem_d = np.empty(2 * n + 1 if record_memory else 0, dtype=np.int64)
+    mem_h = np.empty(2 * n + 1 if record_memory else 0)
+    nm = 0
+    # events: slot s holds (ev_t[s], code ev_c[s]) pushed s-th; code >= 0: node ends,
+    # < 0: a tensor reaches node -code-1; the heap orders slots by (time, slot)
+    cap = n + sd.shape[0] + 1
+    ev_t = np.empty(cap)
+    ev_c = np.empty(cap, dtype=np.int64)
+    ev_heap = np.empty(cap, dtype=np.int64)
+    ev_pos = np.empty(cap, dtype=np.int64)
+    nev = 0
+    seq = 0
+    touched = np.zeros(ndev, dtype=np.bool_)
+    for i in range(n):
+        if missing[i] == 0:
+            pushed = _make_ready(i, pushed, policy, device, lo, heap, pos, hsize, scan,
+                                 ssize, k1, k2, has_cross)
+            touched[device[i]] = True
+    done = 0
+    t = 0.0
+    while True:
+        for d in range(ndev):
+            if not touched[d]:
+                continue
+            touched[d] = False
+            ready = hsize[d] + ssize[d]
+            if busy[d] or ready == 0:
+                continue
+            # the decision
+            if policy != _MSR:
+                x = _heap_pop(heap, pos, lo[d], hsize[d], k1, k2)
+                hsize[d] -= 1
+            else:
+                best_k, br, bv, bx = -1, -1, 0.0, 0
+                for s in range(lo[d], lo[d] + ssize[d]):
+                    y = scan[s]
+                    rank = a[y]
+                    for q in range(cp[y], cp[y + 1]):
+                        j = ci[q]
+                        if last[j]:
+                            dj = device[j]
+                            if not busy[dj] and hsize[dj] + ssize[dj] == 0:
+                                rank += 5
+                    if rank > br or (rank == br and (val[y] > bv or (val[y] == bv
+                                                                      and y < bx))):
+                        best_k, br, bv, bx = s, rank, val[y], y
+                take_heap = False
+                if hsize[d] > 0:
+                    y = heap[lo[d]]
+                    take_heap = best_k < 0 or a[y] > br or (a[y] == br and (
+                        val[y] > bv or (val[y] == bv and y < bx)))
+                if take_heap:
+                    x = _heap_pop(heap, pos, lo[d], hsize[d], k1, k2)
+                    hsize[d] -= 1
+                else:
+                    x = scan[best_k]
+                    ssize[d] -= 1
+                    scan[best_k] = scan[lo[d] + ssize[d]]
+            dec_d[nd], dec_t[nd], dec_r[nd], dec_x[nd] = d, t, ready, x
+            nd += 1
+            start[x], end[x] = t, t + duration[x]
+            busy[d] = True
+            busy_time[d] += duration[x]
+            for k in range(pp[x], pp[x + 1]):
+                p = pi[k]
+                consumers[p] -= 1
+                if consumers[p] == 0 and tensor[p] != 0.0:  # its last consumer starts
+                    held[device[p]] -= tensor[p]
+                    nm = _record(record_memory, t, device[p], held, mem_t, mem_d, mem_h, nm)
+            for k in range(sp[x], sp[x + 1]):
+                j = si[k]
+                unstarted[j] -= 1
+                if policy == _MSR and unstarted[j] < 2 and (unstarted[j] == 1) != last[j]:
+                    last[j] = unstarted[j] == 1
+                    delta = 1 if last[j] else -1
+                    for q in range(rp[j], rp[j + 1]):
+                        y = ri[q]
+                        a[y] += delta
+                        k1[y] = -a[y]
+                        if pos[y] >= 0:  # waiting in its device's heap: re-place it
+                            dy = device[y]
+                            _sift(heap, pos, lo[dy], hsize[dy], pos[y], k1, k2)
+            seq = _push_event(end[x], x, seq, nev, ev_t, ev_c, ev_heap, ev_pos)
+            nev += 1
+        if nev == 0:
+            break
+        t = ev_t[ev_heap[0]]
+        while nev > 0 and ev_t[ev_heap[0]] == t:
+            code = ev_c[_heap_pop(ev_heap, ev_pos, 0, nev, ev_t, ev_t)]
+            nev -= 1
+            if code < 0:  # a tensor arrives at node -code-1
+                j = -code - 1
+                missing[j] -= 1
+                if missing[j] == 0:
+                    pushed = _make_ready(j, pushed, policy, device, lo, heap, pos, hsize,
+                                         scan, ssize, k1, k2, has_cross)
+                    touched[device[j]] = True
+                continue
+            x = code
+            d = device[x]
+            busy[d] = False
+            touched[d] = True
+            done += 1
+            if consumers[x] != 0 and tensor[x] != 0.0:  # its output stays in memory
+                held[d] += tensor[x]
+                if held[d] > peak[d]:
+                    peak[d] = held[d]
+                nm = _record(record_memory, t, d, held, mem_t, mem_d, mem_h, nm)
+            for k in range(sp[x], sp[x + 1]):
+                j = si[k]
+                delay = sd[k]
+                if delay == 0.0:
+                    missing[j] -= 1
+                    if missing[j] == 0:
+                        pushed = _make_ready(j, pushed, policy, device, lo, heap, pos,
+                                             hsize, scan, ssize, k1, k2, has_cross)
+                        touched[device[j]] = True
+                    continue
+                arrive = t + delay
+                if link_contention:
+                    begin = max(t, link_free[d, device[j]])
+                    arrive = begin + delay
+                    link_free[d, device[j]] = arrive
+                seq = _push_event(arrive, -j - 1, seq, nev, ev_t, ev_c, ev_heap, ev_pos)
+                nev += 1
+    return (start, end, busy_time, peak, dec_d[:nd], dec_t[:nd], dec_r[:nd], dec_x[:nd],
+            mem_t[:nm], mem_d[:nm], mem_h[:nm], done)
+
+
+def simulate_scheduler(eg: ExecGraph, c: Cluster, name: str, opts: Options,
+                       link_contention: bool = False, record_memory: bool = False,
+                       ) -> DeviceSchedule:
+    """Simulate ``eg`` under the thesis' scheduler ``name`` (compiled; see the module
+    docstring): the schedule of ``simulate_devices(eg, DEVICE_SCHEDULERS[name](eg, c,
+    opts), link_contention, record_memory)``.
+
+    Parameters
+    ----------
+    eg : ExecGraph
+        The executed graph (Sec. 2.4).
+    c : Cluster
+        The devices (node times for the PCT values of PCT and MSR).
+    name : str
+        ``fifo``, ``pct`` or ``msr`` (or an alias; :data:`COMPILED`).
+    opts : Options
+        The run's options, passed to :func:`~commsched.placement.schedulers.pct_values`.
+    link_contention : bool
+        Serialise the transfers of each directed device pair (our extension).
+    record_memory : bool
+        Keep the memory series (the peak per device is always computed).
+
+    Returns
+    -------
+    DeviceSchedule
+        Equal in every field to the one the Python queues give.
+
+    Raises
+    ------
+    CommschedError
+        For a name that is not a compiled scheduler.
+    InvalidSchedule
+        When some node never becomes executable.
+
+    References
+    ----------
+    Laich 2017, Sec. 3.2, Secs. 5.2-5.4 (Eqs. 5.1, 5.2).
+    """
+    name = DEVICE_SCHEDULERS.canonical(name)
+    if name not in COMPILED:
+        raise CommschedError(f"scheduler {name!r} has no compiled kernel "
+                             f"(compiled: {', '.join(COMPILED)})")
+    policy = COMPILED[name]
+    x = eg.arrays
+    val = np.asarray(pct_values(eg, c, opts)) if policy != _FIFO else np.zeros(eg.n)
+    if policy == _MSR:
+        tp, ti = _rank_targets(eg.n, x.kind, x.succ_ptr, x.succ_idx)
+    else:
+        tp, ti = np.zeros(eg.n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    (start, end, busy_time, peak, dec_d, dec_t, dec_r, dec_x, mem_t, mem_d, mem_h,
+     done) = _run(policy, eg.n_devices, x.device, x.duration, x.tensor, x.succ_ptr,
+                  x.succ_idx, x.succ_delay, x.pred_ptr, x.pred_idx, val, tp, ti,
+                  link_contention, record_memory)
+    starts = start.tolist()
+    if done != eg.n:
+        stuck = next(i for i in range(eg.n) if starts[i] < 0)
+        raise InvalidSchedule(f"simulation stalled: node {stuck} never became executable")
+    ends = end.tolist()
+    decisions = list(zip(dec_d.tolist(), dec_t.tolist(), dec_r.tolist(), dec_x.tolist(),
+                         strict=True))
+    series = list(zip(mem_t.tolist(), mem_d.tolist(), mem_h.tolist(), strict=True))
+    return DeviceSchedule(starts, ends, max(ends, default=0.0), eg.traffic,
+                          busy_time.tolist(), decisions, peak.tolist(), series)
