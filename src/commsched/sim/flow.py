@@ -994,33 +994,35 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                rs: np.ndarray, ri: np.ndarray, hkey: np.ndarray, hid: np.ndarray,
                hver: np.ndarray, gkey: np.ndarray, gid: np.ndarray, gver: np.ndarray,
                lcount: np.ndarray, lmark: np.ndarray, finish: np.ndarray,
-               snap: np.ndarray, lev: np.ndarray, lint: np.ndarray, fr: np.ndarray,
-               rounds: np.ndarray, stop_after: int) -> int:  # pragma: no cover - compiled
+               snap: np.ndarray, lev: np.ndarray, lint: np.ndarray, rounds: np.ndarray,
+               stop_after: int) -> int:  # pragma: no cover - compiled
     """The event loop of :class:`RouteShare`: the events, completion rule and rates of
     :class:`FlowSim` with that policy, on routes and lazily. Route ``r`` serves each of
-    its flows ``served(t) = rs[1, r] + rate * (t - rs[0, r])`` (``rs`` rows: base time,
-    served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
-    active list, touched, heap base, active list, touched list) and keeps its flows in a
-    heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
+    its flows ``served(t) = rs[r, 1] + rate * (t - rs[r, 0])`` (``rs`` columns: base
+    time, served at base, per-flow rate, max-min's rate of all its flows, the event that
+    froze it, the top of its flows' heap; ``ri`` columns: active flows, version, position
+    in the active list, touched, heap base, active list, touched list, max-min's round
+    that froze it; one row per route, so that a route's fields share cache lines, and the
+    heap top kept beside them: a rebase reads no flow heap) and keeps its flows in a
+    heap keyed by served-at-admission plus size (from ``hkey[ri[r, 4]]`` on); a global
     heap holds each route's next completion time, stale entries skipped by version (and
     rebuilt in O(active routes) when it is full). A rate is recomputed only for routes
     whose links' flow counts changed (port share) or, for max-min, re-water-filled over
     the active routes (:func:`_route_max_min`, on standing link-to-route lists, from the
     first round the change alters) and rebased where it changed; ``snap``, ``lev``,
-    ``lint``, ``fr`` and ``rounds`` are :func:`_route_max_min`'s kept rounds.
+    ``lint`` and ``rounds`` are :func:`_route_max_min`'s kept rounds.
     Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
     size, active routes, touched routes]; returns after ``stop_after`` completions or at
     the end (flows completed in this call; -1 for a stall)."""
     now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), state[3]
     gn, nact, nt = int(state[4]), int(state[5]), int(state[6])
-    t0, s0, x = rs[0], rs[1], rs[2]
-    count, ver, pos, touched, hlo, act, tlist = ri[0], ri[1], ri[2], ri[3], ri[4], ri[5], ri[6]
+    # a route's fields in one row (one cache line): read together for every route visit
+    t0, s0, x, agg, frozen, top = rs[:, 0], rs[:, 1], rs[:, 2], rs[:, 3], rs[:, 4], rs[:, 5]
+    count, ver, pos, touched, hlo, fr = ri[:, 0], ri[:, 1], ri[:, 2], ri[:, 3], ri[:, 4], ri[:, 7]
+    act, tlist = ri[:, 5], ri[:, 6]
     n = order.shape[0]
     nl = capacity.shape[0]
-    nr = route_links.shape[0]
     hops = route_links.shape[1]
-    agg = np.zeros(nr)  # max-min: each route's rate (all its flows together)
-    frozen = np.full(nr, -1.0)  # max-min: the event that froze it
     done = 0
     while (nxt < n or nflows > 0) and done < stop_after:
         # flows released by now join their routes
@@ -1035,6 +1037,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 nact += 1
             sr = s0[r] + x[r] * (now - t0[r])
             _heap_push(hkey, hid, hver, hlo[r], count[r], sr + size[i], i, 0)
+            top[r] = hkey[hlo[r]]
             count[r] += 1
             nflows += 1
             for h in range(hops):
@@ -1085,7 +1088,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 x[r] = nx
                 ver[r] += 1
                 if nx > 0 and not rebuild:
-                    _heap_push(gkey, gid, gver, 0, gn, now + (hkey[hlo[r]] - s0[r]) / nx, r,
+                    _heap_push(gkey, gid, gver, 0, gn, now + (top[r] - s0[r]) / nx, r,
                                ver[r])
                     gn += 1
             if rebuild:  # every active route's next completion, heapified in O(routes)
@@ -1093,7 +1096,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 for j in range(nact):
                     q = act[j]
                     if x[q] > 0:
-                        gkey[gn] = t0[q] + (hkey[hlo[q]] - s0[q]) / x[q]
+                        gkey[gn] = t0[q] + (top[q] - s0[q]) / x[q]
                         gid[gn], gver[gn] = q, ver[q]
                         gn += 1
                 _heapify(gkey, gid, gver, gn)
@@ -1139,6 +1142,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                             lmark[lk] = 1
                 else:
                     break
+            top[r] = hkey[lo]
             if count[r] == 0:  # the route leaves the active list
                 last = act[nact - 1]
                 act[pos[r]] = last
@@ -1169,18 +1173,21 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
     link_ptr = np.concatenate([[0], np.cumsum(np.bincount(lk, minlength=nl))]).astype(np.int64)
     n = len(size)
     order = np.lexsort((np.arange(n), release)).astype(np.int64)
-    ri = np.zeros((7, nr), np.int64)
-    ri[4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
+    ri = np.zeros((nr, 8), np.int64)
+    ri[:, 7] = nl + 1
+    ri[:, 4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
     g = 4 * nr + 16
     finish = np.full(n, np.nan)
     state = np.zeros(7)
     # _route_max_min's kept rounds: all of them (at most one per link) up to 2^21 values
     kept = min(nl + 1, max(2, (1 << 21) // nl))
-    arrays = (np.zeros((3, nr)), ri, np.zeros(n), np.zeros(n, np.int64),
+    rs = np.zeros((nr, 6))
+    rs[:, 4] = -1.0
+    arrays = (rs, ri, np.zeros(n), np.zeros(n, np.int64),
               np.zeros(n, np.int64), np.zeros(g), np.zeros(g, np.int64),
               np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish,
               np.zeros((2, kept, nl)), np.zeros((2, nl + 1)), np.zeros((3, nl), np.int64),
-              np.full(nr, nl + 1, np.int64), np.zeros(1, np.int64))
+              np.zeros(1, np.int64))
     left = n
     while left:
         k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
