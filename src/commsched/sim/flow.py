@@ -991,7 +991,8 @@ def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: n
 def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarray,
                link_ptr: np.ndarray, capacity: np.ndarray, size: np.ndarray,
                release: np.ndarray, order: np.ndarray, port_share: bool, state: np.ndarray,
-               rs: np.ndarray, ri: np.ndarray, hkey: np.ndarray, hid: np.ndarray,
+               rs: np.ndarray, ri: np.ndarray, lists: np.ndarray, hkey: np.ndarray,
+               hid: np.ndarray,
                hver: np.ndarray, gkey: np.ndarray, gid: np.ndarray, gver: np.ndarray,
                lcount: np.ndarray, lmark: np.ndarray, finish: np.ndarray,
                snap: np.ndarray, lev: np.ndarray, lint: np.ndarray, rounds: np.ndarray,
@@ -1001,9 +1002,10 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     its flows ``served(t) = rs[r, 1] + rate * (t - rs[r, 0])`` (``rs`` columns: base
     time, served at base, per-flow rate, max-min's rate of all its flows, the event that
     froze it, the top of its flows' heap; ``ri`` columns: active flows, version, position
-    in the active list, touched, heap base, active list, touched list, max-min's round
-    that froze it; one row per route, so that a route's fields share cache lines, and the
-    heap top kept beside them: a rebase reads no flow heap) and keeps its flows in a
+    in the active list, touched, heap base, max-min's round that froze it, then its links,
+    of which ``route_links`` is a view; one row per route, so that a route's fields share
+    cache lines, and the heap top kept beside them: a rebase reads no flow heap; ``lists``
+    rows: the active routes, the touched ones) and keeps its flows in a
     heap keyed by served-at-admission plus size (from ``hkey[ri[r, 4]]`` on); a global
     heap holds each route's next completion time, stale entries skipped by version (and
     rebuilt in O(active routes) when it is full). A rate is recomputed only for routes
@@ -1018,8 +1020,9 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     gn, nact, nt = int(state[4]), int(state[5]), int(state[6])
     # a route's fields in one row (one cache line): read together for every route visit
     t0, s0, x, agg, frozen, top = rs[:, 0], rs[:, 1], rs[:, 2], rs[:, 3], rs[:, 4], rs[:, 5]
-    count, ver, pos, touched, hlo, fr = ri[:, 0], ri[:, 1], ri[:, 2], ri[:, 3], ri[:, 4], ri[:, 7]
-    act, tlist = ri[:, 5], ri[:, 6]
+    count, ver, pos, touched, hlo = ri[:, 0], ri[:, 1], ri[:, 2], ri[:, 3], ri[:, 4]
+    fr = ri[:, 5]
+    act, tlist = lists[0], lists[1]
     n = order.shape[0]
     nl = capacity.shape[0]
     hops = route_links.shape[1]
@@ -1173,8 +1176,11 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
     link_ptr = np.concatenate([[0], np.cumsum(np.bincount(lk, minlength=nl))]).astype(np.int64)
     n = len(size)
     order = np.lexsort((np.arange(n), release)).astype(np.int64)
-    ri = np.zeros((nr, 8), np.int64)
-    ri[:, 7] = nl + 1
+    # a route's integer fields and then its links, one row (route_links is a view of it)
+    ri = np.zeros((nr, 6 + route_links.shape[1]), np.int64)
+    ri[:, 5] = nl + 1
+    ri[:, 6:] = route_links
+    route_links = ri[:, 6:]
     ri[:, 4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
     g = 4 * nr + 16
     finish = np.full(n, np.nan)
@@ -1183,7 +1189,7 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
     kept = min(nl + 1, max(2, (1 << 21) // nl))
     rs = np.zeros((nr, 6))
     rs[:, 4] = -1.0
-    arrays = (rs, ri, np.zeros(n), np.zeros(n, np.int64),
+    arrays = (rs, ri, np.zeros((2, nr), np.int64), np.zeros(n), np.zeros(n, np.int64),
               np.zeros(n, np.int64), np.zeros(g), np.zeros(g, np.int64),
               np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish,
               np.zeros((2, kept, nl)), np.zeros((2, nl + 1)), np.zeros((3, nl), np.int64),
