@@ -1008,11 +1008,12 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
     rows: the active routes, the touched ones) and keeps its flows in a
     heap keyed by served-at-admission plus size (from ``hkey[ri[r, 4]]`` on); a global
     heap holds each route's next completion time, stale entries skipped by version (and
-    rebuilt in O(active routes) when it is full). A rate is recomputed only for routes
-    whose links' flow counts changed (port share) or, for max-min, re-water-filled over
-    the active routes (:func:`_route_max_min`, on standing link-to-route lists, from the
-    first round the change alters) and rebased where it changed; ``snap``, ``lev``,
-    ``lint`` and ``rounds`` are :func:`_route_max_min`'s kept rounds.
+    rebuilt in O(active routes) when it holds 4 stale entries per live one). A rate is
+    recomputed only for routes whose links' flow counts changed (port share) or, for
+    max-min, re-water-filled over the active routes (:func:`_route_max_min`, on standing
+    link-to-route lists, from the first round the change alters) and rebased where it
+    changed; ``snap``, ``lev``, ``lint`` and ``rounds`` are :func:`_route_max_min`'s kept
+    rounds.
     Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
     size, active routes, touched routes]; returns after ``stop_after`` completions or at
     the end (flows completed in this call; -1 for a stall)."""
@@ -1071,8 +1072,9 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
             for lk in range(nl):
                 lmark[lk] = 0
             # push each new next completion (the old entries go stale); rebuild the heap
-            # from the active routes only when it is full
-            rebuild = gn + nt > gkey.shape[0]
+            # from the active routes when it is full or holds over 4 stale entries per
+            # active route (a rebuild costs O(active routes), amortized over the pushes)
+            rebuild = gn + nt > min(gkey.shape[0], 5 * nact + 64)
             for k in range(nt):
                 r = tlist[k]
                 touched[r] = 0
