@@ -23,6 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS = list(FLOW_SCHEDULERS)
 
 
+def draw_flows(draw, net, n, sizes, releases):
+    """``n`` flows' sources, destinations, sizes (``sizes`` or 1 or 2) and releases."""
+    h = st.integers(0, net.hosts - 1)
+    src = draw(st.lists(h, min_size=n, max_size=n))
+    dst = draw(st.lists(h, min_size=n, max_size=n))
+    size = draw(st.lists(sizes | st.sampled_from([1.0, 2.0]), min_size=n, max_size=n))
+    release = draw(st.lists(releases, min_size=n, max_size=n))
+    return src, dst, size, release
+
+
 @st.composite
 def instances(draw):
     if draw(st.booleans()):
@@ -30,13 +40,8 @@ def instances(draw):
     else:
         net = two_tier(2, draw(st.integers(1, 3)), 1.0, draw(st.sampled_from([1.0, 2.0])))
     n = draw(st.integers(1, 14))
-    h = st.integers(0, net.hosts - 1)
-    src = draw(st.lists(h, min_size=n, max_size=n))
-    dst = draw(st.lists(h, min_size=n, max_size=n))
-    size = draw(st.lists(st.floats(0.05, 20.0) | st.sampled_from([1.0, 2.0]),
-                         min_size=n, max_size=n))
-    release = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0.0, 6.0),
-                            min_size=n, max_size=n))
+    src, dst, size, release = draw_flows(draw, net, n, st.floats(0.05, 20.0),
+                                         st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0.0, 6.0))
     group = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
     # EchelonFlow ideal finish times (the Coflow schedulers ignore them)
     wait = draw(st.lists(st.sampled_from([0.0, 1.0, 2.0]) | st.floats(0.0, 8.0),
@@ -95,14 +100,8 @@ def busy_instances(draw):
     else:
         net = two_tier(draw(st.integers(2, 3)), 2, 1.0, draw(st.sampled_from([1.0, 3.0])))
     n = draw(st.integers(20, 90))
-    h = st.integers(0, net.hosts - 1)
-    src = draw(st.lists(h, min_size=n, max_size=n))
-    dst = draw(st.lists(h, min_size=n, max_size=n))
-    size = draw(st.lists(st.floats(0.1, 10.0) | st.sampled_from([1.0, 2.0]),
-                         min_size=n, max_size=n))
-    release = draw(st.lists(st.sampled_from([0.0, 1.0]) | st.floats(0.0, 8.0),
-                            min_size=n, max_size=n))
-    return net, src, dst, size, release
+    return (net, *draw_flows(draw, net, n, st.floats(0.1, 10.0),
+                             st.sampled_from([0.0, 1.0]) | st.floats(0.0, 8.0)))
 
 
 @pytest.mark.timeout(300)
