@@ -191,12 +191,12 @@ def max_min(links: np.ndarray, capacity: np.ndarray,
 @njit(cache=True)
 def _fill_round(cap: np.ndarray, wsum: np.ndarray, used: np.ndarray, nused: int,
                 tol: np.ndarray, total: float,
-                full: np.ndarray) -> tuple[float, int]:  # pragma: no cover - compiled
+                full: np.ndarray) -> tuple[float, int, float]:  # pragma: no cover - compiled
     """One water-filling round on the links ``used[:nused]`` (leftover ``cap``, weight
     of their growing flows ``wsum``): raise the level ``total`` by the smallest leftover
     per weight, take that from every link; the links whose leftover falls to ``tol``
-    (the tightest one when float noise leaves none) saturate. Returns the new level and
-    how many links saturated (their ids in ``full``, in ``used`` order)."""
+    (the tightest one when float noise leaves none) saturate. Returns the new level, how
+    many links saturated (their ids in ``full``, in ``used`` order) and the raise."""
     level = np.inf
     arg = -1
     for j in range(nused):
@@ -215,7 +215,7 @@ def _fill_round(cap: np.ndarray, wsum: np.ndarray, used: np.ndarray, nused: int,
     if nfull == 0:  # float noise: saturate the tightest link
         full[0] = arg
         nfull = 1
-    return total + level, nfull
+    return total + level, nfull, level
 
 
 @njit(cache=True)
@@ -303,7 +303,7 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     full = np.empty(nl, np.int64)
     total = 0.0
     while nused:
-        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        total, nfull, _ = _fill_round(cap, wsum, used, nused, tol, total, full)
         for lk in full[:nfull]:
             for k in range(start[lk], start[lk + 1]):
                 p = by_link[k]
@@ -853,9 +853,10 @@ def _heapify(key: np.ndarray, ids: np.ndarray, ver: np.ndarray,
 @njit(cache=True)
 def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: np.ndarray,
                    capacity: np.ndarray, count: np.ndarray, lcount: np.ndarray,
-                   x: np.ndarray, agg: np.ndarray, frozen: np.ndarray, event: float,
-                   touched: np.ndarray, tlist: np.ndarray,
-                   nt: int) -> int:  # pragma: no cover - compiled
+                   lmark: np.ndarray, x: np.ndarray, agg: np.ndarray, frozen: np.ndarray,
+                   event: float, touched: np.ndarray, tlist: np.ndarray, nt: int,
+                   snap: np.ndarray, lev: np.ndarray, lint: np.ndarray, fr: np.ndarray,
+                   rounds: np.ndarray) -> int:  # pragma: no cover - compiled
     """:func:`water_fill` of the active routes (weights: their flow counts ``count``) for
     :func:`_route_run`, on its standing link-to-route lists (``link_routes`` from
     ``link_ptr[l]``) and per-link flow counts ``lcount`` (a link's weight sum), so it
@@ -864,29 +865,108 @@ def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: n
     rates are the same. Writes ``agg[r]`` (the route's rate, ``count[r]`` times its
     flows') of every active route with a link, marks ``frozen[r] = event``, and appends
     to the touched list ``tlist[nt:]`` each route whose per-flow rate differs from
-    ``x[r]``; returns the new length of the touched list."""
+    ``x[r]``; returns the new length of the touched list.
+
+    Incremental: the rounds of the last call are kept (``snap[0/1, i, l]``: link ``l``'s
+    leftover and growing weight at the start of round ``i``; ``lev[0/1, i]``: round
+    ``i``'s level and the total after it; ``lint`` rows: the round each link saturated
+    in, the first round it was no longer used, its ``lcount`` then; ``fr[r]``: the round
+    route ``r`` froze in; ``rounds[0]``: how many). Until the first round in which a link
+    whose routes changed (``lmark``) saturates, in the last call or now, every round is
+    the same float for float (the other links' leftovers and weights, the level, the
+    saturated links, the routes they freeze and their rates), and the changed links'
+    weights are the last call's plus their change in ``lcount``: so their leftovers are
+    replayed through those rounds, the water-filling restarts at that round from the
+    kept state, and only the routes that freeze from then on are recomputed. The rates
+    are those of a water-filling from scratch, bit for bit."""
     nl = capacity.shape[0]
     hops = route_links.shape[1]
-    cap = capacity.copy()
-    tol = REL_TOL * cap
+    nrow = snap.shape[1]
+    satr, leave, lold = lint[0], lint[1], lint[2]
+    never = nl + 1
+    tol = REL_TOL * capacity
+    cap = np.empty(nl)
     wsum = np.zeros(nl)
+    delta = np.zeros(nl)
+    marked = np.empty(nl, np.int64)
+    gone = np.full(nl, never)  # the changed links' first round no longer used, now
+    # the restart round: at most the first round a changed link saturated in last time
+    k = min(rounds[0], nrow - 1)
+    nm = 0
+    for lk in range(nl):
+        if lmark[lk]:
+            marked[nm] = lk
+            nm += 1
+            k = min(k, satr[lk])
+            cap[lk] = capacity[lk]
+            wsum[lk] = lcount[lk]
+            delta[lk] = lcount[lk] - lold[lk]
+            if lcount[lk] == 0:
+                gone[lk] = 0
+    # replay the changed links through the kept rounds until one of them would change
+    # the round: lower its level or saturate in it
+    i = 0
+    while i < k:
+        level = lev[0, i]
+        same = True
+        for j in range(nm):
+            lk = marked[j]
+            w = wsum[lk]
+            if w > 0 and (cap[lk] / w < level or cap[lk] - w * level <= tol[lk]):
+                same = False
+                break
+        if not same:
+            break
+        for j in range(nm):
+            lk = marked[j]
+            w = wsum[lk]
+            if w > 0:
+                snap[0, i, lk] = cap[lk]
+                snap[1, i, lk] = w
+                cap[lk] -= w * level
+                # last call's weight at the next round (0 once it was no longer used)
+                # plus the change: the changed routes grow through all these rounds
+                wsum[lk] = (snap[1, i + 1, lk] if i + 1 < leave[lk] else 0.0) + delta[lk]
+                if wsum[lk] <= 0:
+                    wsum[lk] = 0.0
+                    gone[lk] = i + 1
+        i += 1
+    start = i
+    total = lev[1, start - 1] if start else 0.0
     used = np.empty(nl, np.int64)
-    full = np.empty(nl, np.int64)
-    total = 0.0
     nused = 0
     for lk in range(nl):
-        if lcount[lk] > 0:
-            wsum[lk] = lcount[lk]
+        if lmark[lk]:
+            leave[lk] = gone[lk]
+        elif start < leave[lk]:
+            cap[lk] = snap[0, start, lk]
+            wsum[lk] = snap[1, start, lk]
+        else:
+            wsum[lk] = 0.0
+        if satr[lk] >= start:
+            satr[lk] = never
+        if wsum[lk] > 0:
             used[nused] = lk
             nused += 1
+        lold[lk] = lcount[lk]
+    full = np.empty(nl, np.int64)
     while nused:
-        total, nfull = _fill_round(cap, wsum, used, nused, tol, total, full)
+        if i < nrow:
+            for j in range(nused):
+                lk = used[j]
+                snap[0, i, lk] = cap[lk]
+                snap[1, i, lk] = wsum[lk]
+        total, nfull, level = _fill_round(cap, wsum, used, nused, tol, total, full)
+        lev[0, i] = level
+        lev[1, i] = total
         for lk in full[:nfull]:
-            for k in range(link_ptr[lk], link_ptr[lk + 1]):
-                r = link_routes[k]
-                if count[r] == 0 or frozen[r] == event:
-                    continue
+            satr[lk] = i
+            for q in range(link_ptr[lk], link_ptr[lk + 1]):
+                r = link_routes[q]
+                if count[r] == 0 or fr[r] < start or frozen[r] == event:
+                    continue  # inactive, or frozen in a kept round or in this one
                 frozen[r] = event
+                fr[r] = i
                 w = float(count[r])
                 agg[r] = w * total
                 if not touched[r] and agg[r] / count[r] != x[r]:
@@ -894,11 +974,16 @@ def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: n
                     tlist[nt] = r
                     nt += 1
                 for h in range(hops):
-                    q = route_links[r, h]
-                    if q >= 0:
-                        wsum[q] -= w
+                    o = route_links[r, h]
+                    if o >= 0:
+                        wsum[o] -= w
             wsum[lk] = 0.0  # every route through a full link is frozen now
+        i += 1
+        for j in range(nused):
+            if not wsum[used[j]] > 0:
+                leave[used[j]] = i
         nused = _keep_growing(used, nused, wsum)
+    rounds[0] = i
     return nt
 
 
@@ -906,34 +991,42 @@ def _route_max_min(route_links: np.ndarray, link_routes: np.ndarray, link_ptr: n
 def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarray,
                link_ptr: np.ndarray, capacity: np.ndarray, size: np.ndarray,
                release: np.ndarray, order: np.ndarray, port_share: bool, state: np.ndarray,
-               rs: np.ndarray, ri: np.ndarray, hkey: np.ndarray, hid: np.ndarray,
+               rs: np.ndarray, ri: np.ndarray, lists: np.ndarray, hkey: np.ndarray,
+               hid: np.ndarray,
                hver: np.ndarray, gkey: np.ndarray, gid: np.ndarray, gver: np.ndarray,
                lcount: np.ndarray, lmark: np.ndarray, finish: np.ndarray,
+               snap: np.ndarray, lev: np.ndarray, lint: np.ndarray, rounds: np.ndarray,
                stop_after: int) -> int:  # pragma: no cover - compiled
     """The event loop of :class:`RouteShare`: the events, completion rule and rates of
     :class:`FlowSim` with that policy, on routes and lazily. Route ``r`` serves each of
-    its flows ``served(t) = rs[1, r] + rate * (t - rs[0, r])`` (``rs`` rows: base time,
-    served at base, per-flow rate; ``ri`` rows: active flows, version, position in the
-    active list, touched, heap base, active list, touched list) and keeps its flows in a
-    heap keyed by served-at-admission plus size (from ``hkey[ri[4, r]]`` on); a global
+    its flows ``served(t) = rs[r, 1] + rate * (t - rs[r, 0])`` (``rs`` columns: base
+    time, served at base, per-flow rate, max-min's rate of all its flows, the event that
+    froze it, the top of its flows' heap; ``ri`` columns: active flows, version, position
+    in the active list, touched, heap base, max-min's round that froze it, then its links,
+    of which ``route_links`` is a view; one row per route, so that a route's fields share
+    cache lines, and the heap top kept beside them: a rebase reads no flow heap; ``lists``
+    rows: the active routes, the touched ones) and keeps its flows in a
+    heap keyed by served-at-admission plus size (from ``hkey[ri[r, 4]]`` on); a global
     heap holds each route's next completion time, stale entries skipped by version (and
-    rebuilt in O(active routes) when a quarter of them or more get new rates). A rate is
+    rebuilt in O(active routes) when it holds 4 stale entries per live one). A rate is
     recomputed only for routes whose links' flow counts changed (port share) or, for
     max-min, re-water-filled over the active routes (:func:`_route_max_min`, on standing
-    link-to-route lists) and rebased where it changed.
+    link-to-route lists, from the first round the change alters) and rebased where it
+    changed; ``snap``, ``lev``, ``lint`` and ``rounds`` are :func:`_route_max_min`'s kept
+    rounds.
     Resumable: ``state`` = [now, next flow to admit, active flows, events, global heap
     size, active routes, touched routes]; returns after ``stop_after`` completions or at
     the end (flows completed in this call; -1 for a stall)."""
     now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), state[3]
     gn, nact, nt = int(state[4]), int(state[5]), int(state[6])
-    t0, s0, x = rs[0], rs[1], rs[2]
-    count, ver, pos, touched, hlo, act, tlist = ri[0], ri[1], ri[2], ri[3], ri[4], ri[5], ri[6]
+    # a route's fields in one row (one cache line): read together for every route visit
+    t0, s0, x, agg, frozen, top = rs[:, 0], rs[:, 1], rs[:, 2], rs[:, 3], rs[:, 4], rs[:, 5]
+    count, ver, pos, touched, hlo = ri[:, 0], ri[:, 1], ri[:, 2], ri[:, 3], ri[:, 4]
+    fr = ri[:, 5]
+    act, tlist = lists[0], lists[1]
     n = order.shape[0]
     nl = capacity.shape[0]
-    nr = route_links.shape[0]
     hops = route_links.shape[1]
-    agg = np.zeros(nr)  # max-min: each route's rate (all its flows together)
-    frozen = np.full(nr, -1.0)  # max-min: the event that froze it
     done = 0
     while (nxt < n or nflows > 0) and done < stop_after:
         # flows released by now join their routes
@@ -942,11 +1035,13 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
             r = route[i]
             if count[r] == 0:
                 t0[r], s0[r], x[r] = now, 0.0, 0.0
+                fr[r] = nl + 1  # not frozen in any kept round of _route_max_min
                 act[nact] = r
                 pos[r] = nact
                 nact += 1
             sr = s0[r] + x[r] * (now - t0[r])
             _heap_push(hkey, hid, hver, hlo[r], count[r], sr + size[i], i, 0)
+            top[r] = hkey[hlo[r]]
             count[r] += 1
             nflows += 1
             for h in range(hops):
@@ -972,12 +1067,14 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                                 nt += 1
             else:
                 nt = _route_max_min(route_links, link_routes, link_ptr, capacity, count,
-                                    lcount, x, agg, frozen, events, touched, tlist, nt)
+                                    lcount, lmark, x, agg, frozen, events, touched, tlist, nt,
+                                    snap, lev, lint, fr, rounds)
             for lk in range(nl):
                 lmark[lk] = 0
-            # many new rates: rebuild the heap of next completions rather than push each
-            # (and leave stale entries behind); also when it is full of stale entries
-            rebuild = 4 * nt >= nact or gn + nt > gkey.shape[0]
+            # push each new next completion (the old entries go stale); rebuild the heap
+            # from the active routes when it is full or holds over 4 stale entries per
+            # active route (a rebuild costs O(active routes), amortized over the pushes)
+            rebuild = gn + nt > min(gkey.shape[0], 5 * nact + 64)
             for k in range(nt):
                 r = tlist[k]
                 touched[r] = 0
@@ -996,7 +1093,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 x[r] = nx
                 ver[r] += 1
                 if nx > 0 and not rebuild:
-                    _heap_push(gkey, gid, gver, 0, gn, now + (hkey[hlo[r]] - s0[r]) / nx, r,
+                    _heap_push(gkey, gid, gver, 0, gn, now + (top[r] - s0[r]) / nx, r,
                                ver[r])
                     gn += 1
             if rebuild:  # every active route's next completion, heapified in O(routes)
@@ -1004,7 +1101,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                 for j in range(nact):
                     q = act[j]
                     if x[q] > 0:
-                        gkey[gn] = t0[q] + (hkey[hlo[q]] - s0[q]) / x[q]
+                        gkey[gn] = t0[q] + (top[q] - s0[q]) / x[q]
                         gid[gn], gver[gn] = q, ver[q]
                         gn += 1
                 _heapify(gkey, gid, gver, gn)
@@ -1050,6 +1147,7 @@ def _route_run(route: np.ndarray, route_links: np.ndarray, link_routes: np.ndarr
                             lmark[lk] = 1
                 else:
                     break
+            top[r] = hkey[lo]
             if count[r] == 0:  # the route leaves the active list
                 last = act[nact - 1]
                 act[pos[r]] = last
@@ -1080,14 +1178,24 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
     link_ptr = np.concatenate([[0], np.cumsum(np.bincount(lk, minlength=nl))]).astype(np.int64)
     n = len(size)
     order = np.lexsort((np.arange(n), release)).astype(np.int64)
-    ri = np.zeros((7, nr), np.int64)
-    ri[4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
+    # a route's integer fields and then its links, one row (route_links is a view of it)
+    ri = np.zeros((nr, 6 + route_links.shape[1]), np.int64)
+    ri[:, 5] = nl + 1
+    ri[:, 6:] = route_links
+    route_links = ri[:, 6:]
+    ri[:, 4] = np.concatenate([[0], np.cumsum(np.bincount(route, minlength=nr))[:-1]])
     g = 4 * nr + 16
     finish = np.full(n, np.nan)
     state = np.zeros(7)
-    arrays = (np.zeros((3, nr)), ri, np.zeros(n), np.zeros(n, np.int64),
+    # _route_max_min's kept rounds: all of them (at most one per link) up to 2^21 values
+    kept = min(nl + 1, max(2, (1 << 21) // nl))
+    rs = np.zeros((nr, 6))
+    rs[:, 4] = -1.0
+    arrays = (rs, ri, np.zeros((2, nr), np.int64), np.zeros(n), np.zeros(n, np.int64),
               np.zeros(n, np.int64), np.zeros(g), np.zeros(g, np.int64),
-              np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish)
+              np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish,
+              np.zeros((2, kept, nl)), np.zeros((2, nl + 1)), np.zeros((3, nl), np.int64),
+              np.zeros(1, np.int64))
     left = n
     while left:
         k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
