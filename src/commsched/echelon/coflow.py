@@ -147,7 +147,26 @@ def _link_bytes(links: np.ndarray, rem: np.ndarray, gidx: np.ndarray, ngroups: i
 
 def bottleneck(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> float:
     """Varys' effective bottleneck ``Gamma`` of one Coflow: ``max over links l of
-    (remaining bytes on l) / capacity_l`` (``inf`` if a link it needs has no capacity).
+    (remaining bytes on l) / capacity_l``.
+
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids of the Coflow's flows, padded with -1.
+    rem : numpy.ndarray
+        Remaining bytes of each flow.
+    capacity : numpy.ndarray
+        Capacity of each link, bytes/s (what is left of it for this Coflow).
+
+    Returns
+    -------
+    float
+        ``Gamma`` in seconds; ``inf`` if a link it needs has no capacity.
+
+    References
+    ----------
+    Chowdhury, Zhong and Stoica, "Efficient Coflow Scheduling with Varys", SIGCOMM 2014,
+    Sec. 5 (the effective bottleneck behind SEBF); not in ``papers/``.
 
     >>> bottleneck(np.array([[0, 2], [0, 3], [1, 3]]), np.array([1.0, 2.0, 4.0]),
     ...            np.array([1.0, 1.0, 1.0, 2.0]))
@@ -162,7 +181,26 @@ def bottleneck(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> floa
 
 def madd(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """MADD rates of one Coflow on ``capacity``: ``rem / Gamma`` (all flows finish together
-    at the bottleneck time); zeros if a link it needs is saturated.
+    at the bottleneck time).
+
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids of the Coflow's flows, padded with -1.
+    rem : numpy.ndarray
+        Remaining bytes of each flow.
+    capacity : numpy.ndarray
+        Capacity left for this Coflow on each link, bytes/s.
+
+    Returns
+    -------
+    numpy.ndarray
+        Per-flow rate, bytes/s; zeros if a link it needs is saturated.
+
+    References
+    ----------
+    Varys (SIGCOMM 2014), Sec. 5, Pseudocode 1: Minimum Allocation for Desired Duration
+    (MADD).
 
     >>> madd(np.array([[0, 2], [0, 3], [1, 3]]), np.array([1.0, 2.0, 4.0]),
     ...      np.array([1.0, 1.0, 1.0, 2.0])).tolist()
@@ -505,7 +543,20 @@ class CoflowEvents:
     def hold(self, view: View, rates: np.ndarray) -> float:
         """The rates hold until the next Coflow departure: the earliest, over the active
         Coflows, of the time its last flow finishes at these rates (``-inf`` when none
-        can finish: event by event then; :class:`~commsched.sim.flow.FlowSim`)."""
+        can finish: event by event then; :class:`~commsched.sim.flow.FlowSim`).
+
+        Parameters
+        ----------
+        view : View
+            The simulator's state at the allocation.
+        rates : numpy.ndarray
+            The rates just allocated to the active flows.
+
+        Returns
+        -------
+        float
+            The time until which the rates hold, seconds.
+        """
         t = _next_departure(view.active, view.sim.meta["group"], view.remaining, rates)
         return view.now + t if np.isfinite(t) else -np.inf
 
@@ -532,6 +583,18 @@ def java_doubles(seed: int, n: int) -> np.ndarray:
     """The first ``n`` values of ``java.util.Random(seed).nextDouble()`` (the 48-bit linear
     congruential generator of the Java SE API specification, class ``Random``): the
     deadline multipliers of Varys' simulator come from ``Random(17)``.
+
+    Parameters
+    ----------
+    seed : int
+        The generator's seed.
+    n : int
+        How many values.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` floats in ``[0, 1)``, bit for bit Java's.
 
     >>> java_doubles(17, 2).round(6).tolist()
     [0.732312, 0.69737]
@@ -575,6 +638,37 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
     fairness at every step). ``quantum_s`` (:data:`VARYS_QUANTUM_S`) changes rates only
     at multiples of it (:class:`~commsched.sim.flow.Quantized`) and rounds each finish up
     to one. Varys' simulator's port rate is :data:`VARYS_PORT_RATE`.
+
+    Parameters
+    ----------
+    trace : CoflowTrace
+        The Coflows (Varys' trace format).
+    scheduler : str
+        A name in :data:`COFLOW_SCHEDULERS` (aliases such as ``varys`` included).
+    port_rate : float
+        Capacity of every port, bytes/s.
+    mb : float
+        Bytes per trace megabyte.
+    epoch_s : float, optional
+        Admission epoch, seconds (default: each Coflow at its arrival).
+    rate_updates : {"flow", "coflow"}
+        Recompute rates at every flow event, or at Coflow arrivals and departures only.
+    backfill : {"max-min", "greedy"}
+        How the capacity the Coflow order leaves is shared.
+    quantum_s : float, optional
+        Rate-change grid, seconds (default: none).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per Coflow, in trace order, with the columns above.
+
+    Raises
+    ------
+    CommschedError
+        If the scheduler is unknown, the port rate, epoch or quantum is not positive,
+        ``rate_updates`` or ``backfill`` is not one of its choices, or Coflow-event
+        updates or greedy back-fill are asked of a scheduler without a Coflow order.
 
     >>> from commsched.io.coflow import parse_coflow_trace
     >>> t = parse_coflow_trace("2 2\\n1 0 1 0 1 1:2.0\\n2 0 1 0 1 1:1.0\\n")

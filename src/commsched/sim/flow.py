@@ -115,7 +115,23 @@ class Network:
 
 def big_switch(hosts: int, rate: float, ingress_rate: float | None = None) -> Network:
     """A non-blocking switch: host ``h`` has ``egress[h]`` (link ``h``) and ``ingress[h]``
-    (link ``hosts + h``) of ``rate`` (``ingress_rate``) bytes/s."""
+    (link ``hosts + h``) of ``rate`` (``ingress_rate``) bytes/s.
+
+    Parameters
+    ----------
+    hosts : int
+        Number of hosts (ports).
+    rate : float
+        Egress capacity of every host, bytes/s.
+    ingress_rate : float, optional
+        Ingress capacity of every host, bytes/s (default: ``rate``).
+
+    Returns
+    -------
+    Network
+        ``2 * hosts`` links; every route crosses its source's egress and its
+        destination's ingress.
+    """
     if hosts < 1:
         raise CommschedError("big switch: needs at least one host")
     cap = np.concatenate([np.full(hosts, float(rate)),
@@ -129,7 +145,25 @@ def big_switch(hosts: int, rate: float, ingress_rate: float | None = None) -> Ne
 def two_tier(racks: int, hosts_per_rack: int, rate: float, oversubscription: float) -> Network:
     """Racks under a core. Host ``h`` is in rack ``h // hosts_per_rack``; links: host
     egress ``[0, H)``, host ingress ``[H, 2H)``, rack uplinks ``[2H, 2H+R)`` and downlinks
-    ``[2H+R, 2H+2R)`` of capacity ``hosts_per_rack * rate / oversubscription``."""
+    ``[2H+R, 2H+2R)`` of capacity ``hosts_per_rack * rate / oversubscription``.
+
+    Parameters
+    ----------
+    racks : int
+        Number of racks ``R``.
+    hosts_per_rack : int
+        Hosts under each rack switch (``H = racks * hosts_per_rack``).
+    rate : float
+        Capacity of a host's egress and ingress link, bytes/s.
+    oversubscription : float
+        Hosts' aggregate rate over a rack uplink's capacity (1 = non-blocking).
+
+    Returns
+    -------
+    Network
+        Routes within a rack cross the two host links; between racks also the source
+        rack's uplink and the destination rack's downlink.
+    """
     if racks < 1 or hosts_per_rack < 1 or not oversubscription >= 1.0:
         raise CommschedError("two-tier: racks, hosts per rack >= 1, oversubscription >= 1")
     n = racks * hosts_per_rack
@@ -173,8 +207,20 @@ def max_min(links: np.ndarray, capacity: np.ndarray,
             weight: np.ndarray | None = None) -> np.ndarray:
     """Weighted max-min fair rates by water-filling (:func:`water_fill` on every flow).
 
-    ``links`` is ``(flows, hops)`` padded with -1; a flow of weight ``w`` gets ``w * x``
-    where ``x`` is its bottleneck's fair level. Flows with weight 0 or no link get 0.
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids of each flow, padded with -1.
+    capacity : numpy.ndarray
+        Capacity of each link (bytes/s).
+    weight : numpy.ndarray, optional
+        Per-flow weight (default 1 for every flow).
+
+    Returns
+    -------
+    numpy.ndarray
+        Per-flow rate: a flow of weight ``w`` gets ``w * x`` where ``x`` is its
+        bottleneck's fair level. Flows with weight 0 or no link get 0.
 
     >>> max_min(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 2.0]
@@ -326,6 +372,22 @@ def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
     """Strict priority: classes in increasing ``klass`` order, each water-filled (weighted
     max-min) on the capacity the classes before it left (:func:`priority_fill`).
 
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids of each flow, padded with -1.
+    capacity : numpy.ndarray
+        Capacity of each link (bytes/s).
+    klass : numpy.ndarray
+        Per-flow priority class; a smaller class is served first.
+    weight : numpy.ndarray, optional
+        Per-flow weight within its class (default 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        Per-flow rate.
+
     >>> priority_max_min(np.array([[0, 1], [0, 2]]), np.ones(3), np.array([1, 0])).tolist()
     [0.0, 1.0]
     """
@@ -351,7 +413,23 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
     on what the classes before it left. Once no link has more than ``REL_TOL`` of its
     ``capacity`` left, the remaining classes get 0; within a class, a flow crossing a link
     with nothing left gets 0 without entering the water-filling (O(flows) for the rest of
-    a saturated network). Writes ``rate[order]``."""
+    a saturated network).
+
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids, padded with -1.
+    order : numpy.ndarray
+        Flow ids, class after class.
+    bounds : numpy.ndarray
+        Class ``c`` is ``order[bounds[c]:bounds[c + 1]]``.
+    capacity : numpy.ndarray
+        Capacity of each link (bytes/s).
+    w : numpy.ndarray
+        Per-flow weight.
+    rate : numpy.ndarray
+        Output: ``rate[order]`` is written in place.
+    """
     for i in order:
         rate[i] = 0.0
     cap = capacity.copy()
@@ -391,7 +469,20 @@ def priority_fill(links: np.ndarray, order: np.ndarray, bounds: np.ndarray,
 
 def port_share(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Each flow takes the smallest of ``capacity / (flows on the link)`` over its links;
-    what a flow cannot use is not given to others.
+    what a flow cannot use is not given to others (Varys' simulator's approximation of
+    per-flow fairness; ``fair-ports`` in :mod:`commsched.echelon.coflow`).
+
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids of each flow, padded with -1.
+    capacity : numpy.ndarray
+        Capacity of each link (bytes/s).
+
+    Returns
+    -------
+    numpy.ndarray
+        Per-flow rate.
 
     >>> port_share(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 1.5]
@@ -582,8 +673,32 @@ class FlowSim:
     def add(self, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
             size: Sequence[float] | np.ndarray, release: Sequence[float] | np.ndarray,
             **meta: Sequence[float] | np.ndarray) -> np.ndarray:
-        """Add flows; returns their ids. ``meta`` columns must be given for all flows
-        alike (a column unknown so far is created with zeros for earlier flows)."""
+        """Add flows.
+
+        Parameters
+        ----------
+        src, dst : sequence of int or numpy.ndarray
+            Per flow, source and destination host.
+        size : sequence of float or numpy.ndarray
+            Per flow, bytes (positive, finite).
+        release : sequence of float or numpy.ndarray
+            Per flow, its start time in seconds (not before the current time).
+        **meta : sequence of float or numpy.ndarray
+            Per-flow columns for the policy, given for all flows alike (a column unknown
+            so far is created with zeros for earlier flows).
+
+        Returns
+        -------
+        numpy.ndarray
+            The new flows' ids.
+
+        Raises
+        ------
+        CommschedError
+            If the columns differ in length, a host is outside the network, a size is
+            not positive and finite, or a release is not finite or before the current
+            time.
+        """
         s = np.asarray(src, dtype=np.int64)
         k = len(s)
         d, z, r = (np.asarray(dst, dtype=np.int64), np.asarray(size, dtype=float),
@@ -617,7 +732,13 @@ class FlowSim:
         return ids
 
     def wake_at(self, t: float) -> None:
-        """Ask for a policy call at time ``t`` (for time-varying policies)."""
+        """Ask for a policy call at time ``t`` (for time-varying policies).
+
+        Parameters
+        ----------
+        t : float
+            Simulated time, seconds; a time not after the current one is ignored.
+        """
         if t > self.now:
             self._wake.append(t)
             self._wake.sort(reverse=True)
@@ -659,8 +780,18 @@ class FlowSim:
             self._hold = float(hold(view, rates))
 
     def advance(self, until: float = math.inf) -> np.ndarray:
-        """Run until the next completion(s) or ``until``, whichever comes first; returns
-        the ids of the flows that completed (empty if ``until`` came first)."""
+        """Run until the next completion(s) or ``until``, whichever comes first.
+
+        Parameters
+        ----------
+        until : float
+            Simulated time to stop at, seconds.
+
+        Returns
+        -------
+        numpy.ndarray
+            Ids of the flows that completed (empty if ``until`` came first).
+        """
         while True:
             self._admit()
             if self._dirty and self._na:
@@ -717,8 +848,13 @@ class FlowSim:
             t = float(t1)
 
     def run(self, progress: Callable[[int], object] | None = None) -> None:
-        """Run until every added flow has finished; ``progress`` (if given) is called
-        with the number of flows that completed at each completion event."""
+        """Run until every added flow has finished.
+
+        Parameters
+        ----------
+        progress : callable, optional
+            Called with the number of flows that completed at each completion event.
+        """
         while self._next < len(self._pending) or self._na:
             done = self.advance()
             if progress is not None and len(done):
@@ -790,7 +926,20 @@ class Quantized:
 
     def hold(self, view: View, rates: np.ndarray) -> float:
         """The rates hold until the grid point at or after the wrapped policy's next event
-        (its own ``hold``, else the first completion)."""
+        (its own ``hold``, else the first completion).
+
+        Parameters
+        ----------
+        view : View
+            The simulator's state at the allocation.
+        rates : numpy.ndarray
+            The rates just allocated to the active flows.
+
+        Returns
+        -------
+        float
+            The time until which the rates hold, seconds.
+        """
         inner = getattr(self.policy, "hold", None)
         if inner is not None:
             t = float(inner(view, rates))
@@ -1220,7 +1369,37 @@ def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] |
 
     A :class:`RouteShare` policy (the default is ``RouteShare("max-min")``) runs on routes
     (:func:`_route_run`) unless ``record`` asks for the segments; any other policy runs in
-    :class:`FlowSim`. ``progress`` (if given) is called with numbers of completed flows.
+    :class:`FlowSim`.
+
+    Parameters
+    ----------
+    net : Network
+        Links, capacities and routes.
+    src, dst : sequence of int or numpy.ndarray
+        Per flow, source and destination host.
+    size : sequence of float or numpy.ndarray
+        Per flow, bytes (positive, finite).
+    release : sequence of float or numpy.ndarray
+        Per flow, the time it may start, seconds.
+    policy : Policy, optional
+        The rate allocation (default ``RouteShare("max-min")``).
+    record : bool
+        Keep every segment of constant rates (for :func:`check_flow_schedule`).
+    progress : callable, optional
+        Called with numbers of completed flows.
+    **meta : sequence of float or numpy.ndarray
+        Per-flow columns the policy reads (e.g. a Coflow id or a priority).
+
+    Returns
+    -------
+    FlowResult
+        Finish times, event count and (with ``record``) the segments.
+
+    Raises
+    ------
+    CommschedError
+        If the flow columns differ in length, a host is outside the network, a size is
+        not positive and finite, or a release is not finite or is negative.
     """
     policy = policy or RouteShare("max-min")
     if isinstance(policy, RouteShare) and not record:
@@ -1239,7 +1418,24 @@ def check_flow_schedule(net: Network, src: np.ndarray, dst: np.ndarray, size: np
                         release: np.ndarray, result: FlowResult, tol: float = 1e-6) -> None:
     """Raise :class:`InvalidFlowSchedule` unless the recorded segments of ``result``
     never exceed a link's capacity, give no flow a rate before its release or after its
-    finish, and deliver exactly every flow's size."""
+    finish, and deliver exactly every flow's size.
+
+    Parameters
+    ----------
+    net : Network
+        The network the flows ran on.
+    src, dst, size, release : numpy.ndarray
+        The flows as given to :func:`simulate`.
+    result : FlowResult
+        A result recorded with ``record=True``.
+    tol : float
+        Relative tolerance of every comparison.
+
+    Raises
+    ------
+    InvalidFlowSchedule
+        At the first rule a segment breaks, naming the link, flow and interval.
+    """
     src, dst = np.asarray(src), np.asarray(dst)
     size, release = np.asarray(size, dtype=float), np.asarray(release, dtype=float)
     sent = np.zeros(len(size))
