@@ -185,12 +185,8 @@ def madd(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> np.ndarray
 
     Parameters
     ----------
-    links : numpy.ndarray
-        ``(flows, hops)`` link ids of the Coflow's flows, padded with -1.
-    rem : numpy.ndarray
-        Remaining bytes of each flow.
-    capacity : numpy.ndarray
-        Capacity left for this Coflow on each link, bytes/s.
+    links, rem, capacity : numpy.ndarray
+        As for :func:`bottleneck`.
 
     Returns
     -------
@@ -548,14 +544,14 @@ class CoflowEvents:
         Parameters
         ----------
         view : View
-            The simulator's state at the allocation.
+            Active flows, their Coflow ids (``meta["group"]``) and remaining bytes.
         rates : numpy.ndarray
-            The rates just allocated to the active flows.
+            This policy's rates, bytes/s, one per active flow.
 
         Returns
         -------
         float
-            The time until which the rates hold, seconds.
+            The next departure in simulated seconds, or ``-inf``.
         """
         t = _next_departure(view.active, view.sim.meta["group"], view.remaining, rates)
         return view.now + t if np.isfinite(t) else -np.inf

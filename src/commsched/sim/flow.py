@@ -374,10 +374,8 @@ def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
 
     Parameters
     ----------
-    links : numpy.ndarray
-        ``(flows, hops)`` link ids of each flow, padded with -1.
-    capacity : numpy.ndarray
-        Capacity of each link (bytes/s).
+    links, capacity : numpy.ndarray
+        As for :func:`max_min`.
     klass : numpy.ndarray
         Per-flow priority class; a smaller class is served first.
     weight : numpy.ndarray, optional
@@ -474,15 +472,13 @@ def port_share(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    links : numpy.ndarray
-        ``(flows, hops)`` link ids of each flow, padded with -1.
-    capacity : numpy.ndarray
-        Capacity of each link (bytes/s).
+    links, capacity : numpy.ndarray
+        As for :func:`max_min`.
 
     Returns
     -------
     numpy.ndarray
-        Per-flow rate.
+        Per-flow rate, bytes/s.
 
     >>> port_share(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 1.5]
@@ -931,14 +927,16 @@ class Quantized:
         Parameters
         ----------
         view : View
-            The simulator's state at the allocation.
+            Passed on to the wrapped policy's ``hold``; its clock and remaining bytes
+            give the first completion otherwise.
         rates : numpy.ndarray
-            The rates just allocated to the active flows.
+            The wrapped policy's rates, bytes/s, one per active flow.
 
         Returns
         -------
         float
-            The time until which the rates hold, seconds.
+            A multiple of the quantum in simulated seconds, or ``-inf`` when no flow
+            can finish at these rates.
         """
         inner = getattr(self.policy, "hold", None)
         if inner is not None:
