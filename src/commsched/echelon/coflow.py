@@ -168,6 +168,8 @@ def bottleneck(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> floa
     Chowdhury, Zhong and Stoica, "Efficient Coflow Scheduling with Varys", SIGCOMM 2014,
     Sec. 5 (the effective bottleneck behind SEBF); not in ``papers/``.
 
+    Examples
+    --------
     >>> bottleneck(np.array([[0, 2], [0, 3], [1, 3]]), np.array([1.0, 2.0, 4.0]),
     ...            np.array([1.0, 1.0, 1.0, 2.0]))
     4.0
@@ -198,6 +200,8 @@ def madd(links: np.ndarray, rem: np.ndarray, capacity: np.ndarray) -> np.ndarray
     Varys (SIGCOMM 2014), Sec. 5, Pseudocode 1: Minimum Allocation for Desired Duration
     (MADD).
 
+    Examples
+    --------
     >>> madd(np.array([[0, 2], [0, 3], [1, 3]]), np.array([1.0, 2.0, 4.0]),
     ...      np.array([1.0, 1.0, 1.0, 2.0])).tolist()
     [0.25, 0.5, 1.0]
@@ -592,6 +596,8 @@ def java_doubles(seed: int, n: int) -> np.ndarray:
     numpy.ndarray
         ``n`` floats in ``[0, 1)``, bit for bit Java's.
 
+    Examples
+    --------
     >>> java_doubles(17, 2).round(6).tolist()
     [0.732312, 0.69737]
     """
@@ -666,6 +672,8 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
         ``rate_updates`` or ``backfill`` is not one of its choices, or Coflow-event
         updates or greedy back-fill are asked of a scheduler without a Coflow order.
 
+    Examples
+    --------
     >>> from commsched.io.coflow import parse_coflow_trace
     >>> t = parse_coflow_trace("2 2\\n1 0 1 0 1 1:2.0\\n2 0 1 0 1 1:1.0\\n")
     >>> replay(t, "sebf", port_rate=1.0, mb=1.0)["cct"].tolist()
@@ -685,8 +693,9 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
                              f"not {rate_updates!r}")
     if backfill not in BACKFILLS:
         raise CommschedError(f"back-fill must be {' or '.join(BACKFILLS)}, not {backfill!r}")
-    coflow_order = scheduler in ("sebf", "sebf-static", "fifo")
-    if not coflow_order and (rate_updates != "flow" or backfill != "max-min"):
+    policy = COFLOW_SCHEDULERS[scheduler]()
+    if not isinstance(policy, CoflowOrder) and (rate_updates != "flow"
+                                                or backfill != "max-min"):
         raise CommschedError(f"Coflow-event rate updates and greedy back-fill apply to "
                              f"sebf, sebf-static and fifo, not {scheduler!r}")
     f = trace.flows(mb)
@@ -695,7 +704,6 @@ def replay(trace: CoflowTrace, scheduler: str, port_rate: float = GBPS,
         arrival = np.maximum(np.ceil(arrival / epoch_s) - 1, 0) * epoch_s
         f["release"] = arrival[f["coflow"]]
     meta: dict[str, Any] = {"group": f["coflow"]}
-    policy = COFLOW_SCHEDULERS[scheduler]()
     if backfill == "greedy":
         # Varys' simulator's flow order (reducers, then mappers, by port) and deadlines
         o = np.lexsort((f["src"], f["dst"], f["coflow"]))

@@ -474,6 +474,8 @@ def topological_order(succ: Sequence[Sequence[int]]) -> list[int]:
     ----------
     Laich 2017, Sec. 2.2 (the graph is a DAG).
 
+    Examples
+    --------
     >>> topological_order([[2], [2], []])
     [0, 1, 2]
     """
@@ -677,6 +679,8 @@ def check_fits(p: Problem, c: Cluster, strict: bool = True) -> None:
     ----------
     Laich 2017, Sec. 4.1.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> p = Problem.build(ops=[1, 1], size=[5, 5], edges=[(0, 1)], colocation=[(0, 1)])
     >>> c = Cluster(np.array([1.0]), np.array([12.0]), np.array([0]), np.array([[np.inf]]))

@@ -118,6 +118,8 @@ def pct_values(eg: ExecGraph, c: Cluster, opts: Options) -> list[float]:
     ----------
     Laich 2017, Sec. 5.3, Eq. 5.1.
 
+    Examples
+    --------
     >>> import numpy as np
     >>> eg = ExecGraph.build(1, [0, 0], [2.0, 3.0], [0, 0], [0, 1], [1.0, 1.0],
     ...                      [(0, 1, 0.0)], 0.0)

@@ -53,6 +53,8 @@ def log_range(values: list[float], lo: float = 1.0, hi: float = 100.0) -> list[i
     ----------
     Laich 2017, Sec. 6.2 (weights are integers 1-100).
 
+    Examples
+    --------
     >>> log_range([0.0, 1e-6, 1e-3, 1.0])
     [1, 1, 50, 100]
     """

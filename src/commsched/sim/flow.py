@@ -222,6 +222,8 @@ def max_min(links: np.ndarray, capacity: np.ndarray,
         Per-flow rate: a flow of weight ``w`` gets ``w * x`` where ``x`` is its
         bottleneck's fair level. Flows with weight 0 or no link get 0.
 
+    Examples
+    --------
     >>> max_min(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 2.0]
     """
@@ -386,6 +388,8 @@ def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
     numpy.ndarray
         Per-flow rate.
 
+    Examples
+    --------
     >>> priority_max_min(np.array([[0, 1], [0, 2]]), np.ones(3), np.array([1, 0])).tolist()
     [0.0, 1.0]
     """
@@ -480,6 +484,8 @@ def port_share(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     numpy.ndarray
         Per-flow rate, bytes/s.
 
+    Examples
+    --------
     >>> port_share(np.array([[0, 1], [0, 2], [3, 2]]), np.array([2.0, 9, 3, 9])).tolist()
     [1.0, 1.0, 1.5]
     """
