@@ -252,6 +252,25 @@ class _LP14:
         return [(f"c3_{r}" if r < self.n else f"c6_{r - self.n + 1}",
                  order[cuts[r]:cuts[r + 1]] // 2) for r in range(len(self.row_lower))]
 
+    def schedule(self, problem: SlotProblem, x: np.ndarray, who: str) -> Schedule:
+        """The schedule of a solution ``x`` (one value per column), checked integral
+        (Theorem 2, within :data:`_INT_TOL`) and valid, else :class:`PaperLPError` from
+        ``who``."""
+        bad = np.flatnonzero(np.minimum(np.abs(x), np.abs(x - 1)) > _INT_TOL)
+        if len(bad):
+            k = int(bad[0])
+            raise PaperLPError(f"{who}: x_{self.op[k]}({self.slot[k]}) = {x[k]:g} is not "
+                               "integral (Theorem 2 says the optimum is)")
+        slots: dict[int, list[int]] = {i: [] for i in range(self.n)}
+        for k in np.flatnonzero(x > 0.5).tolist():
+            slots[int(self.op[k])].append(int(self.slot[k]) - 1)
+        out = {i: tuple(ts) for i, ts in slots.items()}
+        try:
+            check(problem, out)
+        except CommschedError as e:
+            raise PaperLPError(f"{who}: the solution is not a valid schedule: {e}") from None
+        return out
+
 
 def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Schedule:
     """Solve LP (14) as written (module docstring).
@@ -309,21 +328,8 @@ def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Sched
     status = lp.solve(_solver())
     if pulp.LpStatus[status] != "Optimal":
         raise PaperLPError(f"LP (14): HiGHS reports {pulp.LpStatus[status]!r}, not an optimum")
-    schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for (i, t), var in x.items():
-        v = var.value() or 0.0
-        if min(abs(v), abs(v - 1)) > _INT_TOL:
-            raise PaperLPError(
-                f"LP (14): x_{i}({t}) = {v:g} is not integral (Theorem 2 says the optimum is)"
-            )
-        if v > 0.5:
-            schedule[i].append(t - 1)
-    out = {i: tuple(ts) for i, ts in schedule.items()}
-    try:
-        check(problem, out)
-    except CommschedError as e:
-        raise PaperLPError(f"LP (14): the solution is not a valid schedule: {e}") from None
-    return out
+    return c.schedule(problem, np.array([var.value() or 0.0 for var in x.values()]),
+                      "LP (14)")
 
 
 def _deadlines(problem: SlotProblem, c: float) -> list[int]:
@@ -470,7 +476,7 @@ class _Stages:
     solution satisfies, keeps the basis primal feasible)."""
 
     def __init__(self, problem: SlotProblem) -> None:
-        c = _LP14.of(problem)
+        c = self.lp14 = _LP14.of(problem)
         self.ncol = len(c.op)
         self.op = c.op
         self.tail = np.array(problem.tail, dtype=np.int64)
@@ -658,20 +664,7 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         for v, _ in block:
             _whole(lp.count(v), f"the count of items at {v}")
         lp.restrict()
-    bad = np.flatnonzero(np.abs(lp.x - np.round(lp.x)) > _INT_TOL)
-    if len(bad):
-        first = int(bad[0])
-        raise PaperLPError(f"lexicographic LP: x_{lp.op[first]}({first % problem.horizon + 1})"
-                           f" = {lp.x[first]:g} is not integral (Theorem 2 says the optimum is)")
-    schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for col in np.flatnonzero(lp.x > 0.5).tolist():
-        schedule[int(lp.op[col])].append(col % problem.horizon)
-    out = {i: tuple(ts) for i, ts in schedule.items()}
-    try:
-        check(problem, out)
-    except CommschedError as e:
-        raise PaperLPError(f"lexicographic LP: the solution is not a valid schedule: {e}"
-                           ) from None
+    out = lp.lp14.schedule(problem, lp.x, "lexicographic LP")
     return LexSolution(out, lp.solves, len(levels), levels[lo - 1])
 
 
