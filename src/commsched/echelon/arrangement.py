@@ -246,7 +246,7 @@ def dp_ps(workers: int, buckets: Sequence[float],
     Raises
     ------
     CommschedError
-        As :func:`dp_allreduce`.
+        If ``workers < 2``.
 
     References
     ----------

@@ -603,7 +603,7 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
     Parameters
     ----------
     problem : SlotProblem
-        The problem, with integral tails (:meth:`SlotProblem.integral`).
+        As for :func:`paper_lp`.
     max_weight : float
         Largest weight of a stage that handles several levels at once (1: one level per
         stage).
@@ -697,7 +697,7 @@ def lp14_schedule(problem: SlotProblem) -> Schedule:
     Parameters
     ----------
     problem : SlotProblem
-        The problem (tails rounded up by :meth:`SlotProblem.integral`).
+        The problem, its tails rounded up as for :func:`lex_lp_schedule`.
 
     Returns
     -------

@@ -128,7 +128,7 @@ def order_vector(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) ->
     Raises
     ------
     CommschedError
-        As :func:`objective`.
+        If ``schedule`` is not a schedule of ``problem`` (:func:`check`).
 
     References
     ----------
