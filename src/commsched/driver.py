@@ -342,6 +342,26 @@ def add_trace_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--traces", nargs="+", help=f"trace files instead of {what} in --trace-dir")
 
 
+def add_workdir_options(p: argparse.ArgumentParser, what: str,
+                        default: str | None = None) -> None:
+    """Add a live driver's ``--workdir DIR`` and ``--reuse`` (analyse the results an
+    earlier run left in it instead of running) to ``p``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A driver's parser (:func:`parser`).
+    what : str
+        What the run writes there, for the help text.
+    default : str, optional
+        The default folder; without it ``--workdir`` is required.
+    """
+    p.add_argument("--workdir", required=default is None, default=default, help=what)
+    p.add_argument("--reuse", action="store_true",
+                   help="analyse the results an earlier run left in --workdir instead of "
+                        "running")
+
+
 def trace_file(trace_dir: str | Path, name: str) -> str:
     """The file of a trace the config names, in a ``--trace-dir``.
 

@@ -176,6 +176,13 @@ def _check_workers(workers: int, what: str) -> None:
         raise CommschedError(f"{what}: needs at least two workers")
 
 
+def _releases(workers: int, what: str, buckets: Sequence[float],
+              ready: Sequence[float] | None) -> list[float]:
+    """The release time of each bucket (default 0), after :func:`_check_workers`."""
+    _check_workers(workers, what)
+    return [0.0] * len(buckets) if ready is None else list(ready)
+
+
 def dp_allreduce(workers: int, buckets: Sequence[float],
                  ready: Sequence[float] | None = None) -> list[EchelonFlow]:
     """DP with ring all-reduce: per gradient bucket of ``buckets[b]`` bytes, ready at
@@ -205,8 +212,7 @@ def dp_allreduce(workers: int, buckets: Sequence[float],
     ----------
     EchelonFlow (Pan et al., HotNets 2022), Table 1 (DP - AllReduce).
     """
-    _check_workers(workers, "dp-allreduce")
-    at = [0.0] * len(buckets) if ready is None else list(ready)
+    at = _releases(workers, "dp-allreduce", buckets, ready)
     w = workers
     out = []
     for b, (s, t) in enumerate(zip(buckets, at, strict=True)):
@@ -226,12 +232,9 @@ def dp_ps(workers: int, buckets: Sequence[float],
 
     Parameters
     ----------
-    workers : int
-        At least 2 (hosts ``0..workers-1``).
-    buckets : sequence of float
-        Bytes per gradient bucket.
-    ready : sequence of float, optional
-        Push time per bucket (default 0).
+    workers, buckets, ready
+        As for :func:`dp_allreduce` (workers are hosts ``0..workers-1``; ``ready`` is when
+        each bucket is pushed).
     pull_at : float, optional
         Release of the pull.
 
@@ -249,8 +252,7 @@ def dp_ps(workers: int, buckets: Sequence[float],
     ----------
     EchelonFlow (Pan et al., HotNets 2022), Table 1 (DP - PS).
     """
-    _check_workers(workers, "dp-ps")
-    at = [0.0] * len(buckets) if ready is None else list(ready)
+    at = _releases(workers, "dp-ps", buckets, ready)
     ps, w = workers, workers
     out = [EchelonFlow(list(range(w)), [ps] * w, [s] * w, [t] * w, coflow(w), name=f"push{b}")
            for b, (s, t) in enumerate(zip(buckets, at, strict=True))]

@@ -86,6 +86,9 @@ without its exponential weights, as a sequence of LPs (lexicographic optimisatio
   ``N T`` columns and ``N + T`` rows: its size, and the number of levels, grow with the
   horizon in slots (fine at the paper's 5 ms; slots far shorter than the all-reduces make
   it large and slow).
+* LP (14)'s columns, constraints (3), (6), (7) and items are defined once (``_LP14``):
+  :func:`paper_lp` builds its PuLP model from them (with ``lambda`` and (12), (13)), the
+  stages their HiGHS model (in ``x`` alone).
 
 The lexicographic optimum is the largest-tail-first schedule's ``alpha`` (the tests check
 it against brute force): swapping a later slot of a larger-tail op with an earlier slot of
@@ -194,6 +197,81 @@ def _need_integer_tails(problem: SlotProblem, who: str) -> None:
         raise PaperLPError(f"{who} needs integer tails (use SlotProblem.integral())")
 
 
+@dataclass(frozen=True)
+class _LP14:
+    """LP (14)'s columns and constraints (3), (6), (7), the one definition :func:`paper_lp`
+    and :func:`lexicographic_lp` build their models from.
+
+    Column ``k`` is ``x_i(t)`` with ``i = op[k]``, ``t = slot[k]`` (op-major, ``t`` from 1
+    to ``T``). Rows ``0..N-1`` are (3) ``sum_t x_i(t) >= p_i``, rows ``N..N+T-1`` are (6)
+    ``sum_i x_i(t) <= 1``; column ``k`` has a 1 in rows ``op[k]`` and ``N + slot[k] - 1``
+    (the column-wise sparse matrix of :meth:`matrix`). ``upper`` is 0 where (7) fixes
+    ``x_i(t) = 0`` (``t <= r_i``), else 1 (the bound (12), (13) and ``lambda >= 0`` give).
+    ``item1`` and ``item0`` are the items of ``alpha`` a column contributes at
+    ``lambda^1`` (``t + L_i``) and ``lambda^0`` (``L_i``): LP (14)'s objective weighs them
+    ``(TN)^item``.
+    """
+
+    n: int
+    op: np.ndarray
+    slot: np.ndarray
+    upper: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    item1: np.ndarray
+    item0: np.ndarray
+
+    @staticmethod
+    def of(problem: SlotProblem) -> _LP14:
+        """The structure of ``problem`` (integral tails)."""
+        n, big_t = problem.n, problem.horizon
+        op = np.repeat(np.arange(n), big_t)
+        slot = np.tile(np.arange(1, big_t + 1), n)
+        tail = np.array(problem.tail, dtype=np.int64)[op]
+        inf = math.inf
+        return _LP14(
+            n, op, slot,
+            upper=np.where(slot <= np.array(problem.release, dtype=np.int64)[op], 0.0, 1.0),
+            row_lower=np.concatenate([np.array(problem.proc, dtype=float),
+                                      np.full(big_t, -inf)]),
+            row_upper=np.concatenate([np.full(n, inf), np.ones(big_t)]),
+            item1=slot + tail, item0=tail)
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The constraint matrix column-wise: ``(start, index, value)``."""
+        ncol = len(self.op)
+        index = np.empty(2 * ncol, dtype=np.int32)
+        index[0::2], index[1::2] = self.op, self.n + self.slot - 1
+        return (np.arange(0, 2 * ncol + 1, 2, dtype=np.int32), index, np.ones(2 * ncol))
+
+    def rows(self) -> list[tuple[str, np.ndarray]]:
+        """Per row, its name (``c3_<i>``, ``c6_<t>``) and its columns in column order."""
+        _, index, _ = self.matrix()
+        order = np.argsort(index, kind="stable")
+        cuts = np.searchsorted(index[order], np.arange(len(self.row_lower) + 1))
+        return [(f"c3_{r}" if r < self.n else f"c6_{r - self.n + 1}",
+                 order[cuts[r]:cuts[r + 1]] // 2) for r in range(len(self.row_lower))]
+
+    def schedule(self, problem: SlotProblem, x: np.ndarray, who: str) -> Schedule:
+        """The schedule of a solution ``x`` (one value per column), checked integral
+        (Theorem 2, within :data:`_INT_TOL`) and valid, else :class:`PaperLPError` from
+        ``who``."""
+        bad = np.flatnonzero(np.minimum(np.abs(x), np.abs(x - 1)) > _INT_TOL)
+        if len(bad):
+            k = int(bad[0])
+            raise PaperLPError(f"{who}: x_{self.op[k]}({self.slot[k]}) = {x[k]:g} is not "
+                               "integral (Theorem 2 says the optimum is)")
+        slots: dict[int, list[int]] = {i: [] for i in range(self.n)}
+        for k in np.flatnonzero(x > 0.5).tolist():
+            slots[int(self.op[k])].append(int(self.slot[k]) - 1)
+        out = {i: tuple(ts) for i, ts in slots.items()}
+        try:
+            check(problem, out)
+        except CommschedError as e:
+            raise PaperLPError(f"{who}: the solution is not a valid schedule: {e}") from None
+        return out
+
+
 def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Schedule:
     """Solve LP (14) as written (module docstring).
 
@@ -231,43 +309,27 @@ def paper_lp(problem: SlotProblem, max_coef: float = PAPER_LP_MAX_COEF) -> Sched
             "lexicographic transform does not fit floating point; use the sound LP or the "
             "exact solver"
         )
-    big_t = problem.horizon
+    c = _LP14.of(problem)
     lp = pulp.LpProblem("pace_lp14", pulp.LpMinimize)
-    idx = [(i, t) for i in range(problem.n) for t in range(1, big_t + 1)]
+    idx = list(zip(c.op.tolist(), c.slot.tolist(), strict=True))
     x = {k: lp.add_variable(f"x_{k[0]}_{k[1]}", lowBound=0) for k in idx}
     lam0 = {k: lp.add_variable(f"l0_{k[0]}_{k[1]}", lowBound=0) for k in idx}
     lam1 = {k: lp.add_variable(f"l1_{k[0]}_{k[1]}", lowBound=0) for k in idx}
-    lp += pulp.lpSum(
-        float(tn) ** problem.tail[i] * lam0[i, t] + float(tn) ** (t + problem.tail[i]) * lam1[i, t]
-        for i, t in idx
-    )
-    for i in range(problem.n):  # (3)
-        lp += pulp.lpSum(x[i, t] for t in range(1, big_t + 1)) >= problem.proc[i], f"c3_{i}"
-    for t in range(1, big_t + 1):  # (6)
-        lp += pulp.lpSum(x[i, t] for i in range(problem.n)) <= 1, f"c6_{t}"
-    for i, t in idx:
-        if t <= problem.release[i]:  # (7)
+    lp += pulp.lpSum(float(tn) ** float(c.item0[k]) * lam0[key]
+                     + float(tn) ** float(c.item1[k]) * lam1[key] for k, key in enumerate(idx))
+    for (name, cols), lo, hi in zip(c.rows(), c.row_lower, c.row_upper, strict=True):
+        terms = pulp.lpSum(x[idx[k]] for k in cols)
+        lp += (terms >= float(lo) if math.isinf(hi) else terms <= float(hi)), name  # (3), (6)
+    for k, (i, t) in enumerate(idx):
+        if c.upper[k] == 0:  # (7)
             lp += x[i, t] == 0, f"c7_{i}_{t}"
         lp += x[i, t] == lam1[i, t], f"c12_{i}_{t}"
         lp += lam0[i, t] + lam1[i, t] == 1, f"c13_{i}_{t}"
     status = lp.solve(_solver())
     if pulp.LpStatus[status] != "Optimal":
         raise PaperLPError(f"LP (14): HiGHS reports {pulp.LpStatus[status]!r}, not an optimum")
-    schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for (i, t), var in x.items():
-        v = var.value() or 0.0
-        if min(abs(v), abs(v - 1)) > _INT_TOL:
-            raise PaperLPError(
-                f"LP (14): x_{i}({t}) = {v:g} is not integral (Theorem 2 says the optimum is)"
-            )
-        if v > 0.5:
-            schedule[i].append(t - 1)
-    out = {i: tuple(ts) for i, ts in schedule.items()}
-    try:
-        check(problem, out)
-    except CommschedError as e:
-        raise PaperLPError(f"LP (14): the solution is not a valid schedule: {e}") from None
-    return out
+    return c.schedule(problem, np.array([var.value() or 0.0 for var in x.values()]),
+                      "LP (14)")
 
 
 def _deadlines(problem: SlotProblem, c: float) -> list[int]:
@@ -414,30 +476,23 @@ class _Stages:
     solution satisfies, keeps the basis primal feasible)."""
 
     def __init__(self, problem: SlotProblem) -> None:
-        n, big_t = problem.n, problem.horizon
-        self.ncol = n * big_t
-        self.op = np.repeat(np.arange(n), big_t)
-        t = np.tile(np.arange(1, big_t + 1), n)
+        c = self.lp14 = _LP14.of(problem)
+        self.ncol = len(c.op)
+        self.op = c.op
         self.tail = np.array(problem.tail, dtype=np.int64)
         self.proc = np.array(problem.proc, dtype=np.int64)
-        self.at1 = _by_value(t + self.tail[self.op])  # level v -> columns with lambda^1 at v
-        self.at0 = _by_value(self.tail[self.op])  # level v -> columns with lambda^0 at v
+        self.at1 = _by_value(c.item1)  # level v -> columns with lambda^1 at v
+        self.at0 = _by_value(c.item0)  # level v -> columns with lambda^0 at v
         self.lb = np.zeros(self.ncol)
         # (7) as bounds; (12)-(13) with lambda >= 0 give 0 <= x <= 1.
-        self.ub = np.where(t <= np.array(problem.release)[self.op], 0.0, 1.0)
-        inf = highspy.kHighsInf
+        self.ub = c.upper.copy()
         lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.ncol, n + big_t
+        lp.num_col_, lp.num_row_ = self.ncol, len(c.row_lower)
         lp.col_cost_ = np.zeros(self.ncol)
         lp.col_lower_, lp.col_upper_ = self.lb.copy(), self.ub.copy()
-        lp.row_lower_ = np.concatenate([self.proc.astype(float), np.full(big_t, -inf)])  # (3)
-        lp.row_upper_ = np.concatenate([np.full(n, inf), np.ones(big_t)])  # (6)
+        lp.row_lower_, lp.row_upper_ = c.row_lower, c.row_upper  # (3), (6)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.arange(0, 2 * self.ncol + 1, 2, dtype=np.int32)
-        index = np.empty(2 * self.ncol, dtype=np.int32)
-        index[0::2], index[1::2] = self.op, n + t - 1
-        lp.a_matrix_.index_ = index
-        lp.a_matrix_.value_ = np.ones(2 * self.ncol)
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = c.matrix()
         self.highs = highspy.Highs()
         self.highs.setOptionValue("output_flag", False)
         self.highs.setOptionValue("simplex_strategy", 4)  # primal simplex
@@ -548,7 +603,7 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
     Parameters
     ----------
     problem : SlotProblem
-        The problem, with integral tails (:meth:`SlotProblem.integral`).
+        As for :func:`paper_lp`.
     max_weight : float
         Largest weight of a stage that handles several levels at once (1: one level per
         stage).
@@ -609,20 +664,7 @@ def lexicographic_lp(problem: SlotProblem, max_weight: float = LEX_MAX_WEIGHT) -
         for v, _ in block:
             _whole(lp.count(v), f"the count of items at {v}")
         lp.restrict()
-    bad = np.flatnonzero(np.abs(lp.x - np.round(lp.x)) > _INT_TOL)
-    if len(bad):
-        first = int(bad[0])
-        raise PaperLPError(f"lexicographic LP: x_{lp.op[first]}({first % problem.horizon + 1})"
-                           f" = {lp.x[first]:g} is not integral (Theorem 2 says the optimum is)")
-    schedule: dict[int, list[int]] = {i: [] for i in range(problem.n)}
-    for col in np.flatnonzero(lp.x > 0.5).tolist():
-        schedule[int(lp.op[col])].append(col % problem.horizon)
-    out = {i: tuple(ts) for i, ts in schedule.items()}
-    try:
-        check(problem, out)
-    except CommschedError as e:
-        raise PaperLPError(f"lexicographic LP: the solution is not a valid schedule: {e}"
-                           ) from None
+    out = lp.lp14.schedule(problem, lp.x, "lexicographic LP")
     return LexSolution(out, lp.solves, len(levels), levels[lo - 1])
 
 
@@ -655,7 +697,7 @@ def lp14_schedule(problem: SlotProblem) -> Schedule:
     Parameters
     ----------
     problem : SlotProblem
-        The problem (tails rounded up by :meth:`SlotProblem.integral`).
+        The problem, its tails rounded up as for :func:`lex_lp_schedule`.
 
     Returns
     -------

@@ -89,10 +89,8 @@ def objective(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) -> fl
 
     Parameters
     ----------
-    problem : SlotProblem
-        The problem.
-    schedule : mapping
-        ``{op index: slots}`` (checked with :func:`check`).
+    problem, schedule
+        As for :func:`check` (which checks the schedule first).
 
     Returns
     -------
@@ -119,10 +117,8 @@ def order_vector(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) ->
 
     Parameters
     ----------
-    problem : SlotProblem
-        The problem.
-    schedule : mapping
-        ``{op index: slots}`` (0-based slots; checked with :func:`check`).
+    problem, schedule
+        As for :func:`check` (0-based slots; checked with it first).
 
     Returns
     -------
@@ -132,7 +128,7 @@ def order_vector(problem: SlotProblem, schedule: Mapping[int, Sequence[int]]) ->
     Raises
     ------
     CommschedError
-        If the schedule fails :func:`check`.
+        If ``schedule`` is not a schedule of ``problem`` (:func:`check`).
 
     References
     ----------

@@ -41,14 +41,13 @@ Two nodes on device 0, the second one sent to device 1 (rate 2, size 4: 2 time u
 
 from __future__ import annotations
 
-import functools
 import gc
 import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Generic, NamedTuple, Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -73,16 +72,20 @@ __all__ = [
     "simulate_lowest_clock",
 ]
 
+_T = TypeVar("_T")
+
 #: Node kinds of an executed graph.
 COMPUTE, SEND, RECV = 0, 1, 2
 
 
 class ExecArrays(NamedTuple):
-    """:class:`ExecGraph`'s lists as numpy arrays (int64 indices, float64 times)."""
+    """The node and edge arrays of an :class:`ExecGraph` (int64 indices, float64 times and
+    sizes), the one copy of its data."""
 
     device: np.ndarray
     duration: np.ndarray
     kind: np.ndarray
+    origin: np.ndarray
     tensor: np.ndarray
     succ_ptr: np.ndarray
     succ_idx: np.ndarray
@@ -91,7 +94,29 @@ class ExecArrays(NamedTuple):
     pred_idx: np.ndarray
 
 
-@dataclass(frozen=True)
+class _AsList(Generic[_T]):
+    """The array of the same name in :attr:`ExecGraph.arrays` as a Python list, made on
+    first use and kept (pure-Python loops index lists several times faster than arrays)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, eg: None, owner: type) -> _AsList[_T]: ...
+
+    @overload
+    def __get__(self, eg: ExecGraph, owner: type | None = None) -> list[_T]: ...
+
+    def __get__(self, eg: ExecGraph | None, owner: type | None = None
+                ) -> list[_T] | _AsList[_T]:
+        if eg is None:  # looked up on the class
+            return self
+        value: list[_T] = getattr(eg.arrays, self.name).tolist()
+        eg.__dict__[self.name] = value  # later reads find the list before this descriptor
+        return value
+
+
+@dataclass(frozen=True, eq=False)
 class ExecGraph:
     """A partitioned graph with send/receive nodes, as compact arrays (nodes 0..n-1).
 
@@ -100,35 +125,37 @@ class ExecGraph:
     nodes: the producer whose tensor they carry); ``tensor[i]`` the size of the output the
     node leaves in its device's memory. Edges are CSR lists with ``succ_delay`` the transfer
     time on the edge (non-zero only from a send to its receive). ``traffic`` is Eq. 2.2.
+
+    The data are :attr:`arrays` (for vectorised code and compiled kernels); each of its
+    fields is also an attribute of the graph as a Python list (``eg.device``, ...), made
+    from the array on first use, for the pure-Python simulators.
     """
 
     n_devices: int
-    device: list[int]
-    duration: list[float]
-    kind: list[int]
-    origin: list[int]
-    tensor: list[float]
-    succ_ptr: list[int]
-    succ_idx: list[int]
-    succ_delay: list[float]
-    pred_ptr: list[int]
-    pred_idx: list[int]
+    arrays: ExecArrays
     traffic: float
+
+    device = _AsList[int]()
+    duration = _AsList[float]()
+    kind = _AsList[int]()
+    origin = _AsList[int]()
+    tensor = _AsList[float]()
+    succ_ptr = _AsList[int]()
+    succ_idx = _AsList[int]()
+    succ_delay = _AsList[float]()
+    pred_ptr = _AsList[int]()
+    pred_idx = _AsList[int]()
 
     @property
     def n(self) -> int:
-        return len(self.device)
+        return len(self.arrays.device)
 
-    @functools.cached_property
-    def arrays(self) -> ExecArrays:
-        """The node and edge lists as numpy arrays (for compiled kernels; made once)."""
-        i64 = np.int64
-        return ExecArrays(np.asarray(self.device, dtype=i64), np.asarray(self.duration),
-                          np.asarray(self.kind, dtype=i64), np.asarray(self.tensor),
-                          np.asarray(self.succ_ptr, dtype=i64),
-                          np.asarray(self.succ_idx, dtype=i64), np.asarray(self.succ_delay),
-                          np.asarray(self.pred_ptr, dtype=i64),
-                          np.asarray(self.pred_idx, dtype=i64))
+    def __eq__(self, other: object) -> bool:
+        """The same devices, traffic and node and edge data, element by element."""
+        return (isinstance(other, ExecGraph) and self.n_devices == other.n_devices
+                and self.traffic == other.traffic
+                and all(np.array_equal(a, b) for a, b in zip(self.arrays, other.arrays,
+                                                              strict=True)))
 
     @staticmethod
     def build(n_devices: int, device: Sequence[int] | np.ndarray,
@@ -167,15 +194,10 @@ class ExecGraph:
         np.cumsum(np.bincount(v, minlength=n), out=pp[1:])
         i64 = np.int64
         arrays = ExecArrays(np.asarray(device, dtype=i64), np.asarray(duration, dtype=float),
-                            np.asarray(kind, dtype=i64), np.asarray(tensor, dtype=float), sp,
-                            v[by_u], e[by_u, 2], pp, u[by_v])
-        eg = ExecGraph(n_devices, arrays.device.tolist(), arrays.duration.tolist(),
-                       arrays.kind.tolist(), np.asarray(origin, dtype=i64).tolist(),
-                       arrays.tensor.tolist(), sp.tolist(), arrays.succ_idx.tolist(),
-                       arrays.succ_delay.tolist(), pp.tolist(), arrays.pred_idx.tolist(),
-                       float(traffic))
-        eg.__dict__["arrays"] = arrays  # the cached property, from the arrays at hand
-        return eg
+                            np.asarray(kind, dtype=i64), np.asarray(origin, dtype=i64),
+                            np.asarray(tensor, dtype=float), sp, v[by_u], e[by_u, 2], pp,
+                            u[by_v])
+        return ExecGraph(n_devices, arrays, float(traffic))
 
     def compiled(self, names: Sequence[str]) -> CompiledGraph:
         """This graph as a :class:`~commsched.model.graph.CompiledGraph` with one resource

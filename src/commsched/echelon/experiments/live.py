@@ -661,9 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     ap = driver.parser(__name__, __doc__)
     ap.add_argument("--config-json", required=True, help="the echelon_live config section")
-    ap.add_argument("--workdir", required=True, help="worker configs, logs, records")
-    ap.add_argument("--reuse", action="store_true",
-                    help="re-analyse the run.json an earlier run left in --workdir")
+    driver.add_workdir_options(ap, "worker configs, logs, records (run.json)")
     for name in (*TABLES, "metrics"):
         ap.add_argument(f"--{name}", required=True, help=f"{name} table (CSV) to write")
     args = ap.parse_args(argv)

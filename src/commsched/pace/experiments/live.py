@@ -278,9 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     ap = driver.parser("commsched.pace.experiments.live", __doc__)
     ap.add_argument("--config-json", required=True, help="the pace_live config section")
-    ap.add_argument("--workdir", required=True, help="plans, worker configs, logs, results")
-    ap.add_argument("--reuse", action="store_true",
-                    help="re-analyse the workers' results an earlier run left in --workdir")
+    driver.add_workdir_options(ap, "plans, worker configs, logs, results")
     ap.add_argument("--prepare", action="store_true",
                     help="real hosts (pace_live.hosts): write each model's plans and "
                          "worker.json and print every host's torchrun command "

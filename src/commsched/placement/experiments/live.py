@@ -401,12 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = driver.parser(__name__, __doc__)
     driver.add_config_options(p, "placement_live")
     p.add_argument("--trace-dir", default="data/traces", help="folder of the traced graphs")
-    p.add_argument("--workdir", default="results/placement_live/run",
-                   help="plan, client log, job results")
+    driver.add_workdir_options(p, "plan, client log, job results", "results/placement_live/run")
     p.add_argument("--table", required=True, help="per-configuration table (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
-    p.add_argument("--reuse", action="store_true",
-                   help="analyse the job results already in --workdir instead of running")
     args = p.parse_args(argv)
 
     def body() -> None:

@@ -287,13 +287,10 @@ def calibration_placements(p: Problem, k: int) -> dict[str, np.ndarray]:
 
 
 def _with_latency(eg: ExecGraph, latency: float) -> ExecGraph:
-    delay = list(eg.succ_delay)
-    for u in range(eg.n):
-        if eg.kind[u] == SEND:
-            for j in range(eg.succ_ptr[u], eg.succ_ptr[u + 1]):
-                delay[j] += latency
-    return ExecGraph(eg.n_devices, eg.device, eg.duration, eg.kind, eg.origin, eg.tensor,
-                     eg.succ_ptr, eg.succ_idx, delay, eg.pred_ptr, eg.pred_idx, eg.traffic)
+    x = eg.arrays
+    from_send = (x.kind == SEND)[np.repeat(np.arange(eg.n), np.diff(x.succ_ptr))]
+    delay = np.where(from_send, x.succ_delay + latency, x.succ_delay)
+    return ExecGraph(eg.n_devices, x._replace(succ_delay=delay), eg.traffic)
 
 
 def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, int]],

@@ -137,14 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     driver.add_config_options(p, "live")
     p.add_argument("--traces", nargs="*", default=[],
                    help="traced graphs of the live models (rule live_trace)")
-    p.add_argument("--workdir", default="results/live/run", help="plans, client logs")
+    driver.add_workdir_options(p, "plans, client logs", "results/live/run")
     p.add_argument("--steps", required=True, help="per-step table (CSV)")
     p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
     p.add_argument("--traced", required=True, help="per-traced-step table (CSV)")
     p.add_argument("--summary", required=True, help="per-config summary table (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
-    p.add_argument("--reuse", action="store_true",
-                   help="analyse the job results already under --workdir instead of running")
     args = p.parse_args(argv)
 
     def body() -> None:
