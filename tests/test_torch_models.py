@@ -55,7 +55,7 @@ def test_inception_aux_head_only_in_training() -> None:
 
 
 def test_unknown_model_and_small_input_are_one_line_errors() -> None:
-    with pytest.raises(CommschedError, match="unknown PyTorch model 'nope'; known: alexnet"):
+    with pytest.raises(CommschedError, match=r"unknown PyTorch model 'nope' \(known: alexnet"):
         torch_models.get("nope")
     with pytest.raises(CommschedError, match="needs input size >= 299"):
         torch_models.get("inception_v3").batch(1, 100, torch.Generator())

@@ -23,7 +23,7 @@ def test_unknown_model_lists_the_known_ones() -> None:
 def test_cli_unknown_model_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "--model", "nope", "--batch", "1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("commsched trace: error: unknown model 'nope'; known models: ")
+    assert err.startswith("commsched trace: error: unknown model 'nope' (known: ")
     assert "\n" not in err
     assert main(["trace", "--count", "vgg16", "nope", "--out", "x.json"]) == 2
     assert "unknown model 'nope'" in capsys.readouterr().err

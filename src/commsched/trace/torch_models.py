@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from commsched.errors import CommschedError
+from commsched.registry import Registry
 
 __all__ = ["MODELS", "TorchModelSpec", "build", "get"]
 
@@ -420,7 +421,9 @@ class TorchModelSpec:
         return (src, tgt), torch.randint(0, self.classes, (size * batch,), generator=gen)
 
 
-MODELS: dict[str, TorchModelSpec] = {s.name: s for s in (
+#: Every PyTorch model (:class:`~commsched.registry.Registry` of the family "PyTorch model").
+MODELS: Registry[TorchModelSpec] = Registry("PyTorch model")
+for _spec in (
     TorchModelSpec("alexnet", AlexNet, "image", 224, 63, 1000,
                    "Krizhevsky, arXiv:1404.5997 (torchvision alexnet)"),
     TorchModelSpec("vgg16", VGG16, "image", 224, 32, 1000,
@@ -434,17 +437,14 @@ MODELS: dict[str, TorchModelSpec] = {s.name: s for s in (
     TorchModelSpec("seq2seq_lstm", Seq2SeqLSTM, "tokens", 16, 1, 32000,
                    "Sutskever et al., NeurIPS 2014 (2+2 layers of 512, 32k vocabulary)"),
     TorchModelSpec("tiny_cnn", TinyCNN, "image", 16, 4, 10, "commsched test model"),
-)}
+):
+    MODELS.add(_spec.name, _spec)
 
 
 def get(name: str) -> TorchModelSpec:
-    """The model called ``name``; an unknown name is a one-line error listing the known."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise CommschedError(
-            f"unknown PyTorch model {name!r}; known: {', '.join(sorted(MODELS))}"
-        ) from None
+    """The model called ``name``; an unknown name is a one-line error listing the known
+    (:meth:`~commsched.registry.Registry.canonical`)."""
+    return MODELS[name]
 
 
 def build(name: str, seed: int = 0) -> nn.Module:

@@ -47,6 +47,7 @@ from types import ModuleType
 from typing import Any
 
 from commsched.errors import CommschedError
+from commsched.registry import Registry
 
 __all__ = [
     "MISSING_TF",
@@ -923,9 +924,9 @@ _SLIM_OPS_NOTE = (
     "TensorFlow 2 graph ops, not TensorFlow 1.8's"
 )
 
-MODELS: dict[str, ModelSpec] = {
-    s.name: s
-    for s in [
+#: Every model of the zoo (:class:`~commsched.registry.Registry` of the family "model").
+MODELS: Registry[ModelSpec] = Registry("model")
+for _spec in [
         _image("alexnet_v2", "AlexNet v2", "Krizhevsky, arXiv:1404.5997, 2014", alexnet_v2,
                size=224, paper_size=224, min_size=224, batch=4),
         _image("inception_v1", "Inception v1", "Szegedy et al., CVPR 2015", inception_v1,
@@ -982,8 +983,8 @@ MODELS: dict[str, ModelSpec] = {
             standard_batch=8, build=thesis_dynamic_rnn, input_kind="sequence_lengths",
             features=1,
         ),
-    ]
-}
+]:
+    MODELS.add(_spec.name, _spec)
 
 
 def names() -> list[str]:
@@ -992,10 +993,6 @@ def names() -> list[str]:
 
 
 def get(name: str) -> ModelSpec:
-    """The model called ``name``; an unknown name is an error that lists the known ones."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise CommschedError(
-            f"unknown model {name!r}; known models: {', '.join(MODELS)}"
-        ) from None
+    """The model called ``name``; an unknown name is an error that lists the known ones
+    (:meth:`~commsched.registry.Registry.canonical`)."""
+    return MODELS[name]
