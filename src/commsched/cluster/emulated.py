@@ -180,6 +180,15 @@ class EmulatedCluster:
         link = self.links[self.config.n_ps + worker]
         return self._spawn(f"client-w{worker}", argv, str(log), link.namespace, env)
 
+    def spawn_on(self, host: str, role: str, argv: Sequence[str], log: str | os.PathLike[str],
+                 env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a helper process (``role``) in host ``host``'s namespace (``ps0``, ``w1``),
+        recorded for teardown; :meth:`check` watches only the servers."""
+        link = next((lk for lk in self.links if lk.host == host), None)
+        if link is None:
+            raise CommschedError(f"no host {host!r} in run {self.run_id}")
+        return self._spawn(role, argv, str(log), link.namespace, env)
+
     # -- lifecycle ------------------------------------------------------------------
     def _spawn(self, role: str, argv: Sequence[str], log: str, namespace: str,
                env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -250,8 +259,9 @@ class EmulatedCluster:
 
     def check(self) -> None:
         """Raise if a server of the cluster has exited."""
+        servers = set(self.config.hosts()) if self.config.servers else set()
         for rec in self.state.processes:
-            if not rec.role.startswith("client") and not alive(rec):
+            if rec.role in servers and not alive(rec):
                 raise CommschedError(f"server {rec.role} exited: {_tail(rec.log)}")
 
     def down(self) -> None:
