@@ -181,8 +181,9 @@ def test_window_that_opens_mid_frame_and_a_hole():
 
 
 def test_other_connections_are_ignored():
-    other = ("10.77.0.4", 2222)
-    segs = [parse_packet(packet(SERVER, other, 1, frame(6, 0, 0, bytes(8))), 0.0),
+    other = ("10.77.0.4", 2222)  # the PS as a client of another server
+    segs = [parse_packet(packet(("10.77.0.2", 40000), other, 1, frame(6, 0, 0, bytes(8))),
+                         0.0),
             parse_packet(packet(CLIENT, SERVER, 1, frame(6, 0, 0, bytes(8))), 0.0)]
     conns = http2_connections(segs, SERVER)
     assert [c["client"] for c in conns] == ["10.77.0.3:40001"]
@@ -234,8 +235,9 @@ def test_bpf_filter_keeps_only_the_servers_data_segments():
     assert _bpf(prog, packet(CLIENT, SERVER, 1, b"data")) > 0
     assert _bpf(prog, packet(SERVER, CLIENT, 1, b"data")) > 0
     assert _bpf(prog, packet(CLIENT, SERVER, 1, b"")) == 0                    # pure ACK
-    assert _bpf(prog, packet(SERVER, ("10.77.0.4", 2222), 1, b"d")) == 0      # PS as client
+    # the PS as a client of another server (gradients), either direction
     assert _bpf(prog, packet(("10.77.0.2", 40000), ("10.77.0.4", 2222), 1, b"d")) == 0
+    assert _bpf(prog, packet(("10.77.0.4", 2222), ("10.77.0.2", 40000), 1, b"d")) == 0
     assert _bpf(prog, packet(CLIENT, ("10.77.0.9", 2222), 1, b"d")) == 0
     assert _bpf(prog, packet(CLIENT, SERVER, 1, b"d", proto=17)) == 0
     assert _bpf(prog, packet(CLIENT, SERVER, 1, b"d", frag=0x2000)) == 0

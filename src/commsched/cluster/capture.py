@@ -249,14 +249,15 @@ def reassemble(segments: Iterable[tuple[float, int, bytes]]) -> list[Run]:
     pieces.sort(key=lambda x: x[0])
     runs: list[Run] = []
     chunks: list[bytes] = []
+    end = None
     for pos, data, t in pieces:
-        if runs and pos == runs[-1].offset + sum(map(len, chunks)):
-            chunks.append(data)
-        else:
+        if pos != end:
             if runs:
                 runs[-1].data = b"".join(chunks)
             runs.append(Run(pos, b""))
-            chunks = [data]
+            chunks = []
+        chunks.append(data)
+        end = pos + len(data)
         runs[-1].starts.append(pos)
         runs[-1].times.append(t)
     runs[-1].data = b"".join(chunks)
@@ -709,10 +710,12 @@ def _window(cfg: Mapping[str, Any], name: str) -> None:
     folder, cid = Path(cfg["folder"]), str(cfg["id"])
     addr, port = str(cfg["addr"]), int(cfg["port"])
     ends = [folder / f"{name}.end.{t}" for t in range(int(cfg["tasks"]))]
-    sock = open_capture(str(cfg["dev"]), addr, port, int(cfg.get("rcvbuf", 256 << 20)))
+    log = Path(cfg["log"]) if cfg.get("log") else None
+    log_start = log.stat().st_size if log and log.exists() else 0
+    sock = open_capture(str(cfg["dev"]), addr, port, int(cfg.get("rcvbuf", 512 << 20)))
     packets: list[tuple[float, bytes]] = []
     size, truncated, complete = 0, False, False
-    max_bytes = int(cfg.get("max_bytes", 1 << 30))
+    max_bytes = int(cfg.get("max_bytes", 512 << 20))
     grace = float(cfg.get("grace_s", 0.3))
     try:
         sock.settimeout(0.02)
@@ -729,11 +732,13 @@ def _window(cfg: Mapping[str, Any], name: str) -> None:
                     ended, complete = now, True
                 elif (folder / "stop").exists() or not owner_alive(cfg.get("owner")):
                     ended = now - grace
-            if (ended is not None and now - ended > grace) or now > deadline:
+            if now > deadline:
                 break
             try:
                 data, anc, _, _ = sock.recvmsg(1 << 18, 64)
             except TimeoutError:
+                if ended is not None and now - ended > grace:
+                    break  # the backlog is read and the grace period over
                 continue
             if size + len(data) > max_bytes:
                 truncated = True
@@ -744,11 +749,17 @@ def _window(cfg: Mapping[str, Any], name: str) -> None:
     finally:
         sock.close()
     closed = time.time()
+    lines: list[str] = []
+    if log and log.exists():
+        with log.open("rb") as f:
+            f.seek(log_start)
+            match = str(cfg.get("log_match", ""))
+            lines = [x for x in f.read().decode(errors="replace").splitlines() if match in x]
     segments = [s for t, d in packets if (s := parse_packet(d, t)) is not None]
     result = {"name": name, "id": cid, "dev": cfg["dev"], "server": f"{addr}:{port}",
               "opened": opened, "closed": closed, "complete": complete,
               "packets": len(packets), "bytes": size, "truncated": truncated,
-              "kernel_packets": seen, "kernel_drops": drops,
+              "kernel_packets": seen, "kernel_drops": drops, "log": lines,
               "connections": http2_connections(segments, (addr, port),
                                                int(cfg.get("keep", 4096)))}
     atomic_write_text(folder / f"{name}.{cid}.json", json.dumps(result))
@@ -777,14 +788,14 @@ def _serve(cfg: Mapping[str, Any]) -> None:
 
 @contextmanager
 def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, tasks: int,
-              timeout_s: float, window_s: float, max_bytes: int = 1 << 30
-              ) -> Iterator[dict[str, Any]]:
+              timeout_s: float, window_s: float, log_match: str = "",
+              max_bytes: int = 512 << 20) -> Iterator[dict[str, Any]]:
     """Capture processes (:func:`main`) on ``hosts`` of an emulated cluster for the block.
 
     Each captures its host's server (the link ``eth0``, the cluster's port). ``folder``
     is emptied first (a re-run's windows start afresh). On leaving, also after an error,
-    the processes are told to stop (file ``stop``), given 10 s, then ended by PID; the
-    cluster's teardown would end them too.
+    the processes are told to stop (file ``stop``), given 60 s to finish the window
+    they are reading, then ended by PID; the cluster's teardown would end them too.
 
     Parameters
     ----------
@@ -801,6 +812,10 @@ def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, task
         How long a client waits for the sockets of a window.
     window_s : float
         The longest a window stays open.
+    log_match : str, optional
+        With it, every window also keeps the lines of the host's server log that contain
+        it (:func:`main`'s ``log``; a parameter server's rendezvous log with
+        :attr:`~commsched.cluster.emulated.ClusterConfig.ps_vmodule`).
     max_bytes : int, optional
         Captured bytes kept per window and process.
 
@@ -821,7 +836,9 @@ def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, task
             link = next(lk for lk in cluster.links if lk.host == host)
             cfg = {"dev": link.host_dev, "addr": link.address, "port": cluster.config.port,
                    "folder": str(folder), "id": host, "tasks": tasks, "owner": me,
-                   "ttl_s": cluster.config.ttl, "window_s": window_s, "max_bytes": max_bytes}
+                   "ttl_s": cluster.config.ttl, "window_s": window_s, "max_bytes": max_bytes,
+                   "log": str(cluster.log_dir / f"{host}.log") if log_match else None,
+                   "log_match": log_match}
             path = folder.parent / f"capture-{host}.json"
             atomic_write_text(path, json.dumps(cfg))
             procs.append(cluster.spawn_on(
@@ -830,7 +847,7 @@ def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, task
         yield {"folder": str(folder), "ids": list(hosts), "timeout_s": timeout_s}
     finally:
         atomic_write_text(folder / "stop", "")
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 60.0  # a window being read and parsed is finished
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
             time.sleep(0.1)
         left = [ProcRecord(p.pid, st, "capture", None, "") for p in procs
@@ -849,7 +866,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         optionally ``owner`` (``PID:START``: exit when it is gone), ``ttl_s``,
         ``window_s`` (the longest window), ``rcvbuf``, ``max_bytes`` (kept per window),
         ``keep`` (:func:`http2_connections`), ``grace_s`` (captured after the last end
-        file), ``nice``.
+        file), ``nice``, ``log`` and ``log_match`` (the lines of the server's log file
+        that contain ``log_match`` and were written during a window go to the window's
+        file as ``log``).
 
     Returns
     -------

@@ -86,7 +86,8 @@ from pathlib import Path
 from commsched import driver
 from commsched.tictac.live.analysis import analyse
 from commsched.tictac.live.config import LiveParams
-from commsched.tictac.live.runner import cluster_run, reuse_results, skipped_reason
+from commsched.tictac.live.grpcorder import processing_order
+from commsched.tictac.live.runner import cluster_run, load_captures, reuse_results, skipped_reason
 from commsched.tictac.live.tables import tables, traced_steps
 from commsched.tictac.live.workload import achieved_ranks, load_workloads
 
@@ -142,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
     p.add_argument("--traced", required=True, help="per-traced-step table (CSV)")
     p.add_argument("--summary", required=True, help="per-config summary table (CSV)")
+    p.add_argument("--grpc-order", required=True,
+                   help="per-transfer table of the captured steps: the order the PS sent")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
     p.add_argument("--reuse", action="store_true",
                    help="analyse the job results already under --workdir instead of running")
@@ -152,8 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = skipped_reason(params)
         if reason:
             driver.write_skipped("live experiment", reason,
-                                 [args.steps, args.transfers, args.traced, args.summary],
-                                 args.metrics, params.raw)
+                                 [args.steps, args.transfers, args.traced, args.summary,
+                                  args.grpc_order], args.metrics, params.raw)
             return
         t = time.perf_counter()
         loads = load_workloads(params, args.traces)
@@ -166,11 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = cluster_run(params, loads, Path(args.workdir), driver.say)
         steps, xfers = tables(results, loads, params.workers)
         traced = traced_steps(results, loads)
+        order = processing_order(results, load_captures(Path(args.workdir)), loads)
         summary, values = analyse(steps, xfers, traced, loads, params,
-                                  achieved_ranks(results, loads, params.workers), driver.say)
+                                  achieved_ranks(results, loads, params.workers), driver.say,
+                                  order)
         cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
         driver.write_outputs({args.steps: steps, args.transfers: xfers, args.traced: traced,
-                              args.summary: summary}, values, args.metrics, cfg)
+                              args.summary: summary, args.grpc_order: order}, values,
+                             args.metrics, cfg)
         driver.say(summary.to_string(index=False))
 
     return driver.run("live", body)
