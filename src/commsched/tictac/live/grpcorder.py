@@ -228,14 +228,14 @@ def _captured_transfers(captures: Iterable[Mapping[str, Any]]
                 if parsed is None:
                     continue
                 step_id, key = parsed
-                _, task, tensor = parse_rendezvous_key(key)
-                if task is None:
+                _, worker, tensor = parse_rendezvous_key(key)
+                if worker is None:
                     continue
                 m = _EDGE.match(tensor)
-                times = sent.get((task, tensor), [])
+                times = sent.get((worker, tensor), [])
                 near = min(times, key=lambda t: abs(t - req["t"]), default=math.nan)
                 rows.append({
-                    "ps": str(cap["id"]), "conn": conn["client"], "worker": task,
+                    "ps": str(cap["id"]), "conn": conn["client"], "worker": worker,
                     "step_id": step_id,
                     "tensor": tensor, "src_op": m.group(1) if m else tensor,
                     "request_t": req["t"],
