@@ -1,10 +1,11 @@
 """commsched.tictac.live.grpcorder without a cluster: RecvTensor requests, rendezvous keys,
 the per-transfer processing order of captured steps (from synthetic HTTP/2 traffic through
-commsched.cluster.capture) and the out-of-order counts."""
+commsched.cluster.capture), the out-of-order counts, and the job plan's captured steps."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from commsched.cluster.capture import Segment, http2_connections
 from commsched.model.graph import add_op, new_graph
 from commsched.tictac.live.analysis import metrics
+from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.grpcorder import (
     parse_rendezvous_key,
     processing_order,
@@ -19,6 +21,7 @@ from commsched.tictac.live.grpcorder import (
     recv_tensor_request,
     window_name,
 )
+from commsched.tictac.live.runner import job_plan
 from commsched.tictac.live.workload import Workload
 
 PS = ("10.77.0.2", 2222)
@@ -180,3 +183,34 @@ def test_steps_without_capture_or_sends():
 
 def _empty_summary() -> pd.DataFrame:
     return pd.DataFrame(columns=["model", "mode", "config", "order", "hook", "gain"])
+
+
+def test_job_plan_captures_only_the_sender_configs():
+    section = {
+        "enabled": True, "hosts": None, "ps": 1, "workers": 2, "bandwidth": "1gbit",
+        "burst": "64kb", "latency": "10ms", "threads": 1, "modes": ["infer"],
+        "configs": ["tac-sender", "tac-dag"], "models": [{"model": "toy", "size": 8,
+                                                           "batch": 4}],
+        "trace": {"warmup": 1, "iterations": 1}, "warmup": 1, "iterations": 3,
+        "trace_iterations": 1, "sim_iterations": 5, "timeout_s": 60, "step_timeout_s": 10,
+        "seed": 0, "grpc_capture_iterations": 2}
+    params = LiveParams.from_config(section)
+    assert params.grpc_capture_iterations == 2
+    assert LiveParams.from_config({k: v for k, v in section.items()
+                                   if k != "grpc_capture_iterations"}
+                                  ).grpc_capture_iterations == 0
+    w = _workload()
+    w.configs.append({"name": "tac-dag", "order": "tac", "enforce": "dag", "priorities": {}})
+    cluster = SimpleNamespace(spec={"ps": ["a:1"], "worker": ["b:1", "c:1"]},
+                              targets=["grpc://b:1", "grpc://c:1"])
+    files = {"folder": "/x", "ids": ["ps0"], "timeout_s": 60.0}
+    plan = job_plan(params, cluster, [w], files)
+    assert plan["capture"] == files
+    by = {c["name"]: c for c in plan["groups"][0]["configs"]}
+    assert by["tac-sender"]["capture_iterations"] == 2
+    assert by["tac-sender"]["capture_window"] == "toy.infer.tac-sender"
+    assert "capture_iterations" not in by["baseline"] and "capture_iterations" not in by["tac-dag"]
+    assert "capture_iterations" not in w.configs[1]  # the workload's own configs untouched
+    plain = job_plan(params, cluster, [w])
+    assert plain["capture"] is None
+    assert all("capture_iterations" not in c for c in plain["groups"][0]["configs"])
