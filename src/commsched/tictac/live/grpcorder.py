@@ -372,7 +372,9 @@ def displaced(queued: Sequence[float], sent: Sequence[float]) -> int:
 def processing_out_of_order(order: pd.DataFrame) -> pd.DataFrame:
     """TicTac Sec. 5.1's gRPC error, at the sender: transfers sent out of hand-off order.
 
-    Per captured step, worker, parameter server and connection, the transfers whose
+    Per captured step, worker, parameter server and connection, the ranked transfers
+    (those with a priority: what the enforcement queues; reads the orders leave out, such
+    as a training step's batch-norm statistics, go whenever they are ready) whose
     responses the PS wrote out of the order in which they were handed over
     (:func:`displaced` of ``handoff_s`` and ``wire_rank``: the fewest transfers that,
     moved, leave the rest in hand-off order). The hand-off is the PS's send of the value
@@ -392,10 +394,10 @@ def processing_out_of_order(order: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per model, mode and config: ``steps`` (captured step and worker pairs),
-        ``transfers`` (with a hand-off time and a response), ``out_of_order`` and
-        ``rate``; ``ranked`` (with a priority), ``out_of_priority`` and
-        ``priority_rate``; ``late_requests`` (transfers whose request reached the PS
-        after the value was ready, so that the hand-off waited for the request).
+        ``transfers`` (ranked, with a hand-off time and a response), ``out_of_order`` and
+        ``rate``; ``ranked`` (with a priority and a response), ``out_of_priority`` and
+        ``priority_rate``; ``late_requests`` (of ``transfers``, those whose request
+        reached the PS after the value was sent, so that the hand-off waited for it).
 
     References
     ----------
@@ -407,8 +409,8 @@ def processing_out_of_order(order: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, mode, config), d in order.groupby(["model", "mode", "config"]):
         d = d[d.wire_rank.notna()]
-        timed = d[d.handoff_s.notna()]
-        ranked = d[d.priority.notna()]
+        ranked = d[d.priority.notna()]  # what the enforcement queues
+        timed = ranked[ranked.handoff_s.notna()]
         keys = ["trace_step", "worker", "ps", "conn"]
         bad = sum(displaced(g.handoff_s.tolist(), g.wire_rank.tolist())
                   for _, g in timed.groupby(keys))
