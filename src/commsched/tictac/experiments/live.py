@@ -46,9 +46,13 @@ For every configured model and mode (inference, training):
 4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
    order of arrival repeats (:func:`~commsched.tictac.live.tables.arrival_order_repeats`;
    TicTac Sec. 1 and 2.2 saw a new
-   order in every iteration) and how many transfers gRPC delivered out of the order they
-   were handed to it (:func:`~commsched.tictac.live.tables.out_of_order_rate`; Sec. 5.1:
-   0.4-0.5% under enforcement).
+   order in every iteration) and how many transfers arrived after one of lower priority
+   (:func:`~commsched.tictac.live.tables.out_of_order_rate`). From the sender configs'
+   captured steps (``live.grpc_capture_iterations``; the PS's link captured in its
+   namespace, :mod:`commsched.cluster.capture`): the order in which the PS's gRPC wrote
+   the responses against the order they were handed to it
+   (:mod:`commsched.tictac.live.grpcorder`, table ``--grpc-order``; Sec. 5.1: 0.4-0.5%
+   under enforcement).
 
 Measured per step and worker: the work and barrier times; the *iteration time* of a step is
 the largest ``work + barrier`` over the workers, the *straggler effect* the longest barrier
@@ -64,8 +68,9 @@ out of order).
 Without root or namespace support (and without ``live.hosts``) nothing runs: the tables
 hold one row ``skipped: <reason>`` and the metrics table is empty, so the claims stay
 *pending*. Run as ``python -m commsched.tictac.experiments.live --config-json '{...}' --traces
-T.json ... --steps S.csv --transfers X.csv --traced T.csv --summary Y.csv --metrics
-M.csv``; ``--reuse`` re-analyses the job results an earlier run left in ``--workdir``.
+T.json ... --steps S.csv --transfers X.csv --traced T.csv --summary Y.csv --grpc-order
+G.csv --metrics M.csv``; ``--reuse`` re-analyses the job results (and capture windows) an
+earlier run left in ``--workdir``.
 
 Modules (:mod:`commsched.tictac.live`): the config section (:mod:`~commsched.tictac.live.
 config`), the workloads and their predictions (:mod:`~commsched.tictac.live.workload`),

@@ -73,8 +73,20 @@ _EDGE = re.compile(r"^edge_\d+_(.+)$")
 
 
 def window_name(group: str, config: str) -> str:
-    """The capture window of a config's captured steps (:class:`commsched.cluster.capture.
-    CaptureWindow`): ``GROUP.CONFIG``."""
+    """The capture window of a config's captured steps.
+
+    Parameters
+    ----------
+    group : str
+        The plan's group id (``<model>.<mode>``).
+    config : str
+        The config's name.
+
+    Returns
+    -------
+    str
+        ``GROUP.CONFIG`` (:class:`commsched.cluster.capture.CaptureWindow`'s name).
+    """
     return f"{group}.{config}"
 
 
