@@ -1,6 +1,7 @@
 """Live area on a real emulated cluster (root and network namespaces needed, else skipped):
-set-up (namespaces, shaped links, servers), one tiny job with each hook, teardown on exit,
-on SIGINT and after SIGKILL (status --clean), the CLI, and no leftovers afterwards.
+set-up (namespaces, shaped links, servers), one tiny job with each hook, the PS's gRPC
+order in captured steps (packet capture in its namespace), teardown on exit, on SIGINT and
+after SIGKILL (status --clean), the CLI, and no leftovers afterwards.
 
 Bounded: every cluster start waits at most 120 s, every job 240 s; the module takes about
 1.5-2 minutes on two cores.
@@ -20,10 +21,20 @@ import pytest
 from conftest import sigint_default
 
 from commsched.cluster import net
+from commsched.cluster.capture import capturing
 from commsched.cluster.emulated import ClusterConfig, EmulatedCluster, emulated_cluster, status
 from commsched.cluster.procs import alive
 from commsched.cluster.state import list_runs, run_base
-from commsched.tictac.live.runner import run_clients
+from commsched.model.graph import add_op, new_graph
+from commsched.tictac.live.grpcorder import (
+    SEND_LOG_MATCH,
+    SEND_LOG_VMODULE,
+    processing_order,
+    processing_out_of_order,
+    window_name,
+)
+from commsched.tictac.live.runner import load_captures, run_clients
+from commsched.tictac.live.workload import Workload
 
 REASON = net.check_support()
 pytestmark = [
@@ -56,7 +67,8 @@ def _assert_gone(run_id: str) -> None:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[EmulatedCluster]:
-    cfg = ClusterConfig(n_ps=1, n_workers=2, bandwidth="1gbit", start_timeout=120.0)
+    cfg = ClusterConfig(n_ps=1, n_workers=2, bandwidth="1gbit", start_timeout=120.0,
+                        ps_vmodule=SEND_LOG_VMODULE)
     with emulated_cluster(cfg, timeout=480.0) as c:
         yield c
     _assert_gone(c.run_id)
@@ -119,6 +131,38 @@ def test_tiny_job_with_each_hook(cluster, tmp_path):
             later = min(x["start"] for x in reads if prios[x["var"]] == k)
             earlier = max(x["start"] for x in reads if prios[x["var"]] == k + 1)
             assert earlier <= later, (k, earlier, later)
+
+
+def test_captured_steps_give_the_ps_processing_order(cluster, tmp_path):
+    """The sender hook's captured steps: every parameter transfer of every step and worker
+    is found at the PS, with its send, its request and its response's wire position."""
+    layers = ["conv1", "conv2", "fc1", "out"]
+    prios = {f"{name}/{v}": float(i) for i, name in enumerate(layers) for v in ("kernel", "bias")}
+    config = {"name": "sender", "order": "x", "enforce": "sender", "priorities": prios,
+              "capture_iterations": 2, "capture_window": window_name("thesis-cnn.infer", "sender")}
+    with capturing(cluster, ["ps0"], tmp_path / "bw" / "capture", 2, 60.0, 120.0,
+                   SEND_LOG_MATCH) as files:
+        plan = {"cluster": cluster.spec, "targets": cluster.targets, "threads": 1,
+                "timeout_s": 60, "capture": files, "groups": [{
+                    "id": "thesis-cnn.infer", "model": "thesis_cnn", "mode": "infer",
+                    "batch": 16, "seed": 0, "warmup": 1, "iterations": 1,
+                    "trace_iterations": 0, "configs": [config]}]}
+        results = run_clients(cluster, plan, tmp_path / "bw", time.monotonic() + 240, print)
+    (cap,) = load_captures(tmp_path)
+    assert cap["complete"] and cap["kernel_drops"] == 0 and not cap["truncated"]
+    assert all(c["to_client"]["holes"] == 0 for c in cap["connections"])
+    assert all(rec["capture_on"] for r in results for rec in r["captured"])
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(g, "c", "compute", "cpu", 1.0)
+    w = Workload("thesis_cnn", "infer", 16, 28, "1gbit", g, {}, {}, [config], {}, 1.0)
+    order = processing_order(results, [cap], [w])
+    assert len(order) == 2 * 2 * len(prios)  # steps x workers x parameters
+    assert order.handoff_s.notna().all() and order.wire_pos.notna().all()
+    assert (order.wire_s >= order.request_s).all() and (order.done_s >= order.wire_s).all()
+    for _, d in order.groupby(["trace_step", "worker"]):
+        assert sorted(d.wire_rank) == list(range(len(prios)))
+    (r,) = processing_out_of_order(order).itertuples()
+    assert r.transfers == len(order) and 0 <= r.out_of_order < r.transfers
 
 
 _SCRIPT = """

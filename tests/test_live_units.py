@@ -472,7 +472,7 @@ def test_traced_steps_read_the_executor_tail():
 
 def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
     out = {k: tmp_path / f"{k}.csv" for k in ("steps", "transfers", "traced", "summary",
-                                               "metrics")}
+                                               "grpc-order", "metrics")}
     import json
 
     rc = live.main(["--config-json", json.dumps({**SECTION, "enabled": False}),
@@ -490,7 +490,7 @@ def test_skipped_run_writes_skipped_tables_and_leaves_claims_pending(tmp_path):
 
 def test_bad_section_is_a_one_line_error(capsys):
     rc = live.main(["--config-json", '{"enabled": true}', "--steps", "s", "--transfers", "t",
-                    "--traced", "x", "--summary", "u", "--metrics", "m"])
+                    "--traced", "x", "--summary", "u", "--grpc-order", "g", "--metrics", "m"])
     assert rc == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
 

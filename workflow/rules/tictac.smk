@@ -297,7 +297,8 @@ rule tictac_steptime_figure:
 # live_trace traces each live model at the live batch with the servers' thread settings;
 # live_run brings up the emulated cluster (or uses live.hosts), measures baseline vs TIC vs
 # TAC with each configured hook, tears everything down, fits the simulator's overheads from
-# the traced steps (commsched.cost.overhead) and writes the tables and metrics;
+# the traced steps (commsched.cost.overhead) and writes the tables and metrics (the sender
+# configs' captured steps: the order the PS's gRPC sent the transfers, live_grpc_order.csv);
 # live_figure draws them. Both TensorFlow rules take every core (threads: workflow.cores) so
 # nothing else runs beside them and their timings stay clean. Without root or namespace
 # support (or with live.enabled false) live_run writes tables that say "skipped: <reason>",
@@ -320,7 +321,7 @@ LIVE_TRACES = [
 ]
 LIVE_TABLES = {
     name: f"results/tables/live_{name}.csv"
-    for name in ["steps", "transfers", "traced", "summary"]
+    for name in ["steps", "transfers", "traced", "summary", "grpc_order"]
 }
 LIVE_METRICS = "results/metrics/live.csv"
 LIVE_FIGURE_NAMES = ["steptime_cdf", "gain", "prediction", "transfers"]
@@ -377,6 +378,7 @@ rule live_run:
         transfers=LIVE_TABLES["transfers"],
         traced=LIVE_TABLES["traced"],
         summary=LIVE_TABLES["summary"],
+        grpc_order=LIVE_TABLES["grpc_order"],
         metrics=LIVE_METRICS,
     params:
         cfg=LIVE_CONFIG_JSON,
@@ -392,7 +394,8 @@ rule live_run:
         "python -m commsched.tictac.experiments.live --config-json '{params.cfg}' "
         "--traces {input.traces} --workdir {params.workdir} "
         "--steps {output.steps} --transfers {output.transfers} --traced {output.traced} "
-        "--summary {output.summary} --metrics {output.metrics} > {log} 2>&1"
+        "--summary {output.summary} --grpc-order {output.grpc_order} "
+        "--metrics {output.metrics} > {log} 2>&1"
 
 
 rule live_figure:

@@ -80,6 +80,12 @@ class ClusterConfig:
     and the bridge ends stay unshaped, so pairs do not share a host port (Laich's device
     model: a transfer rate per device pair). Needs ``htb`` and ``u32``
     (:func:`commsched.cluster.net.check_htb`).
+
+    ``ps_vmodule``, when set, is the parameter servers' ``TF_CPP_VMODULE`` (with
+    ``TF_CPP_MIN_LOG_LEVEL`` 0, so that TensorFlow's verbose lines reach their logs):
+    ``base_rendezvous_mgr=1`` logs every value a server gives to its rendezvous, with a
+    microsecond wall-clock time (:func:`commsched.cluster.capture.capturing` keeps those
+    of its windows).
     """
 
     n_ps: int = 1
@@ -93,6 +99,7 @@ class ClusterConfig:
     ttl: float = 3600.0
     servers: bool = True
     pair_rates: tuple[tuple[float, ...], ...] | None = None
+    ps_vmodule: str = ""
 
     def __post_init__(self) -> None:
         if self.n_ps < int(self.servers) or self.n_workers < 1:
@@ -180,6 +187,15 @@ class EmulatedCluster:
         link = self.links[self.config.n_ps + worker]
         return self._spawn(f"client-w{worker}", argv, str(log), link.namespace, env)
 
+    def spawn_on(self, host: str, role: str, argv: Sequence[str], log: str | os.PathLike[str],
+                 env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a helper process (``role``) in host ``host``'s namespace (``ps0``, ``w1``),
+        recorded for teardown; :meth:`check` watches only the servers."""
+        link = next((lk for lk in self.links if lk.host == host), None)
+        if link is None:
+            raise CommschedError(f"no host {host!r} in run {self.run_id}")
+        return self._spawn(role, argv, str(log), link.namespace, env)
+
     # -- lifecycle ------------------------------------------------------------------
     def _spawn(self, role: str, argv: Sequence[str], log: str, namespace: str,
                env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -223,8 +239,10 @@ class EmulatedCluster:
                     "--ready", str(ready[lk.host]), "--ttl", str(cfg.ttl)]
             if self.state.owner:
                 argv += ["--owner", self.state.owner]
+            env = ({"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": cfg.ps_vmodule}
+                   if job == "ps" and cfg.ps_vmodule else {"TF_CPP_MIN_LOG_LEVEL": "1"})
             self._spawn(lk.host, argv, str(self.log_dir / f"{lk.host}.log"), lk.namespace,
-                        env={"TF_CPP_MIN_LOG_LEVEL": "1"})
+                        env=env)
         deadline = time.monotonic() + cfg.start_timeout
         while not all(p.exists() for p in ready.values()):
             for rec in self.state.processes:
@@ -250,8 +268,9 @@ class EmulatedCluster:
 
     def check(self) -> None:
         """Raise if a server of the cluster has exited."""
+        servers = set(self.config.hosts()) if self.config.servers else set()
         for rec in self.state.processes:
-            if not rec.role.startswith("client") and not alive(rec):
+            if rec.role in servers and not alive(rec):
                 raise CommschedError(f"server {rec.role} exited: {_tail(rec.log)}")
 
     def down(self) -> None:

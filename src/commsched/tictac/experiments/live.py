@@ -46,9 +46,13 @@ For every configured model and mode (inference, training):
 4. **TensorFlow's own order and gRPC.** From the traced steps: how often the baseline's
    order of arrival repeats (:func:`~commsched.tictac.live.tables.arrival_order_repeats`;
    TicTac Sec. 1 and 2.2 saw a new
-   order in every iteration) and how many transfers gRPC delivered out of the order they
-   were handed to it (:func:`~commsched.tictac.live.tables.out_of_order_rate`; Sec. 5.1:
-   0.4-0.5% under enforcement).
+   order in every iteration) and how many transfers arrived after one of lower priority
+   (:func:`~commsched.tictac.live.tables.out_of_order_rate`). From the sender configs'
+   captured steps (``live.grpc_capture_iterations``; the PS's link captured in its
+   namespace, :mod:`commsched.cluster.capture`): the order in which the PS's gRPC wrote
+   the responses against the order they were handed to it
+   (:mod:`commsched.tictac.live.grpcorder`, table ``--grpc-order``; Sec. 5.1: 0.4-0.5%
+   under enforcement).
 
 Measured per step and worker: the work and barrier times; the *iteration time* of a step is
 the largest ``work + barrier`` over the workers, the *straggler effect* the longest barrier
@@ -64,8 +68,9 @@ out of order).
 Without root or namespace support (and without ``live.hosts``) nothing runs: the tables
 hold one row ``skipped: <reason>`` and the metrics table is empty, so the claims stay
 *pending*. Run as ``python -m commsched.tictac.experiments.live --config-json '{...}' --traces
-T.json ... --steps S.csv --transfers X.csv --traced T.csv --summary Y.csv --metrics
-M.csv``; ``--reuse`` re-analyses the job results an earlier run left in ``--workdir``.
+T.json ... --steps S.csv --transfers X.csv --traced T.csv --summary Y.csv --grpc-order
+G.csv --metrics M.csv``; ``--reuse`` re-analyses the job results (and capture windows) an
+earlier run left in ``--workdir``.
 
 Modules (:mod:`commsched.tictac.live`): the config section (:mod:`~commsched.tictac.live.
 config`), the workloads and their predictions (:mod:`~commsched.tictac.live.workload`),
@@ -86,7 +91,8 @@ from pathlib import Path
 from commsched import driver
 from commsched.tictac.live.analysis import analyse
 from commsched.tictac.live.config import LiveParams
-from commsched.tictac.live.runner import cluster_run, reuse_results, skipped_reason
+from commsched.tictac.live.grpcorder import processing_order
+from commsched.tictac.live.runner import cluster_run, load_captures, reuse_results, skipped_reason
 from commsched.tictac.live.tables import tables, traced_steps
 from commsched.tictac.live.workload import achieved_ranks, load_workloads
 
@@ -142,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--transfers", required=True, help="per-transfer table (CSV)")
     p.add_argument("--traced", required=True, help="per-traced-step table (CSV)")
     p.add_argument("--summary", required=True, help="per-config summary table (CSV)")
+    p.add_argument("--grpc-order", required=True,
+                   help="per-transfer table of the captured steps: the order the PS sent")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
     args = p.parse_args(argv)
 
@@ -150,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = skipped_reason(params)
         if reason:
             driver.write_skipped("live experiment", reason,
-                                 [args.steps, args.transfers, args.traced, args.summary],
-                                 args.metrics, params.raw)
+                                 [args.steps, args.transfers, args.traced, args.summary,
+                                  args.grpc_order], args.metrics, params.raw)
             return
         t = time.perf_counter()
         loads = load_workloads(params, args.traces)
@@ -164,11 +172,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = cluster_run(params, loads, Path(args.workdir), driver.say)
         steps, xfers = tables(results, loads, params.workers)
         traced = traced_steps(results, loads)
+        order = processing_order(results, load_captures(Path(args.workdir)), loads)
         summary, values = analyse(steps, xfers, traced, loads, params,
-                                  achieved_ranks(results, loads, params.workers), driver.say)
+                                  achieved_ranks(results, loads, params.workers), driver.say,
+                                  order)
         cfg = {**params.raw, "wall_s": round(time.perf_counter() - t, 1)}
         driver.write_outputs({args.steps: steps, args.transfers: xfers, args.traced: traced,
-                              args.summary: summary}, values, args.metrics, cfg)
+                              args.summary: summary, args.grpc_order: order}, values,
+                             args.metrics, cfg)
         driver.say(summary.to_string(index=False))
 
     return driver.run("live", body)

@@ -20,6 +20,7 @@ from commsched.cost.overhead import Overhead, fit_compute, fit_link
 from commsched.errors import CommschedError
 from commsched.progress import progress
 from commsched.tictac.live.config import LiveParams
+from commsched.tictac.live.grpcorder import processing_out_of_order
 from commsched.tictac.live.tables import agreement, arrival_order_repeats, out_of_order_rate
 from commsched.tictac.live.workload import Workload
 
@@ -224,7 +225,8 @@ def _work_cv(steps: pd.DataFrame, w: Workload, config: str) -> float:
 
 def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
             out_of_order: pd.DataFrame | None = None,
-            overhead: Mapping[str, float] | None = None) -> dict[str, float]:
+            overhead: Mapping[str, float] | None = None,
+            processing: pd.DataFrame | None = None) -> dict[str, float]:
     """The numbers of the claims table (``live.*``), per model: no best over models.
 
     Per model, mode and config: gain, straggler effect, straggler reduction (baseline mean
@@ -235,9 +237,12 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
     leave-one-model-out on the achieved orders, intended orders, one fit for the runtime
     and its leave-one-model-out form on the intended orders), the sender-vs-DAG
     difference and order agreements. With
-    ``repeats``, ``out_of_order`` and ``overhead`` their values too
+    ``repeats``, ``out_of_order``, ``overhead`` and ``processing`` their values too
     (``live.baseline.unique_order_frac_spread``: the largest minus the smallest share of
-    distinct baseline orders over the models).
+    distinct baseline orders over the models; per model and config, over both modes,
+    ``grpc_processing_out_of_order``, the share of captured transfers the PS's gRPC sent
+    out of hand-off order, ``grpc_processing_transfers`` their number and
+    ``ps_send_out_of_priority`` the share sent out of priority order).
 
     Parameters
     ----------
@@ -249,6 +254,8 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         :func:`~commsched.tictac.live.tables.out_of_order_rate`'s table.
     overhead : mapping of str to float, optional
         The fitted overheads, reported as ``live.overhead.<name>``.
+    processing : pandas.DataFrame, optional
+        :func:`~commsched.tictac.live.grpcorder.processing_out_of_order`'s table.
 
     Returns
     -------
@@ -307,6 +314,18 @@ def metrics(summary: pd.DataFrame, repeats: pd.DataFrame | None = None,
         for (model, config), d in out_of_order.groupby(["model", "config"]):
             out[f"live.{model}.{config}.grpc_out_of_order"] = float(
                 d.overtaken.sum() / d.transfers.sum())
+    if processing is not None and not processing.empty:
+        for r in processing.itertuples():
+            out[f"live.{r.model}.{r.mode}.{r.config}.grpc_processing_out_of_order"] = r.rate
+        for (model, config), d in processing.groupby(["model", "config"]):
+            key = f"live.{model}.{config}"
+            n, ranked = int(d.transfers.sum()), int(d.ranked.sum())
+            out[f"{key}.grpc_processing_transfers"] = float(n)
+            if n:
+                out[f"{key}.grpc_processing_out_of_order"] = float(d.out_of_order.sum() / n)
+            if ranked:
+                out[f"{key}.ps_send_out_of_priority"] = float(d.out_of_priority.sum()
+                                                              / ranked)
     for k, v in (overhead or {}).items():
         out[f"live.overhead.{k}"] = float(v)
     return out
@@ -358,8 +377,9 @@ def runtime_predictions(loads: Sequence[Workload], params: LiveParams, pooled: O
 def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
             loads: Sequence[Workload], params: LiveParams,
             achieved: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
-            say: Callable[[str], None] = lambda _: None) -> tuple[pd.DataFrame,
-                                                                 dict[str, float]]:
+            say: Callable[[str], None] = lambda _: None,
+            processing: pd.DataFrame | None = None) -> tuple[pd.DataFrame,
+                                                             dict[str, float]]:
     """The summary table and the metrics of a live run's tables.
 
     Fits the overheads (:func:`fit_overhead`: on every model, and leaving each model out
@@ -379,14 +399,17 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
         :func:`~commsched.tictac.live.workload.achieved_ranks` of the run's results.
     say : callable, optional
         Progress messages (the fitted overheads).
+    processing : pandas.DataFrame, optional
+        :func:`~commsched.tictac.live.grpcorder.processing_order`'s table of the captured
+        steps.
 
     Returns
     -------
     summary : pandas.DataFrame
         :func:`summarize`'s table with every prediction.
     metrics : dict of str to float
-        :func:`metrics` of it, with the order repeats, the gRPC reordering and the fitted
-        overheads.
+        :func:`metrics` of it, with the order repeats, the gRPC reordering (delivered at
+        the workers, and sent at the PS with ``processing``) and the fitted overheads.
 
     Raises
     ------
@@ -420,5 +443,6 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
                      {**{k: v for k, v in dataclasses.asdict(ov).items() if v is not None},
                       **{f"compute_factor.{m}.{mo}": f for (m, mo), f in factors.items()},
                       "rate_fraction_of_nominal":
-                      ov.rate_Bps / nominal})
+                      ov.rate_Bps / nominal},
+                     processing_out_of_order(processing) if processing is not None else None)
     return summary, values

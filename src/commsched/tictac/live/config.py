@@ -77,6 +77,7 @@ class LiveParams:
     sim_iterations: int
     seed: int
     enabled: bool = True
+    grpc_capture_iterations: int = 0
 
     @staticmethod
     def from_config(cfg: Mapping[str, Any] | str) -> LiveParams:
@@ -91,7 +92,8 @@ class LiveParams:
         -------
         LiveParams
             Models inherit the section's ``bandwidth`` unless they set their own;
-            ``baseline_trace_iterations`` defaults to ``trace_iterations``.
+            ``baseline_trace_iterations`` defaults to ``trace_iterations``,
+            ``grpc_capture_iterations`` to 0 (no capture).
 
         Raises
         ------
@@ -125,4 +127,5 @@ class LiveParams:
                                               cfg["trace_iterations"]),
             timeout_s=float(cfg["timeout_s"]), step_timeout_s=float(cfg["step_timeout_s"]),
             sim_iterations=cfg["sim_iterations"], seed=cfg["seed"], enabled=cfg["enabled"],
+            grpc_capture_iterations=cfg.get("grpc_capture_iterations", 0),
         )

@@ -64,7 +64,9 @@ gRPC*. Three hooks, selected by ``enforce``:
     queue them; (3) it depends on the LIFO dispatch described above, an implementation
     detail of TensorFlow's executor. That is why every live run measures what order the
     transfers actually took (``order_agreement`` of :mod:`commsched.tictac.live.analysis`,
-    from the sender's send-start times in the distributed FULL_TRACE).
+    from the sender's send-start times in the distributed FULL_TRACE) and, in captured
+    steps, in which order the PS handed them over and its gRPC wrote them
+    (:mod:`commsched.tictac.live.grpcorder`).
 
 TensorFlow is imported by the functions, never at module import.
 """

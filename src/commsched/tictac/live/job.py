@@ -31,7 +31,14 @@ Measurement
     ``FULL_TRACE`` (a config's own ``trace_iterations`` overrides the group's), whose
 ``RecvTensor`` entries give each parameter transfer's start (the
     sender's send start) and end (arrival), and whose PS stats give the read times
-    (:mod:`commsched.tictac.live.steptrace`).
+    (:mod:`commsched.tictac.live.steptrace`). Last, a config with ``capture_iterations``
+    (the sender-hook configs, when the plan has ``capture``) runs that many more
+    FULL_TRACE steps inside a capture window
+    (:class:`commsched.cluster.capture.CaptureWindow`): a process in the PS's namespace
+    records its link and the PS's rendezvous log meanwhile, for the order in which the
+    PS's gRPC sent the transfers
+    (:mod:`commsched.tictac.live.grpcorder`). They are kept apart (``captured``) from
+    the traced steps that the overhead fit uses.
 
 Every session run has a timeout (``timeout_s``). The chief (task 0) initialises the
 variables of each config and resets its container at the end of the group.
@@ -46,6 +53,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from commsched.cluster.capture import CaptureWindow
 from commsched.cluster.client import client_main
 from commsched.cluster.server import session_config
 from commsched.errors import CommschedError
@@ -197,7 +205,8 @@ def _stats(run_metadata: Any) -> list[tuple[str, list[dict[str, Any]]]]:
 
 def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
     """Parameter transfers (PS -> worker), gradient transfers (worker -> PS) and PS reads of
-    one traced step, in seconds from the step's first event, the worker's compute
+    one traced step, in seconds from the step's first event (``t0_us``, the stats'
+    wall-clock microseconds), the worker's compute
     time (:func:`commsched.tictac.live.steptrace.compute_busy`), its compute ops' intervals
     (``ops``, :func:`~commsched.tictac.live.steptrace.compute_intervals`) and the step's
     span over every device (``step_s``), for the simulator's overhead model
@@ -228,7 +237,7 @@ def _trace_record(b: Built, run_metadata: Any) -> dict[str, Any]:
               default=t0)
     return {"recvs": recvs, "grads": grads, "ps_reads": ps_reads,
             "compute_s": busy, "compute_ops": n_ops, "ops": sorted(ops),
-            "step_s": (end - t0) / 1e6}
+            "step_s": (end - t0) / 1e6, "t0_us": t0}
 
 
 def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
@@ -248,17 +257,25 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
     sessions = [tf.compat.v1.Session(target, graph=b.graph, config=cfg) for b in built]
     steps: list[list[dict[str, float]]] = [[] for _ in built]
     traces: list[list[dict[str, Any]]] = [[] for _ in built]
+    captured: list[list[dict[str, Any]]] = [[] for _ in built]
 
-    def step(i: int, traced: bool = False) -> dict[str, float]:
+    def step(i: int, into: list[dict[str, Any]] | None = None,
+             capture_on: bool | None = None) -> dict[str, float]:
+        """One step of config ``i``; traced into ``into`` when given (a captured step's
+        record also gets ``capture_on``)."""
         md = tf.compat.v1.RunMetadata()
         wall = time.time()
         t0 = time.perf_counter()
-        sessions[i].run(built[i].work, options=topts if traced else opts, run_metadata=md)
+        sessions[i].run(built[i].work, options=opts if into is None else topts,
+                        run_metadata=md)
         t1 = time.perf_counter()
         sessions[i].run(built[i].barrier, options=opts)
         t2 = time.perf_counter()
-        if traced:
-            traces[i].append(_trace_record(built[i], md))
+        if into is not None:
+            rec = _trace_record(built[i], md)
+            if capture_on is not None:
+                rec["capture_on"] = capture_on
+            into.append(rec)
         return {"wall_start": wall, "work": t1 - t0, "barrier": t2 - t1}
 
     try:
@@ -277,7 +294,14 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
         for i in range(n):
             n_traced = configs[i].get("trace_iterations", group.get("trace_iterations", 0))
             for _ in range(int(n_traced)):
-                step(i, traced=True)
+                step(i, traces[i])
+        capture = plan.get("capture")
+        for i, c in enumerate(configs):
+            if capture and int(c.get("capture_iterations", 0)):
+                with CaptureWindow(capture["folder"], c["capture_window"], task,
+                                   capture["ids"], float(capture["timeout_s"])) as window:
+                    for _ in range(int(c["capture_iterations"])):
+                        step(i, captured[i], window.on)
         for s, b in zip(sessions, built, strict=True):
             s.run(b.barrier, options=opts)  # everybody is done with the variables
     finally:
@@ -285,11 +309,16 @@ def _run_group(group: Mapping[str, Any], plan: Mapping[str, Any], task: int
             s.close()
     if task == 0:
         tf.compat.v1.Session.reset(target, [b.container for b in built])
-    return [{"group": group["id"], "config": c["name"], "task": task, "steps": steps[i],
-             "traces": traces[i], "priorities": built[i].var_priorities,
-             "variables": {v: built[i].variables[v] for v in built[i].reads},
-             "enforce_edges": len(built[i].edges)}
-            for i, c in enumerate(configs)]
+    out = [{"group": group["id"], "config": c["name"], "task": task, "steps": steps[i],
+            "traces": traces[i], "priorities": built[i].var_priorities,
+            "variables": {v: built[i].variables[v] for v in built[i].reads},
+            "enforce_edges": len(built[i].edges)}
+           for i, c in enumerate(configs)]
+    for i, r in enumerate(out):
+        if captured[i]:
+            r["captured"] = captured[i]
+            r["read_ops"] = {op.name: v for v, ops in built[i].reads.items() for op in ops}
+    return out
 
 
 def run_plan(plan: Mapping[str, Any], task: int) -> list[dict[str, Any]]:

@@ -17,14 +17,17 @@ from typing import Any
 
 from commsched.atomic import atomic_write_text
 from commsched.cluster import net
+from commsched.cluster.capture import capturing
 from commsched.cluster.emulated import ClusterConfig, HostCluster, emulated_cluster, guard
 from commsched.cluster.procs import ProcRecord, end_processes, start_time
 from commsched.errors import CommschedError
 from commsched.progress import bar
 from commsched.tictac.live.config import LiveParams
+from commsched.tictac.live.grpcorder import SEND_LOG_MATCH, SEND_LOG_VMODULE, window_name
 from commsched.tictac.live.workload import Workload
 
-__all__ = ["cluster_run", "job_plan", "reuse_results", "run_clients", "skipped_reason"]
+__all__ = ["cluster_run", "job_plan", "load_captures", "reuse_results", "run_clients",
+           "skipped_reason"]
 
 
 def skipped_reason(params: LiveParams) -> str | None:
@@ -49,33 +52,45 @@ def skipped_reason(params: LiveParams) -> str | None:
     return net.check_support()
 
 
-def job_plan(params: LiveParams, cluster: Any, loads: Sequence[Workload]) -> dict[str, Any]:
+def job_plan(params: LiveParams, cluster: Any, loads: Sequence[Workload],
+             capture: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The plan that every job client runs (:mod:`commsched.tictac.live.job`).
 
     Parameters
     ----------
     params : LiveParams
-        Steps, seed, threads and the per-step timeout.
+        Steps, seed, threads, the per-step timeout and the captured steps.
     cluster : emulated cluster or HostCluster
         Its ``spec`` and ``targets``.
     loads : sequence of Workload
         One group each.
+    capture : mapping, optional
+        The capture processes' part of the plan
+        (:func:`commsched.cluster.capture.capturing`); with it, every sender-hook config
+        gets ``live.grpc_capture_iterations`` captured steps in the window
+        :func:`~commsched.tictac.live.grpcorder.window_name`.
 
     Returns
     -------
     dict
-        JSON-ready: ``cluster``, ``targets``, ``threads``, ``timeout_s`` and ``groups``.
+        JSON-ready: ``cluster``, ``targets``, ``threads``, ``timeout_s``, ``groups`` and
+        ``capture`` (None without).
     """
+    n_captured = params.grpc_capture_iterations if capture else 0
     groups = []
     for w in loads:
+        configs = [dict(c, capture_iterations=n_captured,
+                        capture_window=window_name(w.group_id, c["name"]))
+                   if n_captured and c["enforce"] == "sender" else c for c in w.configs]
         groups.append({
             "id": w.group_id, "model": w.model, "mode": w.mode, "batch": w.batch,
             "size": w.size, "seed": params.seed, "warmup": params.warmup,
             "iterations": params.iterations, "trace_iterations": params.trace_iterations,
-            "configs": w.configs,
+            "configs": configs,
         })
     return {"cluster": cluster.spec, "targets": cluster.targets, "threads": params.threads,
-            "timeout_s": params.step_timeout_s, "groups": groups}
+            "timeout_s": params.step_timeout_s, "groups": groups,
+            "capture": dict(capture) if n_captured and capture else None}
 
 
 def run_clients(cluster: Any, plan: Mapping[str, Any], workdir: Path, deadline: float,
@@ -210,15 +225,44 @@ def cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
                                         say)
         return results
     first = next(iter(by_bw))
+    capture = params.grpc_capture_iterations > 0
     cfg = ClusterConfig(n_ps=params.ps, n_workers=params.workers, bandwidth=first,
-                        burst=params.burst, latency=params.latency, threads=params.threads)
+                        burst=params.burst, latency=params.latency, threads=params.threads,
+                        ps_vmodule=SEND_LOG_VMODULE if capture else "")
+    ps_hosts = cfg.hosts()[:params.ps] if capture else []
+    window_s = params.step_timeout_s * (params.grpc_capture_iterations + 1)
     with emulated_cluster(cfg, timeout=params.timeout_s) as c:
         say(f"cluster {c.run_id} up: {c.spec}")
         for bw, ws in by_bw.items():
             c.set_bandwidth(bw)
             say(f"bandwidth {bw}: {', '.join(w.group_id for w in ws)}")
-            results += run_clients(c, job_plan(params, c, ws), workdir / bw, deadline, say)
+            with capturing(c, ps_hosts, workdir / bw / "capture", params.workers,
+                           _CAPTURE_WAIT_S, window_s, SEND_LOG_MATCH) as files:
+                results += run_clients(c, job_plan(params, c, ws, files if ps_hosts
+                                                   else None), workdir / bw, deadline, say)
     return results
+
+
+#: How long a client waits for the capture processes' sockets at a window (they may
+#: still be parsing the previous window).
+_CAPTURE_WAIT_S = 120.0
+
+
+def load_captures(workdir: Path) -> list[dict[str, Any]]:
+    """The capture windows a run left under ``workdir`` (``*/capture/*.json``).
+
+    Parameters
+    ----------
+    workdir : Path
+        The run's ``--workdir``.
+
+    Returns
+    -------
+    list of dict
+        Every window of every capture process (:func:`commsched.cluster.capture.main`),
+        by file name.
+    """
+    return [json.loads(p.read_text()) for p in sorted(workdir.glob("*/capture/*.json"))]
 
 
 def reuse_results(workdir: Path, loads: Sequence[Workload]) -> list[dict[str, Any]]:

@@ -248,15 +248,17 @@ def overtaken(starts: Sequence[float], ends: Sequence[float]) -> int:
 
 
 def out_of_order_rate(xfers: pd.DataFrame) -> pd.DataFrame:
-    """TicTac Sec. 5.1's gRPC error: the fraction of transfers delivered out of order.
+    """Transfers delivered out of order at the worker (a check beside TicTac Sec. 5.1).
 
-    The order of hand-off: under the sender hook (``hook == "sender"``) the server hands
-    a worker's transfers to gRPC strictly in priority order (it blocks each until its
-    predecessors have been handed over, as in Sec. 5.1), so the priority is the hand-off
-    order; a transfer is reordered when it arrived before one of smaller priority. The
-    traced ``start_s`` is the worker's RecvTensor start, the time the *request* was
-    issued, not the hand-off, so it is used only where nothing is enforced at the sender
-    (baseline, DAG hook).
+    Sec. 5.1 counts the transfers that gRPC *processed* out of the order they were
+    queued at the sender; that is measured at the parameter server
+    (:func:`commsched.tictac.live.grpcorder.processing_out_of_order`). This is the
+    receiver's view. Under the sender hook (``hook == "sender"``) the intended order is
+    the priority order, so a transfer counts when it arrived before one of smaller
+    priority, whatever delayed the other (the hook's hand-off, gRPC, a shared
+    connection on which a small response overtakes a large one). The traced
+    ``start_s`` is the worker's RecvTensor start, the time the *request* was issued, so
+    it is the order only where nothing is enforced at the sender (baseline, DAG hook).
 
     Parameters
     ----------
@@ -272,7 +274,7 @@ def out_of_order_rate(xfers: pd.DataFrame) -> pd.DataFrame:
     References
     ----------
     .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 5.1 (0.4-0.5% of the
-       transfers out of order under enforcement).
+       transfers processed out of order by gRPC under enforcement).
     """
     sel = xfers[xfers.kind == "recv"]
     rows = []
