@@ -21,7 +21,7 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
-from commsched.cost.overhead import Overhead, fit_compute, typical_time
+from commsched.cost.overhead import Overhead, fit_compute
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
@@ -43,7 +43,7 @@ from commsched.tictac.live.tables import (
     tables,
     traced_steps,
 )
-from commsched.tictac.live.workload import Workload, achieved_ranks, oracle_compute
+from commsched.tictac.live.workload import Workload, achieved_ranks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -344,9 +344,8 @@ def test_arrival_order_repeats_and_out_of_order_rate():
 
 def test_fit_overhead_recovers_known_costs():
     # two models, the link: span = n * 1 ms + bytes / 100 MB/s (baseline) and n * 3 ms +
-    # bytes / 100 MB/s (DAG hook); compute = 1.5 x the trace's typical time (the oracle's
-    # minimum is below it and not used); after the last arrival the executor's wall time
-    # is 1.2 x its ops' time
+    # bytes / 100 MB/s (DAG hook); compute = 1.5 x the oracle's (the op count does not
+    # matter); after the last arrival the executor's wall time is 1.2 x its ops' time
     xrows, trows, srows = [], [], []
     for model, n, size, oracle in (("m1", 4, 1e6, 0.5), ("m2", 10, 3e5, 0.2)):
         for config, hook, per in (("baseline", "none", 1e-3), ("tac-dag", "dag", 3e-3)):
@@ -360,8 +359,7 @@ def test_fit_overhead_recovers_known_costs():
                                   "end_s": t + dur})
                     t += dur
                 trows.append({"model": model, "mode": "train", "config": config,
-                              "compute_s": 1.5 * oracle, "oracle_compute_s": 0.7 * oracle,
-                              "typical_compute_s": oracle,
+                              "compute_s": 1.5 * oracle, "oracle_compute_s": oracle,
                               "oracle_ops": n, "tail_ops": n, "tail_op_s": 0.1 * oracle,
                               "tail_wall_s": 0.12 * oracle})
                 srows += [{"model": model, "mode": "train", "config": config, "hook": hook,
@@ -385,7 +383,7 @@ def test_fit_overhead_recovers_known_costs():
 
 
 def test_the_held_out_model_leaves_every_pooled_fit():
-    # m1 and m2: compute = 1.5 x the typical time, baseline transfers 1 ms + 100 MB/s;
+    # m1 and m2: compute = 1.5 x the oracle's, baseline transfers 1 ms + 100 MB/s;
     # m3 is far off (compute 4 x, 10 ms per transfer): leaving it out gives m1 and m2's
     xrows, trows, srows = [], [], []
     for model, n, size, oracle, k, per in (("m1", 4, 1e6, 0.5, 1.5, 1e-3),
@@ -400,7 +398,7 @@ def test_the_held_out_model_leaves_every_pooled_fit():
                               "variable": f"v{i}", "bytes": size, "start_s": 0.0, "end_s": t})
             trows.append({"model": model, "mode": "train", "config": "baseline",
                           "compute_s": k * oracle * (1 + step),
-                          "typical_compute_s": oracle * (1 + step)})
+                          "oracle_compute_s": oracle * (1 + step)})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
     x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
@@ -462,18 +460,15 @@ def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
         w.predict_achieved(2, ov, {"baseline": ranks})
 
 
-def test_fit_compute_recovers_a_known_factor_on_typical_times():
-    # typical (median-sample) times of 4 traced steps, live = 1.8 x typical: recovered;
-    # an op's typical time is its median sample, the oracle's minimum only without samples
-    typical = [0.2, 0.5, 0.3, 0.9]
-    assert fit_compute(typical, [1.8 * x for x in typical]) == pytest.approx(1.8)
-    assert typical_time({"duration": 0.1, "samples": [0.1, 0.4, 0.2]}) == pytest.approx(0.2)
+def test_fit_compute_recovers_a_known_factor():
+    # 4 traced steps whose live compute is 1.8 x the oracle's: recovered, whatever the
+    # step sizes; no per-op cost in the model (Overhead.apply scales every compute op)
+    oracle = [0.2, 0.5, 0.3, 0.9]
+    assert fit_compute(oracle, [1.8 * x for x in oracle]) == pytest.approx(1.8)
     g = new_graph({"cpu": 1})
-    add_op(g, "c", "compute", "cpu", 0.1, samples=[0.1, 0.4, 0.2])
-    assert oracle_compute(g) == (pytest.approx(0.1), 1)
-    assert oracle_compute(g, typical=True) == (pytest.approx(0.2), 1)
+    add_op(g, "c", "compute", "cpu", 0.1)
     assert Overhead(0.0, 1.0, 2.0, 0.0, gap_factor=1.5).apply(g).nodes["c"]["duration"] == (
-        pytest.approx(2.0 * 1.5 * 0.2))
+        pytest.approx(2.0 * 1.5 * 0.1))
     for bad in (([], []), ([0.0], [1.0]), ([1.0], [math.nan]), ([1.0, 2.0], [1.0])):
         with pytest.raises(CommschedError, match="fit_compute"):
             fit_compute(*bad)
@@ -488,7 +483,6 @@ def test_traced_steps_read_the_executor_tail():
                            "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
     row = traced_steps([r], [w]).iloc[0]
     assert row.last_recv_s == 0.6 and row.step_s == 0.85
-    assert row.oracle_compute_s == 1.0 and row.typical_compute_s == 1.0  # no samples
     assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
     assert row.tail_ops == 2
     old = _result("baseline", 0, [1.0], [0.0], {"a": 0.0})  # a run without timelines

@@ -9,11 +9,9 @@ A live cluster adds costs that neither number contains:
   the executor's dispatch of the Recv op, paid once per transfer whatever its size;
 * **the link rate** (``rate_Bps``): what gRPC over TCP gets through the shaped link, below
   the nominal ``tbf`` rate (protocol headers, TCP's window, tbf's bursts);
-* **compute** (``compute_factor``): a live worker's ops run slower than the trace's (other
-  processes on the same cores: the server, the other worker, the kernel's network stack;
-  caches shared with them). The prediction scales each op's *typical* traced time
-  (:func:`typical_time`: the median of its samples, not the oracle's minimum, since a
-  live step's ops are typical runs, not the best of K);
+* **compute** (``compute_factor``): a live worker's ops run slower than the oracle's
+  minimum (other processes on the same cores: the server, the other worker, the kernel's
+  network stack; caches shared with them), by one factor for every op;
 * **per iteration** (``step_s``): the synchronisation barrier's round trip to the server,
   which the simulated iteration (slowest worker's last op) ends before;
 * **executor gaps** (``gap_factor``): the worker's single inter-op thread is idle between
@@ -36,43 +34,48 @@ one-at-a-time sending gives, so the simulator's channel is kept.
 
 :class:`Overhead` holds these numbers and :meth:`Overhead.apply` rewrites a view with
 them: every ``recv``/``send`` of ``b`` bytes takes ``transfer_s + b / rate_Bps``, every
-other op ``compute_factor * gap_factor * typical``; :meth:`Overhead.iteration_time` adds
+other op ``compute_factor * gap_factor * d``; :meth:`Overhead.iteration_time` adds
 ``step_s``. The fits (:func:`fit_link`, :func:`fit_compute`) run over *traced* steps of a
 live run (distributed ``FULL_TRACE``, which the measured steps do not use), pooled over
 all models, modes and configs given. The live experiment
 (:func:`commsched.tictac.live.analysis.fit_overhead`) may replace ``compute_factor`` by one
 per model and mode, from that workload's own traced steps (its live op time over the
-trace's: a live time oracle, as the trace is the unloaded one); its one fit for the
+oracle's: a live time oracle, as the trace is the unloaded one); its one fit for the
 runtime (:func:`commsched.tictac.live.analysis.runtime_predictions`) keeps the pooled
 fit for every model, and its leave-one-model-out check uses the pooled fit of the other
 models only. Nothing is fitted to the measured iteration times.
 
-The compute model, and what we tried for it (re-analysis with ``--reuse`` of an idle-machine
-live run of 2026-11-26: three models, two modes; leave-one-model-out median |error| of the
-intended-order prediction, ``live.pred_error_lomo.median_abs``, everything else as in
-:func:`commsched.tictac.live.analysis.fit_overhead`):
+The compute model, and what we tried for it. Leave-one-model-out median |error| of the
+intended-order prediction (``live.pred_error_lomo.median_abs``, everything else as in
+:func:`commsched.tictac.live.analysis.fit_overhead`), re-analysed with ``--reuse`` on two
+runs of three models and two modes: an idle-machine run of 2026-11-26 (the one the
+choice was made on) and a run of 2026-11-25 beside other work (load average 2-9):
 
-* ``live = compute_factor * oracle + ops * op_s`` (least squares, the model before):
-  20.5%. Fitted on two models the per-op cost came out 58-99 us, 2-44% of the held-out
-  model's predicted compute (1,000-4,500 ops per Inception step, 44-114 in the thesis
-  CNN), while the data show no per-op cost: the live op times over the trace's, compared
-  rank by rank (k-th longest live op against k-th longest traced op of a workload), are
-  flat over op sizes (Inception v1 inference 1.7-1.9x from the 5 longest ops to ranks
-  200-400, training 2.0-2.4x), where a cost per op would slow the short ops most;
-* one factor on the oracle's minimum, no per-op cost: 17.1%;
-* one factor on each op's median sample (:func:`typical_time`; kept): 15.1%. The
-  minimum of 5 samples under-states the summed typical time by 2-8% in inference and
-  5-11% in training (many short ops, whose samples spread more), and the live/trace
-  ratio moved with it;
+* ``live = compute_factor * oracle + ops * op_s`` (least squares; the model before):
+  20.5% idle, 21.5% loaded. Fitted on two models the per-op cost came out 58-99 us, 2-44%
+  of the held-out model's predicted compute (1,000-4,500 ops per Inception step, 44-114
+  in the thesis CNN), while the data show no per-op cost: the live op times over the
+  oracle's, compared rank by rank (k-th longest live op against k-th longest traced op of
+  a workload), do not grow towards the short ops, where a cost per op would show most
+  (idle run, Inception v1 inference: 1.7-1.9x from the 5 longest ops to ranks 200-400,
+  training 2.0-2.4x; loaded run: 3.1x for the longest, 1.2x for ranks 200-400);
+* the same, counting only the ops the worker runs (the view also holds the reads that run
+  on the server: 1,020 ops against 560 in Inception v1's inference): 17.4% idle;
+* one factor, no per-op cost (kept: ``sum(live) / sum(oracle)`` over the other models'
+  traced steps): 17.1% idle, 20.6% loaded;
+* one factor on each op's median sample instead of its minimum: 15.0% idle but 27.5%
+  loaded: the median of an op's 5 samples, summed, is 2-11% above the minimum in the idle
+  run's traces, up to 60% (Inception v2 training) in the loaded run's, taken beside other
+  work, so the median carries the trace's own load;
 * by mode (one factor for inference and one for training, each pooled over the other
-  models): 15.8%; not kept: in an earlier run beside other work Inception v1's inference
-  was the slower mode (3.0x against 1.4x), in this run its training (2.2x against 1.9x);
-* ops longer than 1 ms and shorter ones with a factor each: 18.4%; by op type
+  models): 15.8% idle; not kept: in the loaded run Inception v1's inference was the slower
+  mode (3.0x against 1.4x), in the idle one its training (2.2x against 1.9x);
+* ops longer than 1 ms and shorter ones with a factor each: 18.4% idle; by op type
   (convolutions, ``MatMul``, the rest): unstable, the held-out model's compute 5-86% off
   (only the thesis CNN has a ``MatMul``; with it held out that factor is unidentified).
 
 What limits it: even each model's *own* compute factor (not a prediction) gives 11.2%
-with the other overheads fitted without the model, because the largest errors are not
+(14.5% loaded) with the other overheads fitted without the model, because the largest errors are not
 compute: the sender hook in inference (the intended order predicted 24-30% fast with the
 model's own factor and every overhead fitted on all models, 0-15% with the orders the run
 achieved: the hook achieves its order only in part, end agreement 0.71-0.98) and the DAG
@@ -91,16 +94,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from commsched.errors import CommschedError
 
-__all__ = ["Overhead", "fit_compute", "fit_link", "typical_time"]
+__all__ = ["Overhead", "fit_compute", "fit_link"]
 
 _NET = frozenset({"recv", "send"})
 
@@ -116,7 +118,7 @@ class Overhead:
     rate_Bps : float
         The link rate a transfer gets (> 0).
     compute_factor : float
-        Live op time over the trace's typical op time (> 0; :func:`typical_time`).
+        Live op time over the time oracle's (> 0).
     step_s : float
         Per iteration (>= 0).
     gap_factor : float
@@ -163,26 +165,23 @@ class Overhead:
         -------
         networkx.DiGraph
             The copy: ``recv``/``send`` of ``b`` bytes take ``transfer_s + b / rate_Bps``,
-            other ops ``compute_factor * gap_factor`` times their :func:`typical_time`.
+            other ops ``compute_factor * gap_factor * d``.
 
         Examples
         --------
         >>> from commsched.model.graph import new_graph, add_op
         >>> g = new_graph({"ps0": 1, "cpu": 1})
         >>> add_op(g, "r", "recv", "ps0", 1.0, bytes=1000); add_op(g, "c", "compute", "cpu", 2.0)
-        >>> add_op(g, "d", "compute", "cpu", 1.0, samples=[1.0, 3.0, 2.0])
         >>> h = Overhead(0.5, 100.0, 1.5, 0.0).apply(g)
-        >>> h.nodes["r"]["duration"], h.nodes["c"]["duration"], h.nodes["d"]["duration"]
-        (10.5, 3.0, 3.0)
-        >>> g.nodes["c"]["duration"]
-        2.0
+        >>> h.nodes["r"]["duration"], h.nodes["c"]["duration"], g.nodes["c"]["duration"]
+        (10.5, 3.0, 2.0)
         """
         out = view.copy()
         for _, a in out.nodes(data=True):
             if a["kind"] in _NET:
                 a["duration"] = self.transfer_s + int(a.get("bytes", 0)) / self.rate_Bps
             else:
-                a["duration"] = self.compute_factor * self.gap_factor * typical_time(a)
+                a["duration"] = self.compute_factor * self.gap_factor * float(a["duration"])
         return out
 
     def for_hook(self, hook: str) -> Overhead:
@@ -279,49 +278,18 @@ def fit_link(transfers: Sequence[int], nbytes: Sequence[float], span_s: Sequence
     return round(float(a), 12), round(float(1.0 / inv_rate), 3)
 
 
-def typical_time(attrs: Mapping[str, Any]) -> float:
-    """An op's typical traced time: the median of its samples.
+def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
+    """``compute_factor``: the live compute time over the time oracle's, pooled.
+
+    Over traced iterations, ``sum(live) / sum(oracle)``: every iteration weighs with its
+    compute time, so a model with longer steps counts more. No per-op cost (module
+    docstring: the data show none, and fitted beside the factor it did not transfer
+    between models).
 
     Parameters
     ----------
-    attrs : mapping
-        The op's node attributes (``samples``: its time in each traced iteration,
-        ``duration``: the time oracle's minimum of them; :mod:`commsched.model.traced`).
-
-    Returns
-    -------
-    float
-        The median of ``samples``; ``duration`` when the op has none.
-
-    References
-    ----------
-    TicTac (Hashemi et al., SysML 2019), Sec. 5: the oracle takes the minimum; the live
-    prediction scales the typical time instead (module docstring).
-
-    Examples
-    --------
-    >>> typical_time({"duration": 1.0, "samples": [1.0, 3.0, 2.0]})
-    2.0
-    >>> typical_time({"duration": 1.5})
-    1.5
-    """
-    s = attrs.get("samples")
-    return float(np.median(s)) if s else float(attrs["duration"])
-
-
-def fit_compute(typical_s: Sequence[float], live_s: Sequence[float]) -> float:
-    """``compute_factor``: the live compute time over the trace's typical time, pooled.
-
-    Over traced iterations, ``sum(live) / sum(typical)``: every iteration weighs with its
-    compute time, so a model with longer steps counts more (as its transfers do in
-    :func:`fit_link`). No per-op cost (module docstring: the data show none, and fitted
-    beside the factor it did not transfer between models).
-
-    Parameters
-    ----------
-    typical_s : sequence of float
-        Per traced iteration: the trace's summed typical compute time of its graph
-        (:func:`typical_time` of each compute op).
+    oracle_s : sequence of float
+        Per traced iteration: the time oracle's summed compute time of its graph.
     live_s : sequence of float
         The live worker's summed compute time in that iteration.
 
@@ -333,18 +301,19 @@ def fit_compute(typical_s: Sequence[float], live_s: Sequence[float]) -> float:
     Raises
     ------
     CommschedError
-        Without a finite iteration, or when either sum is not positive.
+        Without a finite iteration, with sequences of different lengths, or when either
+        sum is not positive.
 
     Examples
     --------
     >>> fit_compute([1.0, 2.0, 1.0], [1.5, 2.5, 2.0])
     1.5
     """
-    x = np.asarray(typical_s, float)
+    x = np.asarray(oracle_s, float)
     y = np.asarray(live_s, float)
     if len(y) < 1 or len(x) != len(y) or not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise CommschedError("fit_compute: need finite traced iterations, one typical and one "
+        raise CommschedError("fit_compute: need finite traced iterations, one oracle and one "
                              "live time each")
     if x.sum() <= 0 or y.sum() <= 0:
-        raise CommschedError("fit_compute: the summed typical or live compute time is not > 0")
+        raise CommschedError("fit_compute: the summed oracle or live compute time is not > 0")
     return round(float(y.sum() / x.sum()), 9)

@@ -39,8 +39,8 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       (first start to last arrival);
     * compute (``compute_factor``): :func:`~commsched.cost.overhead.fit_compute` on every
       traced step of every worker and config: the live worker's summed compute time over
-      the trace's typical one (``typical_compute_s``, each op's median sample), no per-op
-      cost (:mod:`commsched.cost.overhead` says why, with what else we tried);
+      the trace's (the time oracle's), no per-op cost (:mod:`commsched.cost.overhead`
+      says why, with what else we tried and its leave-one-model-out errors);
     * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
       i.e. the barrier's own round trip paid by the last worker to arrive (a measured
       component of the iteration, not a fit to the iteration time);
@@ -89,7 +89,7 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     transfer_s, rate = link(x[x.config == "baseline"])
     x_dag = x[x.config.isin(dag)]
     dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
-    factor = fit_compute(t.typical_compute_s.tolist(), t.compute_s.tolist())
+    factor = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist())
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
@@ -107,12 +107,11 @@ def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], floa
     Returns
     -------
     dict
-        ``{(model, mode): live compute time / the trace's typical compute time}``, summed
-        over the workload's traced steps (every config and worker)
-        (:mod:`commsched.cost.overhead`).
+        ``{(model, mode): live compute time / oracle compute time}``, summed over the
+        workload's traced steps (every config and worker) (:mod:`commsched.cost.overhead`).
     """
     t = traced[traced.compute_s.notna()]
-    return {(str(m), str(mo)): float(d.compute_s.sum() / d.typical_compute_s.sum())
+    return {(str(m), str(mo)): float(d.compute_s.sum() / d.oracle_compute_s.sum())
             for (m, mo), d in t.groupby(["model", "mode"])}
 
 

@@ -141,8 +141,7 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         (``compute_s``, ``compute_ops``,
         :func:`commsched.tictac.live.steptrace.compute_busy`) and its parameter transfers
         (``recvs``, ``recv_bytes``, ``recv_span_s`` = first start to last arrival),
-        beside the trace's (the time oracle's) compute time and op count and its typical
-        compute time (``typical_compute_s``, each op's median sample); from the
+        beside the trace's (the time oracle's) compute time and op count; from the
         executor's timeline (the compute ops' intervals, where recorded): the step's span
         (``step_s``), the worker's last parameter arrival (``last_recv_s``) and, after
         it, when nothing waits for the network any more, the compute thread's wall time
@@ -154,7 +153,6 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
     for r in results:
         w = by_group[r["group"]]
         oracle_s, oracle_ops = oracle_compute(w.view)
-        typical_s = oracle_compute(w.view, typical=True)[0]
         for k, tr in enumerate(r["traces"]):
             recvs = tr["recvs"]
             last = max((x["end"] for x in recvs), default=math.nan)
@@ -164,8 +162,7 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                 "model": w.model, "mode": w.mode, "config": r["config"], "trace_step": k,
                 "worker": r["task"], "compute_s": tr.get("compute_s", math.nan),
                 "compute_ops": tr.get("compute_ops", 0), "oracle_compute_s": oracle_s,
-                "oracle_ops": oracle_ops, "typical_compute_s": typical_s,
-                "recvs": len(recvs),
+                "oracle_ops": oracle_ops, "recvs": len(recvs),
                 "recv_bytes": sum(r["variables"].get(x["var"], {}).get("bytes", 0)
                                   for x in recvs),
                 "recv_span_s": (max(x["end"] for x in recvs) - min(x["start"] for x in recvs)

@@ -18,7 +18,7 @@ import numpy as np
 
 from commsched.cluster import net
 from commsched.cost import LinkModel
-from commsched.cost.overhead import Overhead, typical_time
+from commsched.cost.overhead import Overhead
 from commsched.errors import CommschedError
 from commsched.model.traced import load_trace
 from commsched.progress import progress
@@ -294,16 +294,13 @@ def load_workloads(params: LiveParams, traces: Sequence[str]) -> list[Workload]:
     return out
 
 
-def oracle_compute(view: nx.DiGraph, typical: bool = False) -> tuple[float, int]:
+def oracle_compute(view: nx.DiGraph) -> tuple[float, int]:
     """The time oracle's compute load of one worker.
 
     Parameters
     ----------
     view : networkx.DiGraph
         A parameter-server view.
-    typical : bool, optional
-        Sum each op's typical time (:func:`commsched.cost.overhead.typical_time`, the median
-        of its samples) instead of the oracle's minimum (default).
 
     Returns
     -------
@@ -312,8 +309,8 @@ def oracle_compute(view: nx.DiGraph, typical: bool = False) -> tuple[float, int]
     ops : int
         Their number.
     """
-    comp = [typical_time(a) if typical else float(a["duration"])
-            for _, a in view.nodes(data=True) if a["kind"] not in ("recv", "send")]
+    comp = [float(a["duration"]) for _, a in view.nodes(data=True)
+            if a["kind"] not in ("recv", "send")]
     return math.fsum(comp), len(comp)
 
 
