@@ -48,8 +48,8 @@ models only. Nothing is fitted to the measured iteration times.
 The compute model, and what we tried for it. Leave-one-model-out median |error| of the
 intended-order prediction (``live.pred_error_lomo.median_abs``, everything else as in
 :func:`commsched.tictac.live.analysis.fit_overhead`), re-analysed with ``--reuse`` on two
-runs of three models and two modes: an idle-machine run of 2026-11-26 (the one the
-choice was made on) and a run of 2026-11-25 beside other work (load average 2-9):
+runs of three models and two modes: an idle-machine run of 2026-11-26 and a run of
+2026-11-25 beside other work (load average 2-9); the choice was made seeing both:
 
 * ``live = compute_factor * oracle + ops * op_s`` (least squares; the model before):
   20.5% idle, 21.5% loaded. Fitted on two models the per-op cost came out 58-99 us, 2-44%
