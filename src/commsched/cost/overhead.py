@@ -79,9 +79,11 @@ What limits it: even each model's *own* compute factor (not a prediction) gives 
 compute: the sender hook in inference (the intended order predicted 24-30% fast with the
 model's own factor and every overhead fitted on all models, 0-15% with the orders the run
 achieved: the hook achieves its order only in part, end agreement 0.71-0.98) and the DAG
-hook (4-32% fast with the same fits; our reading, not measured: each group's gate is an op
-on the worker's single inter-op thread, so the next request waits for the compute op
-running there, which a per-transfer cost does not model). And the compute factor differs
+hook (4-32% fast with the same fits): in its traced steps the worker runs its compute
+ops between one transfer's arrival and its next request (Inception inference: 0.46 s of
+such op time per step and worker, nearly all of its 0.47 s), so transfers and compute do
+not overlap, where the simulator overlaps them and charges only a per-transfer round
+trip; modelling it needs each group's gate as an op on the worker's executor. And the compute factor differs
 between models of the same structure: Inception v1 and v2 inference, both convolutions,
 1.9x and 1.5x their traces in this run, ops of every size alike; in the thesis CNN the
 same ``MatMul`` runs at 1.1-1.4x its traced time in every traced step while its
