@@ -75,19 +75,23 @@ runs of three models and two modes: an idle-machine run of 2026-11-26 and a run 
   (only the thesis CNN has a ``MatMul``; with it held out that factor is unidentified).
 
 What limits it: even each model's *own* compute factor (not a prediction) gives 11.2%
-(14.5% loaded) with the other overheads fitted without the model, because the largest errors are not
-compute: the sender hook in inference (the intended order predicted 24-30% fast with the
-model's own factor and every overhead fitted on all models, 0-15% with the orders the run
-achieved: the hook achieves its order only in part, end agreement 0.71-0.98) and the DAG
-hook (4-32% fast with the same fits): in its traced steps the worker runs its compute
-ops between one transfer's arrival and its next request (Inception inference: 0.46 s of
-such op time per step and worker, nearly all of its 0.47 s), so transfers and compute do
-not overlap, where the simulator overlaps them and charges only a per-transfer round
-trip; modelling it needs each group's gate as an op on the worker's executor. And the compute factor differs
-between models of the same structure: Inception v1 and v2 inference, both convolutions,
-1.9x and 1.5x their traces in this run, ops of every size alike; in the thesis CNN the
-same ``MatMul`` runs at 1.1-1.4x its traced time in every traced step while its
-convolutions run at 1.0-4.1x, more the longer a transfer is in flight during them
+(14.5% loaded) with the other overheads fitted without the model, because the largest
+errors are not compute: the sender hook in inference (the intended order predicted 24-30%
+fast with the model's own factor and every overhead fitted on all models, 0-15% with the
+orders the run achieved: the hook achieves its order only in part, end agreement
+0.71-0.98; tried and not kept: simulating the intended order with Gaussian displacements
+sized to the other models' mean end agreement moved the sender configs by 0-21 points,
+about 18% overall with the per-op-cost compute model, and left Inception v1's TIC
+inference at 37%, so the displacements the hook makes are not random ones) and the DAG
+hook (4-32% fast with the same fits): in its traced steps the worker runs its compute ops
+between one transfer's arrival and its next request (Inception inference: 0.46 s of such
+op time per step and worker, nearly all of its 0.47 s), so transfers and compute do not
+overlap, where the simulator overlaps them and charges only a per-transfer round trip;
+modelling it needs each group's gate as an op on the worker's executor. And the compute
+factor differs between models of the same structure: Inception v1 and v2 inference, both
+convolutions, 1.9x and 1.5x their traces in the idle run, ops of every size alike; in the
+thesis CNN the same ``MatMul`` runs at 1.1-1.4x its traced time in every traced step while
+its convolutions run at 1.0-4.1x, more the longer a transfer is in flight during them
 (correlation 0.61 for the larger one): the network's CPU work on the two shared cores,
 which one factor per op cannot carry.
 """
