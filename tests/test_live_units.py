@@ -21,7 +21,7 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
-from commsched.cost.overhead import Overhead
+from commsched.cost.overhead import Overhead, fit_compute
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
@@ -344,8 +344,8 @@ def test_arrival_order_repeats_and_out_of_order_rate():
 
 def test_fit_overhead_recovers_known_costs():
     # two models, the link: span = n * 1 ms + bytes / 100 MB/s (baseline) and n * 3 ms +
-    # bytes / 100 MB/s (DAG hook); compute = 1.5 oracle + 1 ms/op; after the last arrival
-    # the executor's wall time is 1.2 x its ops' time
+    # bytes / 100 MB/s (DAG hook); compute = 1.5 x the oracle's (the op count does not
+    # matter); after the last arrival the executor's wall time is 1.2 x its ops' time
     xrows, trows, srows = [], [], []
     for model, n, size, oracle in (("m1", 4, 1e6, 0.5), ("m2", 10, 3e5, 0.2)):
         for config, hook, per in (("baseline", "none", 1e-3), ("tac-dag", "dag", 3e-3)):
@@ -359,7 +359,7 @@ def test_fit_overhead_recovers_known_costs():
                                   "end_s": t + dur})
                     t += dur
                 trows.append({"model": model, "mode": "train", "config": config,
-                              "compute_s": 1.5 * oracle + n * 1e-3, "oracle_compute_s": oracle,
+                              "compute_s": 1.5 * oracle, "oracle_compute_s": oracle,
                               "oracle_ops": n, "tail_ops": n, "tail_op_s": 0.1 * oracle,
                               "tail_wall_s": 0.12 * oracle})
                 srows += [{"model": model, "mode": "train", "config": config, "hook": hook,
@@ -371,11 +371,11 @@ def test_fit_overhead_recovers_known_costs():
     assert ov.dag_transfer_s == pytest.approx(3e-3, rel=1e-6)
     assert ov.for_hook("dag").transfer_s == ov.dag_transfer_s
     assert ov.for_hook("sender") is ov
-    assert ov.compute_factor == pytest.approx(1.5) and ov.op_s == pytest.approx(1e-3)
+    assert ov.compute_factor == pytest.approx(1.5)
     assert ov.gap_factor == pytest.approx(1.2)
     assert ov.step_s == pytest.approx(0.002)
     factors = workload_compute_factors(t)
-    assert factors[("m1", "train")] == pytest.approx(1.5 + 4e-3 / 0.5)
+    assert factors[("m1", "train")] == pytest.approx(1.5)
     # one model left: one DAG workload cannot separate the two link terms
     assert fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
     with pytest.raises(CommschedError, match="no traced baseline"):
@@ -383,7 +383,7 @@ def test_fit_overhead_recovers_known_costs():
 
 
 def test_the_held_out_model_leaves_every_pooled_fit():
-    # m1 and m2: compute = 1.5 x oracle + 1 ms/op, baseline transfers 1 ms + 100 MB/s;
+    # m1 and m2: compute = 1.5 x the oracle's, baseline transfers 1 ms + 100 MB/s;
     # m3 is far off (compute 4 x, 10 ms per transfer): leaving it out gives m1 and m2's
     xrows, trows, srows = [], [], []
     for model, n, size, oracle, k, per in (("m1", 4, 1e6, 0.5, 1.5, 1e-3),
@@ -397,16 +397,21 @@ def test_the_held_out_model_leaves_every_pooled_fit():
                               "trace_step": step, "worker": 0, "kind": "recv",
                               "variable": f"v{i}", "bytes": size, "start_s": 0.0, "end_s": t})
             trows.append({"model": model, "mode": "train", "config": "baseline",
-                          "compute_s": k * oracle * (1 + step) + n * 1e-3,
-                          "oracle_compute_s": oracle * (1 + step), "oracle_ops": n})
+                          "compute_s": k * oracle * (1 + step),
+                          "oracle_compute_s": oracle * (1 + step)})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
     x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
     held = fit_overhead(x, t, st, exclude_model="m3")
-    assert held.compute_factor == pytest.approx(1.5) and held.op_s == pytest.approx(1e-3)
+    assert held.compute_factor == pytest.approx(1.5)
     assert held.transfer_s == pytest.approx(1e-3) and held.rate_Bps == pytest.approx(1e8)
+    # m3's steps weigh by their compute time: (1.5 (0.5 + 1) + 1.5 (0.2 + 0.4) + 4 (0.3 +
+    # 0.6)) / (1.5 + 0.6 + 0.9)
     pooled = fit_overhead(x, t, st)
-    assert pooled.compute_factor > 1.6 and pooled.transfer_s > 1.1e-3
+    assert pooled.compute_factor == pytest.approx((1.5 * 2.1 + 4 * 0.9) / 3.0)
+    assert pooled.transfer_s > 1.1e-3
+    assert fit_overhead(x, t, st, exclude_model="m1").compute_factor == pytest.approx(
+        (1.5 * 0.6 + 4 * 0.9) / 1.5)
 
 
 def test_runtime_predictions_run_the_intended_orders_with_each_hooks_overheads():
@@ -418,8 +423,8 @@ def test_runtime_predictions_run_the_intended_orders_with_each_hooks_overheads()
     # By hand (as in the achieved-order test): four 1 s transfers on the shared channel,
     # then each worker's 1 s op: 5 s + step_s 0.5. Under the DAG hook every transfer pays
     # 1 s more: 9 s + 0.5. The pooled fit's link is twice as fast: 3 s + 0.5.
-    held = Overhead(0.0, 8.0, 1.0, 0.0, 0.5, dag_transfer_s=1.0)
-    pooled = Overhead(0.0, 16.0, 1.0, 0.0, 0.5)
+    held = Overhead(0.0, 8.0, 1.0, 0.5, dag_transfer_s=1.0)
+    pooled = Overhead(0.0, 16.0, 1.0, 0.5)
     pred = runtime_predictions([w], params, pooled, {"toy": held})
     assert pred["lomo"]["toy.infer"]["tac-sender"] == pytest.approx(5.5)
     assert pred["lomo"]["toy.infer"]["tac-dag"] == pytest.approx(9.5)
@@ -447,12 +452,26 @@ def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
     # By hand: recvs take 8 B / 8 B/s = 1 s on the shared channel, compute 1 s. With TAC's
     # achieved order (a, then b) on both workers: w0.a [0,1] w1.a [1,2] w0.b [2,3]
     # w1.b [3,4]; c of w0 [3,4], of w1 [4,5]: iteration 5, plus step_s 0.5.
-    ov = Overhead(0.0, 8.0, 1.0, 0.0, 0.5)
+    ov = Overhead(0.0, 8.0, 1.0, 0.5)
     ach = {"baseline": ranks, "tac-sender": [np.array([[0.0, 1.0], [0.0, 1.0]])]}
     pred = w.predict_achieved(2, ov, ach)
     assert pred["tac-sender"] == pytest.approx(5.5)
     with pytest.raises(CommschedError, match="no traced step"):
         w.predict_achieved(2, ov, {"baseline": ranks})
+
+
+def test_fit_compute_recovers_a_known_factor():
+    # 4 traced steps whose live compute is 1.8 x the oracle's: recovered, whatever the
+    # step sizes; no per-op cost in the model (Overhead.apply scales every compute op)
+    oracle = [0.2, 0.5, 0.3, 0.9]
+    assert fit_compute(oracle, [1.8 * x for x in oracle]) == pytest.approx(1.8)
+    g = new_graph({"cpu": 1})
+    add_op(g, "c", "compute", "cpu", 0.1)
+    assert Overhead(0.0, 1.0, 2.0, 0.0, gap_factor=1.5).apply(g).nodes["c"]["duration"] == (
+        pytest.approx(2.0 * 1.5 * 0.1))
+    for bad in (([], []), ([0.0], [1.0]), ([1.0], [math.nan]), ([1.0, 2.0], [1.0])):
+        with pytest.raises(CommschedError, match="fit_compute"):
+            fit_compute(*bad)
 
 
 def test_traced_steps_read_the_executor_tail():

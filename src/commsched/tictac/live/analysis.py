@@ -38,9 +38,10 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       baseline's traced steps, where every request is issued at once and the server's link
       stays busy: per step, all workers' parameter transfers, their bytes and their span
       (first start to last arrival);
-    * compute (``compute_factor``, ``op_s``): :func:`~commsched.cost.overhead.fit_compute`
-      on every traced step of every worker and config: the live worker's summed compute
-      time against the trace's (the time oracle's) and its number of compute ops;
+    * compute (``compute_factor``): :func:`~commsched.cost.overhead.fit_compute` on every
+      traced step of every worker and config: the live worker's summed compute time over
+      the trace's (the time oracle's), no per-op cost (:mod:`commsched.cost.overhead`
+      says why, with what else we tried and its leave-one-model-out errors);
     * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
       i.e. the barrier's own round trip paid by the last worker to arrive (a measured
       component of the iteration, not a fit to the iteration time);
@@ -89,12 +90,11 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     transfer_s, rate = link(x[x.config == "baseline"])
     x_dag = x[x.config.isin(dag)]
     dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
-    factor, op_s = fit_compute(t.oracle_compute_s.tolist(), t.oracle_ops.tolist(),
-                               t.compute_s.tolist())
+    factor = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist())
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, op_s, step_s, max(gap, 1.0), dag_s)
+    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), dag_s)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -109,8 +109,7 @@ def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], floa
     -------
     dict
         ``{(model, mode): live compute time / oracle compute time}``, summed over the
-        workload's traced steps (every config and worker) (:mod:`commsched.cost.overhead`,
-        last paragraph).
+        workload's traced steps (every config and worker) (:mod:`commsched.cost.overhead`).
     """
     t = traced[traced.compute_s.notna()]
     return {(str(m), str(mo)): float(d.compute_s.sum() / d.oracle_compute_s.sum())
@@ -420,8 +419,8 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     ov = fit_overhead(xfers, traced, steps)
     factors = workload_compute_factors(traced)
     say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
-    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
-                                           op_s=0.0) for w in loads}
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode])
+           for w in loads}
     fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
                                              achieved[w.group_id])
               for w in progress(loads, "predictions with the fitted overhead")}
