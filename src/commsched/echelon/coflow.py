@@ -108,6 +108,8 @@ from commsched.io.coflow import MB, CoflowTrace
 from commsched.progress import bar
 from commsched.sim.flow import (
     REL_TOL,
+    FlowResult,
+    FlowSim,
     Policy,
     Quantized,
     RouteShare,
@@ -115,6 +117,7 @@ from commsched.sim.flow import (
     big_switch,
     priority_fill,
     simulate,
+    water_fill,
 )
 
 __all__ = ["BACKFILLS", "COFLOW_SCHEDULERS", "GBPS", "RATE_UPDATES", "VARYS_EPOCH_S",
@@ -262,6 +265,86 @@ class CoflowOrder:
         if static and fresh:  # the keys of the Coflows seen for the first time
             self._static.update(zip(gids.tolist(), key.tolist(), strict=True))
         return rates
+
+    def run_static(self, sim: FlowSim,
+                   progress: Callable[[int], object] | None = None) -> FlowResult:
+        """Run ``sim``'s flows, all added and none admitted yet, to the end under this
+        policy (:func:`~commsched.sim.flow.simulate` calls it): with the max-min back-fill
+        in one compiled loop by Coflow (:func:`_coflow_run`), the finish times and event
+        count of :class:`~commsched.sim.flow.FlowSim`'s loop bit for bit, at a cost per
+        event of the flows with a positive rate and the Coflows, not of every active flow
+        (under ``fifo`` most active flows wait behind earlier Coflows); with the greedy
+        back-fill in :class:`~commsched.sim.flow.FlowSim`.
+
+        Parameters
+        ----------
+        sim : FlowSim
+            The simulation holding the flows (flow meta column ``group``: the Coflow ids).
+        progress : callable, optional
+            Called with numbers of completed flows.
+
+        Returns
+        -------
+        FlowResult
+            Finish times and event count (no segments).
+
+        Raises
+        ------
+        CommschedError
+            If the flows have no ``group`` column, or the simulation stalls.
+        """
+        n = sim.n
+        if self.backfill == "greedy" or n == 0:
+            sim.run(progress)
+            return sim.result()
+        col = sim.meta.get("group")
+        if col is None:
+            raise CommschedError("Coflow scheduling needs the flow meta column 'group' "
+                                 "(the Coflow id of each flow)")
+        gids, cof = np.unique(col[:n].astype(np.int64), return_inverse=True)
+        cof = cof.reshape(-1).astype(np.int64)
+        ng, nl = len(gids), len(sim.net.capacity)
+        size, release = sim.size[:n].copy(), sim.release[:n].copy()
+        links = np.ascontiguousarray(sim.net.routes[sim.src[:n], sim.dst[:n]], dtype=np.int64)
+        hops = links.shape[1]
+        order = np.lexsort((np.arange(n), release)).astype(np.int64)
+        mstart = np.concatenate([[0], np.cumsum(np.bincount(cof, minlength=ng))]).astype(np.int64)
+        # each Coflow's links, increasing, and each flow's hops as indices into them
+        valid = links >= 0
+        pairs, inv = np.unique((cof[:, None] * nl + links)[valid], return_inverse=True)
+        clink = (pairs % nl).astype(np.int64)
+        lstart = np.concatenate([[0], np.cumsum(np.bincount(pairs // nl, minlength=ng))]
+                                ).astype(np.int64)
+        fpos = np.full((n, hops), -1, np.int64)
+        fpos[valid] = inv.reshape(-1)
+        mode = ("fifo", "sebf", "sebf-static").index(self.order)
+        fixed = np.array([self._static.get(g, np.nan) for g in gids.tolist()])
+        finish = np.full(n, np.nan)
+        state = np.zeros(7)
+        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(len(clink)),
+                  np.zeros((len(clink), hops), np.int64), np.zeros(ng, np.int8),
+                  np.zeros(ng, np.int64), size.copy(), np.zeros(n), np.zeros(n, np.int64),
+                  finish, np.zeros(n, np.int64), np.zeros(ng, np.int64))
+        cap = sim.net.capacity.astype(float)
+        left = n
+        while left:
+            k = _coflow_run(links, fpos, cof, size, release, order, mstart, clink,
+                            lstart, cap, mode, fixed, state, *arrays,
+                            max(1, n // 100) if progress is not None else n)
+            if k == -2:
+                raise CommschedError("policy returned rates of the wrong shape or "
+                                     "negative rates")
+            if k < 0:
+                raise CommschedError(
+                    f"flow simulation stalled at t={state[0]}: {int(state[2])} active flows "
+                    "get no rate and nothing else will happen")
+            left -= k
+            if progress is not None and k:
+                progress(k)
+        if mode == 2:
+            seen = ~np.isnan(fixed)
+            self._static.update(zip(gids[seen].tolist(), fixed[seen].tolist(), strict=True))
+        return FlowResult(release, finish, [], int(state[3]))
 
 
 @njit(cache=True)
@@ -488,6 +571,284 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
     priority_fill(links, by_class, bounds, left, rem, rates)
     for j in range(n):
         rates[j] += rem[j] / gamma[loc[j]]
+
+
+@njit(cache=True)
+def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
+                     size: np.ndarray, release: np.ndarray, alist: np.ndarray,
+                     mstart: np.ndarray, nact: np.ndarray, clink: np.ndarray,
+                     lstart: np.ndarray, cb: np.ndarray, cnth: np.ndarray, dirty: np.ndarray,
+                     acts: np.ndarray, nac: int, mode: int, fixed: np.ndarray,
+                     cap: np.ndarray, now: float, rate: np.ndarray, plist: np.ndarray,
+                     npos: int, sel: np.ndarray) -> int:  # pragma: no cover - compiled
+    """:func:`_coflow_order`'s rates, by Coflow (:func:`_coflow_run`'s allocation): the
+    Coflows ``acts[:nac]`` (increasing index, i.e. Coflow id), each with its active flows
+    ``alist[mstart[c]:mstart[c] + nact[c]]`` in admission order and its links
+    ``clink[lstart[c]:lstart[c + 1]]`` (increasing). The same float operations in the same
+    order as :func:`_coflow_order` on the same flows, so the same rates bit for bit, but
+    a Coflow's remaining bytes per link (``cb``) are summed again only when it is
+    ``dirty`` (a flow of it was admitted, completed or had a positive rate), and a Coflow
+    whose flows all cross a link with nothing left (``cnth``: its active flows per link
+    and hop) is passed over by the back-fill without visiting its flows. ``mode``: 0
+    fifo, 1 sebf, 2 sebf-static (``fixed``: per Coflow, ``nan`` until first seen).
+    Zeroes the rates of the flows ``plist[:npos]``, writes the new ``rate`` of every flow
+    whose rate is not 0, lists them in ``plist`` and returns how many."""
+    nl = cap.shape[0]
+    hops = links.shape[1]
+    for q in range(npos):
+        rate[plist[q]] = 0.0
+    npos = 0
+    key = np.empty(nac)
+    for a in range(nac):
+        c = acts[a]
+        lo, hi, m0 = lstart[c], lstart[c + 1], mstart[c]
+        if dirty[c]:
+            for e in range(lo, hi):
+                cb[e] = 0.0
+            for p in range(m0, m0 + nact[c]):
+                i = alist[p]
+                for h in range(hops):
+                    e = fpos[i, h]
+                    if e >= 0:
+                        cb[e] += remaining[i]
+            dirty[c] = 0
+        if mode == 0:  # the earliest release: the first flow in admission order
+            key[a] = release[alist[m0]]
+        elif mode == 2:
+            if np.isnan(fixed[c]):
+                fb = np.zeros(hi - lo)  # bytes of its active flows' full sizes per link
+                for p in range(m0, m0 + nact[c]):
+                    i = alist[p]
+                    for h in range(hops):
+                        e = fpos[i, h]
+                        if e >= 0:
+                            fb[e - lo] += size[i]
+                m = 0.0
+                for e in range(lo, hi):
+                    m = max(m, fb[e - lo] / cap[clink[e]])
+                fixed[c] = m
+            key[a] = fixed[c]
+        else:
+            m = 0.0
+            for e in range(lo, hi):
+                m = max(m, cb[e] / cap[clink[e]])
+            key[a] = m
+    tick = 1e-9 * max(1.0, abs(now))
+    order = np.argsort(np.round(key / tick), kind="mergesort")
+    # MADD in rank order; once no link has more than tol left every later Coflow waits
+    gamma = np.full(nac, np.inf)
+    left = cap.copy()
+    tol = REL_TOL * max(1.0, cap.max())
+    nopen = 0
+    for lk in range(nl):
+        if left[lk] > tol:
+            nopen += 1
+    for a in order:
+        if nopen == 0:
+            break
+        c = acts[a]
+        need = False
+        full = False
+        gk = 0.0
+        for e in range(lstart[c], lstart[c + 1]):
+            if cb[e] > 0:
+                need = True
+                lk = clink[e]
+                if left[lk] <= tol:
+                    full = True
+                    break
+                gk = max(gk, cb[e] / left[lk])
+        if not need or full:
+            continue
+        gamma[a] = gk
+        for e in range(lstart[c], lstart[c + 1]):
+            if cb[e] > 0:
+                lk = clink[e]
+                left[lk] = max(left[lk] - cb[e] / gk, 0.0)
+                if left[lk] <= tol:
+                    nopen -= 1
+    # back-fill (priority_fill): classes in rank order until no link has anything left
+    capb = left.copy()
+    isleft = np.zeros(nl, np.bool_)
+    nleft = 0
+    for lk in range(nl):
+        if capb[lk] > REL_TOL * left[lk]:
+            isleft[lk] = True
+            nleft += 1
+    for r in range(nac):
+        if nleft == 0:
+            break
+        a = order[r]
+        c = acts[a]
+        m0, na = mstart[c], nact[c]
+        # every flow crosses a link with nothing left when, at some hop, all of them do
+        starved = False
+        for h in range(hops):
+            k = 0
+            for e in range(lstart[c], lstart[c + 1]):
+                if capb[clink[e]] <= 0.0:
+                    k += cnth[e, h]
+            if k == na:
+                starved = True
+                break
+        if starved:
+            continue
+        m = 0
+        for p in range(m0, m0 + na):
+            i = alist[p]
+            ok = True
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0 and capb[lk] <= 0.0:
+                    ok = False
+                    break
+            if ok:
+                sel[m] = i
+                m += 1
+        if m == 0:
+            continue
+        grp = sel[:m]
+        water_fill(links, grp, np.maximum(capb, 0.0), remaining, rate)
+        for i in grp:
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0:
+                    capb[lk] -= rate[i]
+        for i in grp:
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0 and isleft[lk] and not capb[lk] > REL_TOL * left[lk]:
+                    isleft[lk] = False
+                    nleft -= 1
+            if gamma[a] == np.inf and rate[i] != 0.0:
+                plist[npos] = i
+                npos += 1
+    for a in range(nac):  # MADD's rates on top of the back-fill's
+        if gamma[a] < np.inf:
+            c = acts[a]
+            for p in range(mstart[c], mstart[c] + nact[c]):
+                i = alist[p]
+                rate[i] += remaining[i] / gamma[a]
+                if rate[i] != 0.0:
+                    plist[npos] = i
+                    npos += 1
+    return npos
+
+
+@njit(cache=True)
+def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.ndarray,
+                release: np.ndarray, order: np.ndarray, mstart: np.ndarray,
+                clink: np.ndarray, lstart: np.ndarray, cap: np.ndarray, mode: int,
+                fixed: np.ndarray, state: np.ndarray, alist: np.ndarray, nact: np.ndarray,
+                cb: np.ndarray, cnth: np.ndarray, dirty: np.ndarray, acts: np.ndarray,
+                remaining: np.ndarray, rate: np.ndarray, plist: np.ndarray,
+                finish: np.ndarray, sel: np.ndarray, tlist: np.ndarray,
+                stop_after: int) -> int:  # pragma: no cover - compiled
+    """:class:`FlowSim`'s event loop under :class:`CoflowOrder` (max-min back-fill) on a
+    static set of flows (``order``: admission order, by release then id; ``cof``: each
+    flow's Coflow index), allocating by :func:`_coflow_allocate` and stepping only the
+    flows with a positive rate (``plist``): a flow at rate 0 keeps its remaining bytes
+    and cannot complete, so a segment's end, the completions and every remaining byte
+    count are those of :func:`~commsched.sim.flow._step` on all active flows. Resumable:
+    ``state`` = [now, next flow to admit, active flows, events, active Coflows, flows in
+    ``plist``, whether the rates are stale]; returns after ``stop_after`` completions or
+    at the end (flows completed in this call; -1 for a stall, -2 for a rate that is
+    negative or not finite)."""
+    now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), int(state[3])
+    nac, npos, stale = int(state[4]), int(state[5]), state[6] != 0.0
+    n = order.shape[0]
+    hops = links.shape[1]
+    done = 0
+    while (nxt < n or nflows > 0) and done < stop_after:
+        while nxt < n and release[order[nxt]] <= now:  # admit the flows released by now
+            i = order[nxt]
+            c = cof[i]
+            if nact[c] == 0:  # the Coflow joins acts (kept in increasing order)
+                k = nac
+                while k > 0 and acts[k - 1] > c:
+                    acts[k] = acts[k - 1]
+                    k -= 1
+                acts[k] = c
+                nac += 1
+            alist[mstart[c] + nact[c]] = i
+            nact[c] += 1
+            for h in range(hops):
+                if fpos[i, h] >= 0:
+                    cnth[fpos[i, h], h] += 1
+            dirty[c] = 1
+            nflows += 1
+            nxt += 1
+            stale = True
+        if stale and nflows:
+            npos = _coflow_allocate(links, fpos, remaining, size, release, alist, mstart,
+                                    nact, clink, lstart, cb, cnth, dirty, acts, nac, mode,
+                                    fixed, cap, now, rate, plist, npos, sel)
+            events += 1
+            stale = False
+        t_next = release[order[nxt]] if nxt < n else np.inf
+        dt_done = np.inf
+        for q in range(npos):
+            r = rate[plist[q]]
+            if not (r >= 0.0 and r < np.inf):
+                done = -2
+                break
+            t = remaining[plist[q]] / r
+            if t < dt_done:
+                dt_done = t
+        if done == -2:
+            break
+        if dt_done == np.inf and t_next == np.inf:
+            if nflows:
+                done = -1
+            break
+        t_end = min(now + dt_done, t_next)
+        dt = t_end - now
+        due = t_end + REL_TOL * dt
+        nt = 0
+        for q in range(npos):  # as _advance: the flows at rate 0 do not change
+            i = plist[q]
+            r = rate[i]
+            c = cof[i]
+            before = remaining[i]
+            remaining[i] = before - r * dt
+            if dirty[c] == 0:
+                dirty[c] = 1
+            if now + before / r <= due or remaining[i] <= REL_TOL * size[i]:
+                remaining[i] = 0.0
+                finish[i] = t_end
+                nflows -= 1
+                done += 1
+                if dirty[c] != 2:  # its list of active flows is compacted below
+                    dirty[c] = 2
+                    tlist[nt] = c
+                    nt += 1
+        for k in range(nt):
+            c = tlist[k]
+            m0 = mstart[c]
+            j = m0
+            for p in range(m0, m0 + nact[c]):
+                i = alist[p]
+                if remaining[i] > 0.0:
+                    alist[j] = i
+                    j += 1
+                else:
+                    for h in range(hops):
+                        if fpos[i, h] >= 0:
+                            cnth[fpos[i, h], h] -= 1
+            nact[c] = j - m0
+            if nact[c] == 0:  # the Coflow leaves acts
+                a = 0
+                while acts[a] != c:
+                    a += 1
+                for b in range(a, nac - 1):
+                    acts[b] = acts[b + 1]
+                nac -= 1
+        if nt:
+            stale = True
+        now = t_end
+    state[0], state[1], state[2], state[3] = now, nxt, nflows, events
+    state[4], state[5], state[6] = nac, npos, 1.0 if stale else 0.0
+    return done
 
 
 class CoflowEvents:

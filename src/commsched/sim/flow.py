@@ -887,6 +887,27 @@ class RouteShare:
             return max_min(view.links, view.net.capacity)
         return port_share(view.links, view.net.capacity)
 
+    def run_static(self, sim: FlowSim,
+                   progress: Callable[[int], object] | None = None) -> FlowResult:
+        """Run ``sim``'s flows, all added and none admitted yet, to the end on routes
+        (:func:`_route_run`; :func:`simulate` calls it).
+
+        Parameters
+        ----------
+        sim : FlowSim
+            The simulation holding the flows (its event loop is not used).
+        progress : callable, optional
+            Called with numbers of completed flows.
+
+        Returns
+        -------
+        FlowResult
+            Finish times and event count (no segments).
+        """
+        n = sim.n
+        return _simulate_routes(sim.net, sim.src[:n], sim.dst[:n], sim.size[:n],
+                                sim.release[:n], self, progress)
+
 
 class Quantized:
     """A policy whose rates change only at multiples of ``quantum`` seconds, as a
@@ -1371,9 +1392,11 @@ def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] |
              **meta: Sequence[float] | np.ndarray) -> FlowResult:
     """Simulate a static set of flows to completion (default policy: per-flow max-min).
 
-    A :class:`RouteShare` policy (the default is ``RouteShare("max-min")``) runs on routes
-    (:func:`_route_run`) unless ``record`` asks for the segments; any other policy runs in
-    :class:`FlowSim`.
+    A policy with a ``run_static(sim, progress)`` method runs the flows itself, in an
+    engine of its own, unless ``record`` asks for the segments: a :class:`RouteShare`
+    (the default is ``RouteShare("max-min")``) on routes (:func:`_route_run`), a
+    :class:`commsched.echelon.coflow.CoflowOrder` by Coflow (its ``run_static``); any
+    other policy runs in :class:`FlowSim`.
 
     Parameters
     ----------
@@ -1406,14 +1429,11 @@ def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] |
         not positive and finite, or a release is not finite or is negative.
     """
     policy = policy or RouteShare("max-min")
-    if isinstance(policy, RouteShare) and not record:
-        sim = FlowSim(net, policy)  # validates the flows
-        sim.add(src, dst, size, release, **meta)
-        n = sim.n
-        return _simulate_routes(net, sim.src[:n], sim.dst[:n], sim.size[:n],
-                                sim.release[:n], policy, progress)
     sim = FlowSim(net, policy, record=record)
-    sim.add(src, dst, size, release, **meta)
+    sim.add(src, dst, size, release, **meta)  # validates the flows
+    run_static = getattr(policy, "run_static", None)
+    if run_static is not None and not record:
+        return run_static(sim, progress)
     sim.run(progress)
     return sim.result()
 
