@@ -117,7 +117,7 @@ from commsched.sim.flow import (
     big_switch,
     priority_fill,
     simulate,
-    water_fill,
+    water_fill_by_link,
 )
 
 __all__ = ["BACKFILLS", "COFLOW_SCHEDULERS", "GBPS", "RATE_UPDATES", "VARYS_EPOCH_S",
@@ -321,15 +321,20 @@ class CoflowOrder:
         fixed = np.array([self._static.get(g, np.nan) for g in gids.tolist()])
         finish = np.full(n, np.nan)
         state = np.zeros(7)
-        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(len(clink)),
-                  np.zeros((len(clink), hops), np.int64), np.zeros(ng, np.int8),
-                  np.zeros(ng, np.int64), size.copy(), np.zeros(n), np.zeros(n, np.int64),
-                  finish, np.zeros(n, np.int64), np.zeros(ng, np.int64))
+        ne = len(clink)
+        estart = np.concatenate([[0], np.cumsum(np.bincount(fpos[valid], minlength=ne))]
+                                ).astype(np.int64)
+        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(estart[-1], np.int64),
+                  np.zeros(ne, np.int64), np.zeros(ne), np.zeros(ne, np.int8),
+                  np.zeros((ne, hops), np.int64), np.zeros(ng, np.int64), size.copy(),
+                  np.zeros(n), np.zeros(n, np.int64), finish, np.zeros(n, np.int64),
+                  np.zeros(n, np.bool_), np.zeros(ng, np.bool_), np.zeros(ng, np.int64),
+                  np.zeros(ne, np.bool_), np.zeros(ne, np.int64))
         cap = sim.net.capacity.astype(float)
         left = n
         while left:
             k = _coflow_run(links, fpos, cof, size, release, order, mstart, clink,
-                            lstart, cap, mode, fixed, state, *arrays,
+                            lstart, estart, cap, mode, fixed, state, *arrays,
                             max(1, n // 100) if progress is not None else n)
             if k == -2:
                 raise CommschedError("policy returned rates of the wrong shape or "
@@ -574,25 +579,46 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
 
 
 @njit(cache=True)
-def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
-                     size: np.ndarray, release: np.ndarray, alist: np.ndarray,
-                     mstart: np.ndarray, nact: np.ndarray, clink: np.ndarray,
-                     lstart: np.ndarray, cb: np.ndarray, cnth: np.ndarray, dirty: np.ndarray,
-                     acts: np.ndarray, nac: int, mode: int, fixed: np.ndarray,
-                     cap: np.ndarray, now: float, rate: np.ndarray, plist: np.ndarray,
-                     npos: int, sel: np.ndarray) -> int:  # pragma: no cover - compiled
+def _coflow_bytes(c: int, lstart: np.ndarray, elist: np.ndarray, estart: np.ndarray,
+                  ecnt: np.ndarray, edirty: np.ndarray, remaining: np.ndarray,
+                  cb: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Coflow ``c``'s remaining bytes on each of its links (``cb``), summed again, over
+    the link's active flows in admission order as :func:`_coflow_order` sums them, where
+    a flow on the link was admitted, completed or sent since the last sum (``edirty``)."""
+    for e in range(lstart[c], lstart[c + 1]):
+        if edirty[e]:
+            s = 0.0
+            for p in range(estart[e], estart[e] + ecnt[e]):
+                s += remaining[elist[p]]
+            cb[e] = s
+            edirty[e] = 0
+
+
+@njit(cache=True)
+def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
+                     release: np.ndarray, alist: np.ndarray, mstart: np.ndarray,
+                     nact: np.ndarray, clink: np.ndarray, lstart: np.ndarray,
+                     elist: np.ndarray, estart: np.ndarray, ecnt: np.ndarray,
+                     cb: np.ndarray, edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
+                     nac: int, mode: int, fixed: np.ndarray, cap: np.ndarray, now: float,
+                     rate: np.ndarray, plist: np.ndarray, npos: int, sel: np.ndarray,
+                     live: np.ndarray) -> int:  # pragma: no cover - compiled
     """:func:`_coflow_order`'s rates, by Coflow (:func:`_coflow_run`'s allocation): the
     Coflows ``acts[:nac]`` (increasing index, i.e. Coflow id), each with its active flows
-    ``alist[mstart[c]:mstart[c] + nact[c]]`` in admission order and its links
-    ``clink[lstart[c]:lstart[c + 1]]`` (increasing). The same float operations in the same
-    order as :func:`_coflow_order` on the same flows, so the same rates bit for bit, but
-    a Coflow's remaining bytes per link (``cb``) are summed again only when it is
-    ``dirty`` (a flow of it was admitted, completed or had a positive rate), and a Coflow
-    whose flows all cross a link with nothing left (``cnth``: its active flows per link
-    and hop) is passed over by the back-fill without visiting its flows. ``mode``: 0
-    fifo, 1 sebf, 2 sebf-static (``fixed``: per Coflow, ``nan`` until first seen).
-    Zeroes the rates of the flows ``plist[:npos]``, writes the new ``rate`` of every flow
-    whose rate is not 0, lists them in ``plist`` and returns how many."""
+    ``alist[mstart[c]:mstart[c] + nact[c]]`` in admission order, its links
+    ``clink[lstart[c]:lstart[c + 1]]`` (increasing) and on each link ``e`` its active
+    flows ``elist[estart[e]:estart[e] + ecnt[e]]`` (``cnth[e, h]`` of them with it as
+    hop ``h``). The same float operations in the same order as :func:`_coflow_order` on
+    the same flows, so the same rates bit for bit; but a Coflow's remaining bytes on a
+    link (``cb``) are summed again only where they changed and only when read (its
+    ``sebf`` key; MADD, once no link it needs is full), a Coflow whose flows all cross a
+    link with nothing left is passed over by the back-fill without visiting its flows,
+    and the back-fill water-fills on the standing lists of flows by link
+    (:func:`~commsched.sim.flow.water_fill_by_link`). ``mode``: 0 fifo, 1 sebf, 2
+    sebf-static (``fixed``: per Coflow, ``nan`` until first seen). Zeroes the rates of
+    the flows ``plist[:npos]``, writes the new ``rate`` of every flow whose rate is not
+    0, lists them in ``plist`` and returns how many; ``sel`` and ``live`` (all False)
+    are work space."""
     nl = cap.shape[0]
     hops = links.shape[1]
     for q in range(npos):
@@ -601,41 +627,30 @@ def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
     key = np.empty(nac)
     for a in range(nac):
         c = acts[a]
-        lo, hi, m0 = lstart[c], lstart[c + 1], mstart[c]
-        if dirty[c]:
-            for e in range(lo, hi):
-                cb[e] = 0.0
-            for p in range(m0, m0 + nact[c]):
-                i = alist[p]
-                for h in range(hops):
-                    e = fpos[i, h]
-                    if e >= 0:
-                        cb[e] += remaining[i]
-            dirty[c] = 0
         if mode == 0:  # the earliest release: the first flow in admission order
-            key[a] = release[alist[m0]]
+            key[a] = release[alist[mstart[c]]]
         elif mode == 2:
             if np.isnan(fixed[c]):
-                fb = np.zeros(hi - lo)  # bytes of its active flows' full sizes per link
-                for p in range(m0, m0 + nact[c]):
-                    i = alist[p]
-                    for h in range(hops):
-                        e = fpos[i, h]
-                        if e >= 0:
-                            fb[e - lo] += size[i]
+                lo = lstart[c]
+                fb = np.zeros(lstart[c + 1] - lo)  # its active flows' full sizes per link
+                for e in range(lo, lstart[c + 1]):
+                    for p in range(estart[e], estart[e] + ecnt[e]):
+                        fb[e - lo] += size[elist[p]]
                 m = 0.0
-                for e in range(lo, hi):
+                for e in range(lo, lstart[c + 1]):
                     m = max(m, fb[e - lo] / cap[clink[e]])
                 fixed[c] = m
             key[a] = fixed[c]
         else:
+            _coflow_bytes(c, lstart, elist, estart, ecnt, edirty, remaining, cb)
             m = 0.0
-            for e in range(lo, hi):
+            for e in range(lstart[c], lstart[c + 1]):
                 m = max(m, cb[e] / cap[clink[e]])
             key[a] = m
     tick = 1e-9 * max(1.0, abs(now))
     order = np.argsort(np.round(key / tick), kind="mergesort")
-    # MADD in rank order; once no link has more than tol left every later Coflow waits
+    # MADD in rank order; once no link has more than tol left every later Coflow waits.
+    # A link carries bytes of the Coflow (b > 0 in _coflow_order) iff it has active flows
     gamma = np.full(nac, np.inf)
     left = cap.copy()
     tol = REL_TOL * max(1.0, cap.max())
@@ -649,20 +664,22 @@ def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
         c = acts[a]
         need = False
         full = False
-        gk = 0.0
         for e in range(lstart[c], lstart[c + 1]):
-            if cb[e] > 0:
+            if ecnt[e] > 0:
                 need = True
-                lk = clink[e]
-                if left[lk] <= tol:
+                if left[clink[e]] <= tol:
                     full = True
                     break
-                gk = max(gk, cb[e] / left[lk])
         if not need or full:
             continue
+        _coflow_bytes(c, lstart, elist, estart, ecnt, edirty, remaining, cb)
+        gk = 0.0
+        for e in range(lstart[c], lstart[c + 1]):
+            if ecnt[e] > 0:
+                gk = max(gk, cb[e] / left[clink[e]])
         gamma[a] = gk
         for e in range(lstart[c], lstart[c + 1]):
-            if cb[e] > 0:
+            if ecnt[e] > 0:
                 lk = clink[e]
                 left[lk] = max(left[lk] - cb[e] / gk, 0.0)
                 if left[lk] <= tol:
@@ -696,25 +713,32 @@ def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
         m = 0
         for p in range(m0, m0 + na):
             i = alist[p]
-            ok = True
+            ok = False  # a flow without links gets 0 from water-filling: left out
             for h in range(hops):
                 lk = links[i, h]
-                if lk >= 0 and capb[lk] <= 0.0:
-                    ok = False
-                    break
+                if lk >= 0:
+                    if capb[lk] <= 0.0:
+                        ok = False
+                        break
+                    ok = True
             if ok:
+                live[i] = True
+                rate[i] = 0.0
                 sel[m] = i
                 m += 1
         if m == 0:
             continue
-        grp = sel[:m]
-        water_fill(links, grp, np.maximum(capb, 0.0), remaining, rate)
-        for i in grp:
+        water_fill_by_link(links, remaining, live, clink[lstart[c]:lstart[c + 1]],
+                           elist, estart[lstart[c]:lstart[c + 1]],
+                           ecnt[lstart[c]:lstart[c + 1]], capb, rate)
+        for q in range(m):
+            i = sel[q]
             for h in range(hops):
                 lk = links[i, h]
                 if lk >= 0:
                     capb[lk] -= rate[i]
-        for i in grp:
+        for q in range(m):
+            i = sel[q]
             for h in range(hops):
                 lk = links[i, h]
                 if lk >= 0 and isleft[lk] and not capb[lk] > REL_TOL * left[lk]:
@@ -738,22 +762,27 @@ def _coflow_allocate(links: np.ndarray, fpos: np.ndarray, remaining: np.ndarray,
 @njit(cache=True)
 def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.ndarray,
                 release: np.ndarray, order: np.ndarray, mstart: np.ndarray,
-                clink: np.ndarray, lstart: np.ndarray, cap: np.ndarray, mode: int,
-                fixed: np.ndarray, state: np.ndarray, alist: np.ndarray, nact: np.ndarray,
-                cb: np.ndarray, cnth: np.ndarray, dirty: np.ndarray, acts: np.ndarray,
+                clink: np.ndarray, lstart: np.ndarray, estart: np.ndarray, cap: np.ndarray,
+                mode: int, fixed: np.ndarray, state: np.ndarray, alist: np.ndarray,
+                nact: np.ndarray, elist: np.ndarray, ecnt: np.ndarray, cb: np.ndarray,
+                edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
                 remaining: np.ndarray, rate: np.ndarray, plist: np.ndarray,
-                finish: np.ndarray, sel: np.ndarray, tlist: np.ndarray,
+                finish: np.ndarray, sel: np.ndarray, live: np.ndarray,
+                ctouch: np.ndarray, clst: np.ndarray,
+                etouch: np.ndarray, elst: np.ndarray,
                 stop_after: int) -> int:  # pragma: no cover - compiled
     """:class:`FlowSim`'s event loop under :class:`CoflowOrder` (max-min back-fill) on a
     static set of flows (``order``: admission order, by release then id; ``cof``: each
-    flow's Coflow index), allocating by :func:`_coflow_allocate` and stepping only the
-    flows with a positive rate (``plist``): a flow at rate 0 keeps its remaining bytes
+    flow's Coflow index; ``fpos[i, h]``: the index ``e`` of flow ``i``'s hop ``h`` among
+    its Coflow's links ``clink``), allocating by :func:`_coflow_allocate` and stepping
+    only the flows with a rate (``plist``): a flow at rate 0 keeps its remaining bytes
     and cannot complete, so a segment's end, the completions and every remaining byte
-    count are those of :func:`~commsched.sim.flow._step` on all active flows. Resumable:
-    ``state`` = [now, next flow to admit, active flows, events, active Coflows, flows in
-    ``plist``, whether the rates are stale]; returns after ``stop_after`` completions or
-    at the end (flows completed in this call; -1 for a stall, -2 for a rate that is
-    negative or not finite)."""
+    count are those of :func:`~commsched.sim.flow._step` on all active flows. Keeps each
+    Coflow's active flows in admission order, overall (``alist``) and by link
+    (``elist``, from ``estart[e]``). Resumable: ``state`` = [now, next flow to admit,
+    active flows, events, active Coflows, flows in ``plist``, whether the rates are
+    stale]; returns after ``stop_after`` completions or at the end (flows completed in
+    this call; -1 for a stall, -2 for a rate that is negative or not finite)."""
     now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), int(state[3])
     nac, npos, stale = int(state[4]), int(state[5]), state[6] != 0.0
     n = order.shape[0]
@@ -773,16 +802,20 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
             alist[mstart[c] + nact[c]] = i
             nact[c] += 1
             for h in range(hops):
-                if fpos[i, h] >= 0:
-                    cnth[fpos[i, h], h] += 1
-            dirty[c] = 1
+                e = fpos[i, h]
+                if e >= 0:
+                    elist[estart[e] + ecnt[e]] = i
+                    ecnt[e] += 1
+                    cnth[e, h] += 1
+                    edirty[e] = 1
             nflows += 1
             nxt += 1
             stale = True
         if stale and nflows:
-            npos = _coflow_allocate(links, fpos, remaining, size, release, alist, mstart,
-                                    nact, clink, lstart, cb, cnth, dirty, acts, nac, mode,
-                                    fixed, cap, now, rate, plist, npos, sel)
+            npos = _coflow_allocate(links, remaining, size, release, alist, mstart, nact,
+                                    clink, lstart, elist, estart, ecnt, cb, edirty, cnth,
+                                    acts, nac, mode, fixed, cap, now, rate, plist, npos, sel,
+                                    live)
             events += 1
             stale = False
         t_next = release[order[nxt]] if nxt < n else np.inf
@@ -804,37 +837,58 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
         t_end = min(now + dt_done, t_next)
         dt = t_end - now
         due = t_end + REL_TOL * dt
-        nt = 0
+        nc = 0
+        ne = 0
+        kept = 0
         for q in range(npos):  # as _advance: the flows at rate 0 do not change
             i = plist[q]
             r = rate[i]
-            c = cof[i]
             before = remaining[i]
             remaining[i] = before - r * dt
-            if dirty[c] == 0:
-                dirty[c] = 1
+            for h in range(hops):
+                if fpos[i, h] >= 0:
+                    edirty[fpos[i, h]] = 1
             if now + before / r <= due or remaining[i] <= REL_TOL * size[i]:
                 remaining[i] = 0.0
+                rate[i] = 0.0
                 finish[i] = t_end
                 nflows -= 1
                 done += 1
-                if dirty[c] != 2:  # its list of active flows is compacted below
-                    dirty[c] = 2
-                    tlist[nt] = c
-                    nt += 1
-        for k in range(nt):
-            c = tlist[k]
+                c = cof[i]
+                if not ctouch[c]:  # its lists of active flows are compacted below
+                    ctouch[c] = True
+                    clst[nc] = c
+                    nc += 1
+                for h in range(hops):
+                    e = fpos[i, h]
+                    if e >= 0:
+                        cnth[e, h] -= 1
+                        if not etouch[e]:
+                            etouch[e] = True
+                            elst[ne] = e
+                            ne += 1
+            else:
+                plist[kept] = i
+                kept += 1
+        npos = kept
+        for k in range(ne):
+            e = elst[k]
+            etouch[e] = False
+            j = estart[e]
+            for p in range(estart[e], estart[e] + ecnt[e]):
+                if remaining[elist[p]] > 0.0:
+                    elist[j] = elist[p]
+                    j += 1
+            ecnt[e] = j - estart[e]
+        for k in range(nc):
+            c = clst[k]
+            ctouch[c] = False
             m0 = mstart[c]
             j = m0
             for p in range(m0, m0 + nact[c]):
-                i = alist[p]
-                if remaining[i] > 0.0:
-                    alist[j] = i
+                if remaining[alist[p]] > 0.0:
+                    alist[j] = alist[p]
                     j += 1
-                else:
-                    for h in range(hops):
-                        if fpos[i, h] >= 0:
-                            cnth[fpos[i, h], h] -= 1
             nact[c] = j - m0
             if nact[c] == 0:  # the Coflow leaves acts
                 a = 0
@@ -843,7 +897,7 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
                 for b in range(a, nac - 1):
                     acts[b] = acts[b + 1]
                 nac -= 1
-        if nt:
+        if nc:
             stale = True
         now = t_end
     state[0], state[1], state[2], state[3] = now, nxt, nflows, events
