@@ -1,7 +1,8 @@
 """The compiled flow simulator and every flow scheduler (``FLOW_SCHEDULERS``) against the
 simple reference of ``tests/flow_reference.py`` (random instances, fixed seed and budget),
-and the FB2010 replay against the CCTs the simulator gave before it was compiled
-(``tests/data/fb2010_cct.csv``, issue 25)."""
+the Coflow schedulers' own event loop (``CoflowOrder.run_static``) against
+:class:`~commsched.sim.flow.FlowSim`'s bit for bit, and the FB2010 replay against the CCTs
+the simulator gave before it was compiled (``tests/data/fb2010_cct.csv``, issue 25)."""
 
 from __future__ import annotations
 

@@ -221,7 +221,9 @@ class CoflowOrder:
     bottleneck first), ``fifo`` (``order="fifo"``, arrival order) or ``sebf-static``
     (``order="sebf-static"``: the bottleneck of the Coflow's full size, fixed when the
     Coflow is first seen, as Varys' simulator orders Coflows). Module docstring; the
-    allocation is one compiled pass (:func:`_coflow_order`).
+    allocation is one compiled pass (:func:`_coflow_order`); on a static set of flows
+    (:func:`~commsched.sim.flow.simulate`) it runs its own compiled event loop
+    (:meth:`run_static`), which gives the same finish times bit for bit.
 
     ``backfill="greedy"`` back-fills as Varys' simulator does (:func:`_greedy_fill`):
     the Coflows MADD skipped share what it left per port, then flow by flow each takes
