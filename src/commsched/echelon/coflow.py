@@ -116,6 +116,7 @@ from commsched.sim.flow import (
     View,
     big_switch,
     priority_fill,
+    run_in_chunks,
     simulate,
     water_fill_by_link,
 )
@@ -280,15 +281,14 @@ class CoflowOrder:
 
         Parameters
         ----------
-        sim : FlowSim
-            The simulation holding the flows (flow meta column ``group``: the Coflow ids).
-        progress : callable, optional
-            Called with numbers of completed flows.
+        sim, progress
+            As for :meth:`~commsched.sim.flow.RouteShare.run_static` (flow meta column
+            ``group``: the Coflow ids).
 
         Returns
         -------
         FlowResult
-            Finish times and event count (no segments).
+            As for :meth:`~commsched.sim.flow.RouteShare.run_static`.
 
         Raises
         ------
@@ -333,21 +333,15 @@ class CoflowOrder:
                   np.zeros(n, np.bool_), np.zeros(ng, np.bool_), np.zeros(ng, np.int64),
                   np.zeros(ne, np.bool_), np.zeros(ne, np.int64))
         cap = sim.net.capacity.astype(float)
-        left = n
-        while left:
-            k = _coflow_run(links, fpos, cof, size, release, order, mstart, clink,
-                            lstart, estart, cap, mode, fixed, state, *arrays,
-                            max(1, n // 100) if progress is not None else n)
-            if k == -2:
-                raise CommschedError("policy returned rates of the wrong shape or "
-                                     "negative rates")
-            if k < 0:
-                raise CommschedError(
-                    f"flow simulation stalled at t={state[0]}: {int(state[2])} active flows "
-                    "get no rate and nothing else will happen")
-            left -= k
-            if progress is not None and k:
-                progress(k)
+        run_in_chunks(lambda stop: _coflow_run(links, fpos, cof, size, release, order, mstart,
+                                               clink, lstart, estart, cap, mode, fixed, state,
+                                               *arrays, stop),
+                      n, progress,
+                      lambda code: ("policy returned rates of the wrong shape or negative rates"
+                                    if code == -2 else
+                                    f"flow simulation stalled at t={state[0]}: "
+                                    f"{int(state[2])} active flows get no rate and nothing "
+                                    "else will happen"))
         if mode == 2:
             seen = ~np.isnan(fixed)
             self._static.update(zip(gids[seen].tolist(), fixed[seen].tolist(), strict=True))
@@ -473,6 +467,20 @@ def _greedy_fill(links: np.ndarray, act: np.ndarray, loc: np.ndarray, ng: int,
 
 
 @njit(cache=True)
+def _madd_start(key: np.ndarray, now: float,
+                cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                          float]:  # pragma: no cover - compiled
+    """The Coflows' rank order by ``key`` and MADD's start: no bottleneck yet (``inf``),
+    every link's capacity left, the tolerance of a full link. Ties by Coflow id (the
+    position in ``key``) up to float noise (a remaining byte count carries the rounding
+    of every earlier step, ~1e-16 of the current time): the order, and so the schedule,
+    does not change when every release is shifted by the same time."""
+    tick = 1e-9 * max(1.0, abs(now))
+    order = np.argsort(np.round(key / tick), kind="mergesort")
+    return order, np.full(key.shape[0], np.inf), cap.copy(), REL_TOL * max(1.0, cap.max())
+
+
+@njit(cache=True)
 def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
                   size: np.ndarray, release: np.ndarray, loc: np.ndarray, ng: int,
                   cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
@@ -526,17 +534,10 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
             for lk in range(nl):
                 m = max(m, b[k, lk] / cap[lk])
             key[k] = m
-    # ties by Coflow id up to float noise (a remaining byte count carries the rounding
-    # of every earlier step, ~1e-16 of the current time): the order, and so the
-    # schedule, does not change when every release is shifted by the same time
-    tick = 1e-9 * max(1.0, abs(now))
-    order = np.argsort(np.round(key / tick), kind="mergesort")
+    order, gamma, left, tol = _madd_start(key, now, cap)
     # MADD in rank order on what the Coflows before left: Coflow k's flows get
     # rem / gamma_k with gamma_k = max_l b[k, l] / left_l, so it loads link l with
     # b[k, l] / gamma_k <= left_l (equality on its bottleneck).
-    gamma = np.full(ng, np.inf)
-    left = cap.copy()
-    tol = REL_TOL * max(1.0, cap.max())
     for k in order:
         need = False
         full = False
@@ -649,13 +650,9 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
             for e in range(lstart[c], lstart[c + 1]):
                 m = max(m, cb[e] / cap[clink[e]])
             key[a] = m
-    tick = 1e-9 * max(1.0, abs(now))
-    order = np.argsort(np.round(key / tick), kind="mergesort")
+    order, gamma, left, tol = _madd_start(key, now, cap)
     # MADD in rank order; once no link has more than tol left every later Coflow waits.
     # A link carries bytes of the Coflow (b > 0 in _coflow_order) iff it has active flows
-    gamma = np.full(nac, np.inf)
-    left = cap.copy()
-    tol = REL_TOL * max(1.0, cap.max())
     nopen = 0
     for lk in range(nl):
         if left[lk] > tol:

@@ -73,6 +73,7 @@ __all__ = [
     "port_share",
     "priority_fill",
     "priority_max_min",
+    "run_in_chunks",
     "simulate",
     "two_tier",
     "water_fill",
@@ -291,14 +292,15 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     leftover falls to ``REL_TOL`` of the capacity it started with, or, when float noise
     saturates none, the tightest link); the flows through saturated links freeze at
     ``w * level``. A round costs O(links used) plus the flows it freezes, so a call costs
-    O(flows * hops + rounds * links); links are numbered densely from 0.
+    O(flows * hops + rounds * links); links are numbered densely from 0. Groups the flows
+    by link and runs :func:`water_fill_by_link`.
 
     Parameters
     ----------
     links : ndarray of int64, shape (flows, hops)
         Link ids per flow, padded with -1.
     idx : ndarray of int64
-        The flows to water-fill (rows of ``links``); others are left untouched.
+        The flows to water-fill (distinct rows of ``links``); others are left untouched.
     capacity : ndarray of float
         Capacity per link (bytes/s); not modified.
     w : ndarray of float
@@ -308,66 +310,32 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     """
     nl = capacity.shape[0]
     hops = links.shape[1]
-    m = idx.shape[0]
-    cap = capacity.copy()
-    wsum = np.zeros(nl)
+    live = np.zeros(links.shape[0], np.bool_)
     cnt = np.zeros(nl, np.int64)
-    live = np.zeros(m, np.bool_)  # by position in idx
-    for p in range(m):
-        i = idx[p]
+    for i in idx:
         rate[i] = 0.0
         if w[i] > 0:
             for h in range(hops):
                 if links[i, h] >= 0:
-                    live[p] = True
-            if live[p]:
+                    live[i] = True
+            if live[i]:
                 for h in range(hops):
-                    lk = links[i, h]
-                    if lk >= 0:
-                        wsum[lk] += w[i]
-                        cnt[lk] += 1
+                    if links[i, h] >= 0:
+                        cnt[links[i, h]] += 1
     start = np.zeros(nl + 1, np.int64)
-    nused = 0
     for lk in range(nl):
         start[lk + 1] = start[lk] + cnt[lk]
-        if cnt[lk] > 0:
-            nused += 1
-    used = np.empty(nused, np.int64)  # links some growing flow crosses
     fill = start[:nl].copy()
-    by_link = np.empty(start[nl], np.int64)  # positions of live flows grouped by link
-    j = 0
-    for lk in range(nl):
-        if cnt[lk] > 0:
-            used[j] = lk
-            j += 1
-    for p in range(m):
-        if live[p]:
-            i = idx[p]
+    by_link = np.empty(start[nl], np.int64)  # live flows grouped by link, in idx order
+    for i in idx:
+        if live[i]:
             for h in range(hops):
                 lk = links[i, h]
                 if lk >= 0:
-                    by_link[fill[lk]] = p
+                    by_link[fill[lk]] = i
                     fill[lk] += 1
-    tol = REL_TOL * cap
-    full = np.empty(nl, np.int64)
-    total = 0.0
-    while nused:
-        total, nfull, _ = _fill_round(cap, wsum, used, nused, tol, total, full)
-        for lk in full[:nfull]:
-            for k in range(start[lk], start[lk + 1]):
-                p = by_link[k]
-                if live[p]:
-                    live[p] = False
-                    i = idx[p]
-                    rate[i] = w[i] * total
-                    for h in range(hops):
-                        q = links[i, h]
-                        if q >= 0:
-                            wsum[q] -= w[i]
-                            cnt[q] -= 1
-            cnt[lk] = 0  # every flow through a full link is frozen now
-            wsum[lk] = 0.0
-        nused = _keep_growing(used, nused, cnt)
+    lid = np.flatnonzero(cnt)
+    water_fill_by_link(links, w, live, lid, by_link, start[lid], cnt[lid], capacity, rate)
 
 
 @njit(cache=True)
@@ -1452,19 +1420,46 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
               np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish,
               np.zeros((2, kept, nl)), np.zeros((2, nl + 1)), np.zeros((3, nl), np.int64),
               np.zeros(1, np.int64))
+    cap = net.capacity.astype(float)
+    run_in_chunks(lambda stop: _route_run(route, route_links, link_routes, link_ptr, cap, size,
+                                          release, order, policy.kind == "port-share", state,
+                                          *arrays, stop),
+                  n, progress,
+                  lambda _: (f"flow simulation stalled at t={state[0]}: active flows get no "
+                             "rate and nothing else will happen"))
+    return FlowResult(release.copy(), finish, [], int(state[3]))
+
+
+def run_in_chunks(step: Callable[[int], int], n: int,
+                  progress: Callable[[int], object] | None,
+                  fail: Callable[[int], str]) -> None:
+    """Drive a resumable compiled event loop until ``n`` flows have completed.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(stop_after)`` runs the loop on until ``stop_after`` more flows complete
+        (or to the end) and returns how many did, or a negative code for an error.
+    n : int
+        Flows to complete.
+    progress : callable, optional
+        Called with each call's completions; given, the loop stops every 1% of ``n``.
+    fail : callable
+        The error message for a negative code.
+
+    Raises
+    ------
+    CommschedError
+        With ``fail(code)`` when ``step`` returns a negative code.
+    """
     left = n
     while left:
-        k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
-                       size, release, order, policy.kind == "port-share", state, *arrays,
-                       max(1, n // 100) if progress is not None else n)
+        k = step(max(1, n // 100) if progress is not None else n)
         if k < 0:
-            raise CommschedError(
-                f"flow simulation stalled at t={state[0]}: active flows get no rate and "
-                "nothing else will happen")
+            raise CommschedError(fail(k))
         left -= k
         if progress is not None and k:
             progress(k)
-    return FlowResult(release.copy(), finish, [], int(state[3]))
 
 
 def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
