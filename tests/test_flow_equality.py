@@ -1,7 +1,8 @@
 """The compiled flow simulator and every flow scheduler (``FLOW_SCHEDULERS``) against the
 simple reference of ``tests/flow_reference.py`` (random instances, fixed seed and budget),
-and the FB2010 replay against the CCTs the simulator gave before it was compiled
-(``tests/data/fb2010_cct.csv``, issue 25)."""
+the Coflow schedulers' own event loop (``CoflowOrder.run_static``) against
+:class:`~commsched.sim.flow.FlowSim`'s bit for bit, and the FB2010 replay against the CCTs
+the simulator gave before it was compiled (``tests/data/fb2010_cct.csv``, issue 25)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsched.echelon.coflow import replay
+from commsched.echelon.coflow import COFLOW_SCHEDULERS, replay
 from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.io.coflow import read_coflow_trace
-from commsched.sim.flow import big_switch, simulate, two_tier
+from commsched.sim.flow import FlowSim, big_switch, simulate, two_tier
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS = list(FLOW_SCHEDULERS)
@@ -161,3 +162,77 @@ def test_fb2010_replay_equals_the_uncompiled_simulator(name):
     got = replay(read_coflow_trace(ROOT / "data/coflow/FB2010-1Hr-150-0.txt"), name)
     assert got["id"].tolist() == want["id"].tolist()
     np.testing.assert_allclose(got["cct"], want[name], rtol=1e-9)
+
+
+@st.composite
+def coflow_instances(draw):
+    """Coflows on few ports, some complete bipartite (every mapper to every reducer, as
+    in the Coflow-Benchmark traces) and some with random flows and releases, so that
+    later Coflows wait behind earlier ones, partly or wholly."""
+    if draw(st.booleans()):
+        net = big_switch(draw(st.integers(2, 6)), draw(st.sampled_from([1.0, 1.25e8])))
+    else:
+        net = two_tier(2, draw(st.integers(1, 3)), 1.0, draw(st.sampled_from([1.0, 2.0])))
+    hosts = st.integers(0, net.hosts - 1)
+    src, dst, size, release, group = [], [], [], [], []
+    for g in range(draw(st.integers(1, 6))):
+        t = draw(st.sampled_from([0.0, 1.0]) | st.floats(0.0, 6.0))
+        if draw(st.booleans()):
+            pairs = [(m, r) for m in draw(st.sets(hosts, min_size=1))
+                     for r in draw(st.sets(hosts, min_size=1))]
+        else:
+            pairs = draw(st.lists(st.tuples(hosts, hosts), min_size=1, max_size=12))
+        late = draw(st.booleans())
+        for m, r in pairs:
+            src.append(m)
+            dst.append(r)
+            size.append(draw(st.floats(0.1, 10.0) | st.sampled_from([1.0, 2.0])))
+            release.append(t + (draw(st.sampled_from([0.0, 0.5, 2.0])) if late else 0.0))
+            group.append(draw(st.sampled_from([g, 10 * g + 7])))
+    return net, src, dst, size, release, group
+
+
+def check_engine(net, src, dst, size, release, group, name):
+    """:meth:`CoflowOrder.run_static` (what :func:`simulate` runs) against the event loop
+    of :class:`FlowSim` calling the same policy at every event: the same events and the
+    same finish times bit for bit."""
+    sim = FlowSim(net, COFLOW_SCHEDULERS[name]())
+    sim.add(src, dst, size, release, group=group)
+    sim.run()
+    got = simulate(net, src, dst, size, release, policy=COFLOW_SCHEDULERS[name](), group=group)
+    assert got.events == sim.events
+    np.testing.assert_array_equal(got.finish, sim.result().finish)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["fifo", "sebf", "sebf-static"])
+def test_coflow_engine_equals_the_event_loop(name):
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(inst=coflow_instances())
+    def run(inst):
+        check_engine(*inst, name)
+    run()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["fifo", "sebf", "sebf-static"])
+def test_coflow_engine_equals_the_event_loop_on_a_busy_trace(name):
+    """A seeded trace of 60 complete bipartite Coflows (1-8 mappers and reducers, Poisson
+    arrivals) on 12 ports: most active flows wait behind earlier Coflows."""
+    rng = np.random.default_rng(5)
+    src, dst, size, release, group = [], [], [], [], []
+    t = 0.0
+    for g in range(60):
+        t += rng.exponential(0.3)
+        maps = rng.choice(12, rng.integers(1, 9), replace=False)
+        reds = rng.choice(12, rng.integers(1, 9), replace=False)
+        mb = rng.lognormal(0.0, 1.0, len(reds))
+        for r, b in zip(reds, mb, strict=True):
+            for m in maps:
+                src.append(m)
+                dst.append(r)
+                size.append(b / len(maps))
+                release.append(t)
+                group.append(g)
+    check_engine(big_switch(12, 1.0), src, dst, size, release, group, name)

@@ -108,13 +108,17 @@ from commsched.io.coflow import MB, CoflowTrace
 from commsched.progress import bar
 from commsched.sim.flow import (
     REL_TOL,
+    FlowResult,
+    FlowSim,
     Policy,
     Quantized,
     RouteShare,
     View,
     big_switch,
     priority_fill,
+    run_in_chunks,
     simulate,
+    water_fill_by_link,
 )
 
 __all__ = ["BACKFILLS", "COFLOW_SCHEDULERS", "GBPS", "RATE_UPDATES", "VARYS_EPOCH_S",
@@ -218,7 +222,9 @@ class CoflowOrder:
     bottleneck first), ``fifo`` (``order="fifo"``, arrival order) or ``sebf-static``
     (``order="sebf-static"``: the bottleneck of the Coflow's full size, fixed when the
     Coflow is first seen, as Varys' simulator orders Coflows). Module docstring; the
-    allocation is one compiled pass (:func:`_coflow_order`).
+    allocation is one compiled pass (:func:`_coflow_order`); on a static set of flows
+    (:func:`~commsched.sim.flow.simulate`) it runs its own compiled event loop
+    (:meth:`run_static`), which gives the same finish times bit for bit.
 
     ``backfill="greedy"`` back-fills as Varys' simulator does (:func:`_greedy_fill`):
     the Coflows MADD skipped share what it left per port, then flow by flow each takes
@@ -262,6 +268,84 @@ class CoflowOrder:
         if static and fresh:  # the keys of the Coflows seen for the first time
             self._static.update(zip(gids.tolist(), key.tolist(), strict=True))
         return rates
+
+    def run_static(self, sim: FlowSim,
+                   progress: Callable[[int], object] | None = None) -> FlowResult:
+        """Run ``sim``'s flows, all added and none admitted yet, to the end under this
+        policy (:func:`~commsched.sim.flow.simulate` calls it): with the max-min back-fill
+        in one compiled loop by Coflow (:func:`_coflow_run`), the finish times and event
+        count of :class:`~commsched.sim.flow.FlowSim`'s loop bit for bit, at a cost per
+        event of the flows with a positive rate and the Coflows, not of every active flow
+        (under ``fifo`` most active flows wait behind earlier Coflows); with the greedy
+        back-fill in :class:`~commsched.sim.flow.FlowSim`.
+
+        Parameters
+        ----------
+        sim, progress
+            As for :meth:`~commsched.sim.flow.RouteShare.run_static` (flow meta column
+            ``group``: the Coflow ids).
+
+        Returns
+        -------
+        FlowResult
+            As for :meth:`~commsched.sim.flow.RouteShare.run_static`.
+
+        Raises
+        ------
+        CommschedError
+            If the flows have no ``group`` column, or the simulation stalls.
+        """
+        n = sim.n
+        if self.backfill == "greedy" or n == 0:
+            sim.run(progress)
+            return sim.result()
+        col = sim.meta.get("group")
+        if col is None:
+            raise CommschedError("Coflow scheduling needs the flow meta column 'group' "
+                                 "(the Coflow id of each flow)")
+        gids, cof = np.unique(col[:n].astype(np.int64), return_inverse=True)
+        cof = cof.reshape(-1).astype(np.int64)
+        ng, nl = len(gids), len(sim.net.capacity)
+        size, release = sim.size[:n].copy(), sim.release[:n].copy()
+        links = np.ascontiguousarray(sim.net.routes[sim.src[:n], sim.dst[:n]], dtype=np.int64)
+        hops = links.shape[1]
+        order = np.lexsort((np.arange(n), release)).astype(np.int64)
+        mstart = np.concatenate([[0], np.cumsum(np.bincount(cof, minlength=ng))]).astype(np.int64)
+        # each Coflow's links, increasing, and each flow's hops as indices into them
+        valid = links >= 0
+        pairs, inv = np.unique((cof[:, None] * nl + links)[valid], return_inverse=True)
+        clink = (pairs % nl).astype(np.int64)
+        lstart = np.concatenate([[0], np.cumsum(np.bincount(pairs // nl, minlength=ng))]
+                                ).astype(np.int64)
+        fpos = np.full((n, hops), -1, np.int64)
+        fpos[valid] = inv.reshape(-1)
+        mode = ("fifo", "sebf", "sebf-static").index(self.order)
+        fixed = np.array([self._static.get(g, np.nan) for g in gids.tolist()])
+        finish = np.full(n, np.nan)
+        state = np.zeros(7)
+        ne = len(clink)
+        estart = np.concatenate([[0], np.cumsum(np.bincount(fpos[valid], minlength=ne))]
+                                ).astype(np.int64)
+        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(estart[-1], np.int64),
+                  np.zeros(ne, np.int64), np.zeros(ne), np.zeros(ne, np.int8),
+                  np.zeros((ne, hops), np.int64), np.zeros(ng, np.int64), size.copy(),
+                  np.zeros(n), np.zeros(n, np.int64), finish, np.zeros(n, np.int64),
+                  np.zeros(n, np.bool_), np.zeros(ng, np.bool_), np.zeros(ng, np.int64),
+                  np.zeros(ne, np.bool_), np.zeros(ne, np.int64))
+        cap = sim.net.capacity.astype(float)
+        run_in_chunks(lambda stop: _coflow_run(links, fpos, cof, size, release, order, mstart,
+                                               clink, lstart, estart, cap, mode, fixed, state,
+                                               *arrays, stop),
+                      n, progress,
+                      lambda code: ("policy returned rates of the wrong shape or negative rates"
+                                    if code == -2 else
+                                    f"flow simulation stalled at t={state[0]}: "
+                                    f"{int(state[2])} active flows get no rate and nothing "
+                                    "else will happen"))
+        if mode == 2:
+            seen = ~np.isnan(fixed)
+            self._static.update(zip(gids[seen].tolist(), fixed[seen].tolist(), strict=True))
+        return FlowResult(release, finish, [], int(state[3]))
 
 
 @njit(cache=True)
@@ -383,6 +467,20 @@ def _greedy_fill(links: np.ndarray, act: np.ndarray, loc: np.ndarray, ng: int,
 
 
 @njit(cache=True)
+def _madd_start(key: np.ndarray, now: float,
+                cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                          float]:  # pragma: no cover - compiled
+    """The Coflows' rank order by ``key`` and MADD's start: no bottleneck yet (``inf``),
+    every link's capacity left, the tolerance of a full link. Ties by Coflow id (the
+    position in ``key``) up to float noise (a remaining byte count carries the rounding
+    of every earlier step, ~1e-16 of the current time): the order, and so the schedule,
+    does not change when every release is shifted by the same time."""
+    tick = 1e-9 * max(1.0, abs(now))
+    order = np.argsort(np.round(key / tick), kind="mergesort")
+    return order, np.full(key.shape[0], np.inf), cap.copy(), REL_TOL * max(1.0, cap.max())
+
+
+@njit(cache=True)
 def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
                   size: np.ndarray, release: np.ndarray, loc: np.ndarray, ng: int,
                   cap: np.ndarray, fifo: bool, fixed: np.ndarray, now: float,
@@ -436,17 +534,10 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
             for lk in range(nl):
                 m = max(m, b[k, lk] / cap[lk])
             key[k] = m
-    # ties by Coflow id up to float noise (a remaining byte count carries the rounding
-    # of every earlier step, ~1e-16 of the current time): the order, and so the
-    # schedule, does not change when every release is shifted by the same time
-    tick = 1e-9 * max(1.0, abs(now))
-    order = np.argsort(np.round(key / tick), kind="mergesort")
+    order, gamma, left, tol = _madd_start(key, now, cap)
     # MADD in rank order on what the Coflows before left: Coflow k's flows get
     # rem / gamma_k with gamma_k = max_l b[k, l] / left_l, so it loads link l with
     # b[k, l] / gamma_k <= left_l (equality on its bottleneck).
-    gamma = np.full(ng, np.inf)
-    left = cap.copy()
-    tol = REL_TOL * max(1.0, cap.max())
     for k in order:
         need = False
         full = False
@@ -488,6 +579,329 @@ def _coflow_order(links: np.ndarray, act: np.ndarray, remaining: np.ndarray,
     priority_fill(links, by_class, bounds, left, rem, rates)
     for j in range(n):
         rates[j] += rem[j] / gamma[loc[j]]
+
+
+@njit(cache=True)
+def _coflow_bytes(c: int, lstart: np.ndarray, elist: np.ndarray, estart: np.ndarray,
+                  ecnt: np.ndarray, edirty: np.ndarray, remaining: np.ndarray,
+                  cb: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Coflow ``c``'s remaining bytes on each of its links (``cb``), summed again, over
+    the link's active flows in admission order as :func:`_coflow_order` sums them, where
+    a flow on the link was admitted, completed or sent since the last sum (``edirty``)."""
+    for e in range(lstart[c], lstart[c + 1]):
+        if edirty[e]:
+            s = 0.0
+            for p in range(estart[e], estart[e] + ecnt[e]):
+                s += remaining[elist[p]]
+            cb[e] = s
+            edirty[e] = 0
+
+
+@njit(cache=True)
+def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
+                     release: np.ndarray, alist: np.ndarray, mstart: np.ndarray,
+                     nact: np.ndarray, clink: np.ndarray, lstart: np.ndarray,
+                     elist: np.ndarray, estart: np.ndarray, ecnt: np.ndarray,
+                     cb: np.ndarray, edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
+                     nac: int, mode: int, fixed: np.ndarray, cap: np.ndarray, now: float,
+                     rate: np.ndarray, plist: np.ndarray, npos: int, sel: np.ndarray,
+                     live: np.ndarray) -> int:  # pragma: no cover - compiled
+    """:func:`_coflow_order`'s rates, by Coflow (:func:`_coflow_run`'s allocation): the
+    Coflows ``acts[:nac]`` (increasing index, i.e. Coflow id), each with its active flows
+    ``alist[mstart[c]:mstart[c] + nact[c]]`` in admission order, its links
+    ``clink[lstart[c]:lstart[c + 1]]`` (increasing) and on each link ``e`` its active
+    flows ``elist[estart[e]:estart[e] + ecnt[e]]`` (``cnth[e, h]`` of them with it as
+    hop ``h``). The same float operations in the same order as :func:`_coflow_order` on
+    the same flows, so the same rates bit for bit; but a Coflow's remaining bytes on a
+    link (``cb``) are summed again only where they changed and only when read (its
+    ``sebf`` key; MADD, once no link it needs is full), a Coflow whose flows all cross a
+    link with nothing left is passed over by the back-fill without visiting its flows,
+    and the back-fill water-fills on the standing lists of flows by link
+    (:func:`~commsched.sim.flow.water_fill_by_link`). ``mode``: 0 fifo, 1 sebf, 2
+    sebf-static (``fixed``: per Coflow, ``nan`` until first seen). Zeroes the rates of
+    the flows ``plist[:npos]``, writes the new ``rate`` of every flow whose rate is not
+    0, lists them in ``plist`` and returns how many; ``sel`` and ``live`` (all False)
+    are work space."""
+    nl = cap.shape[0]
+    hops = links.shape[1]
+    for q in range(npos):
+        rate[plist[q]] = 0.0
+    npos = 0
+    key = np.empty(nac)
+    for a in range(nac):
+        c = acts[a]
+        if mode == 0:  # the earliest release: the first flow in admission order
+            key[a] = release[alist[mstart[c]]]
+        elif mode == 2:
+            if np.isnan(fixed[c]):
+                lo = lstart[c]
+                fb = np.zeros(lstart[c + 1] - lo)  # its active flows' full sizes per link
+                for e in range(lo, lstart[c + 1]):
+                    for p in range(estart[e], estart[e] + ecnt[e]):
+                        fb[e - lo] += size[elist[p]]
+                m = 0.0
+                for e in range(lo, lstart[c + 1]):
+                    m = max(m, fb[e - lo] / cap[clink[e]])
+                fixed[c] = m
+            key[a] = fixed[c]
+        else:
+            _coflow_bytes(c, lstart, elist, estart, ecnt, edirty, remaining, cb)
+            m = 0.0
+            for e in range(lstart[c], lstart[c + 1]):
+                m = max(m, cb[e] / cap[clink[e]])
+            key[a] = m
+    order, gamma, left, tol = _madd_start(key, now, cap)
+    # MADD in rank order; once no link has more than tol left every later Coflow waits.
+    # A link carries bytes of the Coflow (b > 0 in _coflow_order) iff it has active flows
+    nopen = 0
+    for lk in range(nl):
+        if left[lk] > tol:
+            nopen += 1
+    for a in order:
+        if nopen == 0:
+            break
+        c = acts[a]
+        need = False
+        full = False
+        for e in range(lstart[c], lstart[c + 1]):
+            if ecnt[e] > 0:
+                need = True
+                if left[clink[e]] <= tol:
+                    full = True
+                    break
+        if not need or full:
+            continue
+        _coflow_bytes(c, lstart, elist, estart, ecnt, edirty, remaining, cb)
+        gk = 0.0
+        for e in range(lstart[c], lstart[c + 1]):
+            if ecnt[e] > 0:
+                gk = max(gk, cb[e] / left[clink[e]])
+        gamma[a] = gk
+        for e in range(lstart[c], lstart[c + 1]):
+            if ecnt[e] > 0:
+                lk = clink[e]
+                left[lk] = max(left[lk] - cb[e] / gk, 0.0)
+                if left[lk] <= tol:
+                    nopen -= 1
+    # back-fill (priority_fill): classes in rank order until no link has anything left
+    capb = left.copy()
+    isleft = np.zeros(nl, np.bool_)
+    nleft = 0
+    for lk in range(nl):
+        if capb[lk] > REL_TOL * left[lk]:
+            isleft[lk] = True
+            nleft += 1
+    for r in range(nac):
+        if nleft == 0:
+            break
+        a = order[r]
+        c = acts[a]
+        m0, na = mstart[c], nact[c]
+        # every flow crosses a link with nothing left when, at some hop, all of them do
+        starved = False
+        for h in range(hops):
+            k = 0
+            for e in range(lstart[c], lstart[c + 1]):
+                if capb[clink[e]] <= 0.0:
+                    k += cnth[e, h]
+            if k == na:
+                starved = True
+                break
+        if starved:
+            continue
+        m = 0
+        for p in range(m0, m0 + na):
+            i = alist[p]
+            ok = False  # a flow without links gets 0 from water-filling: left out
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0:
+                    if capb[lk] <= 0.0:
+                        ok = False
+                        break
+                    ok = True
+            if ok:
+                live[i] = True
+                rate[i] = 0.0
+                sel[m] = i
+                m += 1
+        if m == 0:
+            continue
+        water_fill_by_link(links, remaining, live, clink[lstart[c]:lstart[c + 1]],
+                           elist, estart[lstart[c]:lstart[c + 1]],
+                           ecnt[lstart[c]:lstart[c + 1]], capb, rate)
+        for q in range(m):
+            i = sel[q]
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0:
+                    capb[lk] -= rate[i]
+        for q in range(m):
+            i = sel[q]
+            for h in range(hops):
+                lk = links[i, h]
+                if lk >= 0 and isleft[lk] and not capb[lk] > REL_TOL * left[lk]:
+                    isleft[lk] = False
+                    nleft -= 1
+            if gamma[a] == np.inf and rate[i] != 0.0:
+                plist[npos] = i
+                npos += 1
+    for a in range(nac):  # MADD's rates on top of the back-fill's
+        if gamma[a] < np.inf:
+            c = acts[a]
+            for p in range(mstart[c], mstart[c] + nact[c]):
+                i = alist[p]
+                rate[i] += remaining[i] / gamma[a]
+                if rate[i] != 0.0:
+                    plist[npos] = i
+                    npos += 1
+    return npos
+
+
+@njit(cache=True)
+def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.ndarray,
+                release: np.ndarray, order: np.ndarray, mstart: np.ndarray,
+                clink: np.ndarray, lstart: np.ndarray, estart: np.ndarray, cap: np.ndarray,
+                mode: int, fixed: np.ndarray, state: np.ndarray, alist: np.ndarray,
+                nact: np.ndarray, elist: np.ndarray, ecnt: np.ndarray, cb: np.ndarray,
+                edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
+                remaining: np.ndarray, rate: np.ndarray, plist: np.ndarray,
+                finish: np.ndarray, sel: np.ndarray, live: np.ndarray,
+                ctouch: np.ndarray, clst: np.ndarray,
+                etouch: np.ndarray, elst: np.ndarray,
+                stop_after: int) -> int:  # pragma: no cover - compiled
+    """:class:`FlowSim`'s event loop under :class:`CoflowOrder` (max-min back-fill) on a
+    static set of flows (``order``: admission order, by release then id; ``cof``: each
+    flow's Coflow index; ``fpos[i, h]``: the index ``e`` of flow ``i``'s hop ``h`` among
+    its Coflow's links ``clink``), allocating by :func:`_coflow_allocate` and stepping
+    only the flows with a rate (``plist``): a flow at rate 0 keeps its remaining bytes
+    and cannot complete, so a segment's end, the completions and every remaining byte
+    count are those of :func:`~commsched.sim.flow._step` on all active flows. Keeps each
+    Coflow's active flows in admission order, overall (``alist``) and by link
+    (``elist``, from ``estart[e]``). Resumable: ``state`` = [now, next flow to admit,
+    active flows, events, active Coflows, flows in ``plist``, whether the rates are
+    stale]; returns after ``stop_after`` completions or at the end (flows completed in
+    this call; -1 for a stall, -2 for a rate that is negative or not finite)."""
+    now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), int(state[3])
+    nac, npos, stale = int(state[4]), int(state[5]), state[6] != 0.0
+    n = order.shape[0]
+    hops = links.shape[1]
+    done = 0
+    while (nxt < n or nflows > 0) and done < stop_after:
+        while nxt < n and release[order[nxt]] <= now:  # admit the flows released by now
+            i = order[nxt]
+            c = cof[i]
+            if nact[c] == 0:  # the Coflow joins acts (kept in increasing order)
+                k = nac
+                while k > 0 and acts[k - 1] > c:
+                    acts[k] = acts[k - 1]
+                    k -= 1
+                acts[k] = c
+                nac += 1
+            alist[mstart[c] + nact[c]] = i
+            nact[c] += 1
+            for h in range(hops):
+                e = fpos[i, h]
+                if e >= 0:
+                    elist[estart[e] + ecnt[e]] = i
+                    ecnt[e] += 1
+                    cnth[e, h] += 1
+                    edirty[e] = 1
+            nflows += 1
+            nxt += 1
+            stale = True
+        if stale and nflows:
+            npos = _coflow_allocate(links, remaining, size, release, alist, mstart, nact,
+                                    clink, lstart, elist, estart, ecnt, cb, edirty, cnth,
+                                    acts, nac, mode, fixed, cap, now, rate, plist, npos, sel,
+                                    live)
+            events += 1
+            stale = False
+        t_next = release[order[nxt]] if nxt < n else np.inf
+        dt_done = np.inf
+        for q in range(npos):
+            r = rate[plist[q]]
+            if not (r >= 0.0 and r < np.inf):
+                done = -2
+                break
+            t = remaining[plist[q]] / r
+            if t < dt_done:
+                dt_done = t
+        if done == -2:
+            break
+        if dt_done == np.inf and t_next == np.inf:
+            if nflows:
+                done = -1
+            break
+        t_end = min(now + dt_done, t_next)
+        dt = t_end - now
+        due = t_end + REL_TOL * dt
+        nc = 0
+        ne = 0
+        kept = 0
+        for q in range(npos):  # as _advance: the flows at rate 0 do not change
+            i = plist[q]
+            r = rate[i]
+            before = remaining[i]
+            remaining[i] = before - r * dt
+            for h in range(hops):
+                if fpos[i, h] >= 0:
+                    edirty[fpos[i, h]] = 1
+            if now + before / r <= due or remaining[i] <= REL_TOL * size[i]:
+                remaining[i] = 0.0
+                rate[i] = 0.0
+                finish[i] = t_end
+                nflows -= 1
+                done += 1
+                c = cof[i]
+                if not ctouch[c]:  # its lists of active flows are compacted below
+                    ctouch[c] = True
+                    clst[nc] = c
+                    nc += 1
+                for h in range(hops):
+                    e = fpos[i, h]
+                    if e >= 0:
+                        cnth[e, h] -= 1
+                        if not etouch[e]:
+                            etouch[e] = True
+                            elst[ne] = e
+                            ne += 1
+            else:
+                plist[kept] = i
+                kept += 1
+        npos = kept
+        for k in range(ne):
+            e = elst[k]
+            etouch[e] = False
+            j = estart[e]
+            for p in range(estart[e], estart[e] + ecnt[e]):
+                if remaining[elist[p]] > 0.0:
+                    elist[j] = elist[p]
+                    j += 1
+            ecnt[e] = j - estart[e]
+        for k in range(nc):
+            c = clst[k]
+            ctouch[c] = False
+            m0 = mstart[c]
+            j = m0
+            for p in range(m0, m0 + nact[c]):
+                if remaining[alist[p]] > 0.0:
+                    alist[j] = alist[p]
+                    j += 1
+            nact[c] = j - m0
+            if nact[c] == 0:  # the Coflow leaves acts
+                a = 0
+                while acts[a] != c:
+                    a += 1
+                for b in range(a, nac - 1):
+                    acts[b] = acts[b + 1]
+                nac -= 1
+        if nc:
+            stale = True
+        now = t_end
+    state[0], state[1], state[2], state[3] = now, nxt, nflows, events
+    state[4], state[5], state[6] = nac, npos, 1.0 if stale else 0.0
+    return done
 
 
 class CoflowEvents:

@@ -73,9 +73,11 @@ __all__ = [
     "port_share",
     "priority_fill",
     "priority_max_min",
+    "run_in_chunks",
     "simulate",
     "two_tier",
     "water_fill",
+    "water_fill_by_link",
 ]
 
 #: Relative tolerance of the simulator's float arithmetic (completion, saturation).
@@ -290,14 +292,15 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     leftover falls to ``REL_TOL`` of the capacity it started with, or, when float noise
     saturates none, the tightest link); the flows through saturated links freeze at
     ``w * level``. A round costs O(links used) plus the flows it freezes, so a call costs
-    O(flows * hops + rounds * links); links are numbered densely from 0.
+    O(flows * hops + rounds * links); links are numbered densely from 0. Groups the flows
+    by link and runs :func:`water_fill_by_link`.
 
     Parameters
     ----------
     links : ndarray of int64, shape (flows, hops)
         Link ids per flow, padded with -1.
     idx : ndarray of int64
-        The flows to water-fill (rows of ``links``); others are left untouched.
+        The flows to water-fill (distinct rows of ``links``); others are left untouched.
     capacity : ndarray of float
         Capacity per link (bytes/s); not modified.
     w : ndarray of float
@@ -307,64 +310,111 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     """
     nl = capacity.shape[0]
     hops = links.shape[1]
-    m = idx.shape[0]
-    cap = capacity.copy()
-    wsum = np.zeros(nl)
+    live = np.zeros(links.shape[0], np.bool_)
     cnt = np.zeros(nl, np.int64)
-    live = np.zeros(m, np.bool_)  # by position in idx
-    for p in range(m):
-        i = idx[p]
+    for i in idx:
         rate[i] = 0.0
         if w[i] > 0:
             for h in range(hops):
                 if links[i, h] >= 0:
-                    live[p] = True
-            if live[p]:
+                    live[i] = True
+            if live[i]:
                 for h in range(hops):
-                    lk = links[i, h]
-                    if lk >= 0:
-                        wsum[lk] += w[i]
-                        cnt[lk] += 1
+                    if links[i, h] >= 0:
+                        cnt[links[i, h]] += 1
     start = np.zeros(nl + 1, np.int64)
-    nused = 0
     for lk in range(nl):
         start[lk + 1] = start[lk] + cnt[lk]
-        if cnt[lk] > 0:
-            nused += 1
-    used = np.empty(nused, np.int64)  # links some growing flow crosses
     fill = start[:nl].copy()
-    by_link = np.empty(start[nl], np.int64)  # positions of live flows grouped by link
-    j = 0
-    for lk in range(nl):
-        if cnt[lk] > 0:
-            used[j] = lk
-            j += 1
-    for p in range(m):
-        if live[p]:
-            i = idx[p]
+    by_link = np.empty(start[nl], np.int64)  # live flows grouped by link, in idx order
+    for i in idx:
+        if live[i]:
             for h in range(hops):
                 lk = links[i, h]
                 if lk >= 0:
-                    by_link[fill[lk]] = p
+                    by_link[fill[lk]] = i
                     fill[lk] += 1
-    tol = REL_TOL * cap
-    full = np.empty(nl, np.int64)
+    lid = np.flatnonzero(cnt)
+    water_fill_by_link(links, w, live, lid, by_link, start[lid], cnt[lid], capacity, rate)
+
+
+@njit(cache=True)
+def water_fill_by_link(links: np.ndarray, w: np.ndarray, live: np.ndarray, lid: np.ndarray,
+                       flows: np.ndarray, start: np.ndarray, count: np.ndarray,
+                       capacity: np.ndarray,
+                       rate: np.ndarray) -> None:  # pragma: no cover - compiled
+    """:func:`water_fill` of the flows marked ``live`` on ``max(capacity, 0)``, given by
+    link: the flows on link ``lid[k]`` (``lid`` increasing) are ``flows[start[k]:start[k]
+    + count[k]]``, in the order of :func:`water_fill`'s ``idx``; a live flow has links and
+    all of them are among ``lid``. Water-filling depends on the order of its flows only through
+    each link's flows (the order their weights are summed and they freeze in), so the
+    rates are :func:`water_fill`'s bit for bit, without its grouping of the flows by link
+    (a caller that keeps the lists standing, :func:`commsched.echelon.coflow._coflow_run`,
+    pays O(flows) per call instead of O(flows + links) plus a sort). Writes the live
+    flows' ``rate`` and clears ``live``.
+
+    Parameters
+    ----------
+    links : numpy.ndarray
+        ``(flows, hops)`` link ids per flow, padded with -1.
+    w : numpy.ndarray
+        Per-flow weight (> 0 for the live flows).
+    live : numpy.ndarray
+        Per-flow bool: the flows to water-fill; cleared.
+    lid : numpy.ndarray
+        The links the live flows cross (others allowed), increasing.
+    flows, start, count : numpy.ndarray
+        The flows on link ``lid[k]``: ``flows[start[k]:start[k] + count[k]]`` (live or
+        not), in one order for all links.
+    capacity : numpy.ndarray
+        Capacity per link (bytes/s; negative read as 0); not modified.
+    rate : numpy.ndarray
+        Output, per flow.
+    """
+    nl = capacity.shape[0]
+    hops = links.shape[1]
+    cap = np.empty(nl)
+    wsum = np.empty(nl)
+    tol = np.empty(nl)
+    cnt = np.empty(nl, np.int64)
+    at = np.empty(nl, np.int64)  # each used link's k
+    used = np.empty(lid.shape[0], np.int64)
+    full = np.empty(lid.shape[0], np.int64)
+    nused = 0
+    for k in range(lid.shape[0]):
+        s = 0.0
+        m = 0
+        for p in range(start[k], start[k] + count[k]):
+            i = flows[p]
+            if live[i]:
+                rate[i] = 0.0
+                s += w[i]
+                m += 1
+        if m:
+            lk = lid[k]
+            used[nused] = lk
+            nused += 1
+            at[lk] = k
+            wsum[lk] = s
+            cnt[lk] = m
+            cap[lk] = max(capacity[lk], 0.0)
+            tol[lk] = REL_TOL * cap[lk]
     total = 0.0
     while nused:
         total, nfull, _ = _fill_round(cap, wsum, used, nused, tol, total, full)
         for lk in full[:nfull]:
-            for k in range(start[lk], start[lk + 1]):
-                p = by_link[k]
-                if live[p]:
-                    live[p] = False
-                    i = idx[p]
+            k = at[lk]
+            for p in range(start[k], start[k] + count[k]):
+                i = flows[p]
+                if live[i]:
+                    live[i] = False
                     rate[i] = w[i] * total
                     for h in range(hops):
                         q = links[i, h]
                         if q >= 0:
                             wsum[q] -= w[i]
                             cnt[q] -= 1
-            cnt[lk] = 0  # every flow through a full link is frozen now
+            cnt[lk] = 0
             wsum[lk] = 0.0
         nused = _keep_growing(used, nused, cnt)
 
@@ -887,6 +937,27 @@ class RouteShare:
             return max_min(view.links, view.net.capacity)
         return port_share(view.links, view.net.capacity)
 
+    def run_static(self, sim: FlowSim,
+                   progress: Callable[[int], object] | None = None) -> FlowResult:
+        """Run ``sim``'s flows, all added and none admitted yet, to the end on routes
+        (:func:`_route_run`; :func:`simulate` calls it).
+
+        Parameters
+        ----------
+        sim : FlowSim
+            The simulation holding the flows (its event loop is not used).
+        progress : callable, optional
+            Called with numbers of completed flows.
+
+        Returns
+        -------
+        FlowResult
+            Finish times and event count (no segments).
+        """
+        n = sim.n
+        return _simulate_routes(sim.net, sim.src[:n], sim.dst[:n], sim.size[:n],
+                                sim.release[:n], self, progress)
+
 
 class Quantized:
     """A policy whose rates change only at multiples of ``quantum`` seconds, as a
@@ -1349,19 +1420,46 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
               np.zeros(g, np.int64), np.zeros(nl, np.int64), np.zeros(nl, np.int64), finish,
               np.zeros((2, kept, nl)), np.zeros((2, nl + 1)), np.zeros((3, nl), np.int64),
               np.zeros(1, np.int64))
+    cap = net.capacity.astype(float)
+    run_in_chunks(lambda stop: _route_run(route, route_links, link_routes, link_ptr, cap, size,
+                                          release, order, policy.kind == "port-share", state,
+                                          *arrays, stop),
+                  n, progress,
+                  lambda _: (f"flow simulation stalled at t={state[0]}: active flows get no "
+                             "rate and nothing else will happen"))
+    return FlowResult(release.copy(), finish, [], int(state[3]))
+
+
+def run_in_chunks(step: Callable[[int], int], n: int,
+                  progress: Callable[[int], object] | None,
+                  fail: Callable[[int], str]) -> None:
+    """Drive a resumable compiled event loop until ``n`` flows have completed.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(stop_after)`` runs the loop on until ``stop_after`` more flows complete
+        (or to the end) and returns how many did, or a negative code for an error.
+    n : int
+        Flows to complete.
+    progress : callable, optional
+        Called with each call's completions; given, the loop stops every 1% of ``n``.
+    fail : callable
+        The error message for a negative code.
+
+    Raises
+    ------
+    CommschedError
+        With ``fail(code)`` when ``step`` returns a negative code.
+    """
     left = n
     while left:
-        k = _route_run(route, route_links, link_routes, link_ptr, net.capacity.astype(float),
-                       size, release, order, policy.kind == "port-share", state, *arrays,
-                       max(1, n // 100) if progress is not None else n)
+        k = step(max(1, n // 100) if progress is not None else n)
         if k < 0:
-            raise CommschedError(
-                f"flow simulation stalled at t={state[0]}: active flows get no rate and "
-                "nothing else will happen")
+            raise CommschedError(fail(k))
         left -= k
         if progress is not None and k:
             progress(k)
-    return FlowResult(release.copy(), finish, [], int(state[3]))
 
 
 def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray,
@@ -1371,9 +1469,11 @@ def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] |
              **meta: Sequence[float] | np.ndarray) -> FlowResult:
     """Simulate a static set of flows to completion (default policy: per-flow max-min).
 
-    A :class:`RouteShare` policy (the default is ``RouteShare("max-min")``) runs on routes
-    (:func:`_route_run`) unless ``record`` asks for the segments; any other policy runs in
-    :class:`FlowSim`.
+    A policy with a ``run_static(sim, progress)`` method runs the flows itself, in an
+    engine of its own, unless ``record`` asks for the segments: a :class:`RouteShare`
+    (the default is ``RouteShare("max-min")``) on routes (:func:`_route_run`), a
+    :class:`commsched.echelon.coflow.CoflowOrder` by Coflow (its ``run_static``); any
+    other policy runs in :class:`FlowSim`.
 
     Parameters
     ----------
@@ -1406,14 +1506,11 @@ def simulate(net: Network, src: Sequence[int] | np.ndarray, dst: Sequence[int] |
         not positive and finite, or a release is not finite or is negative.
     """
     policy = policy or RouteShare("max-min")
-    if isinstance(policy, RouteShare) and not record:
-        sim = FlowSim(net, policy)  # validates the flows
-        sim.add(src, dst, size, release, **meta)
-        n = sim.n
-        return _simulate_routes(net, sim.src[:n], sim.dst[:n], sim.size[:n],
-                                sim.release[:n], policy, progress)
     sim = FlowSim(net, policy, record=record)
-    sim.add(src, dst, size, release, **meta)
+    sim.add(src, dst, size, release, **meta)  # validates the flows
+    run_static = getattr(policy, "run_static", None)
+    if run_static is not None and not record:
+        return run_static(sim, progress)
     sim.run(progress)
     return sim.result()
 
