@@ -94,6 +94,7 @@ from google.protobuf.message import DecodeError
 
 from commsched.atomic import atomic_write_bytes
 from commsched.errors import CommschedError, GraphError
+from commsched.io.varint import read_varint, write_varint
 from commsched.model import graph
 
 __all__ = [
@@ -133,21 +134,6 @@ _DTYPE_BYTES = {
 # The file format: length-delimited protobuf messages.
 
 
-def _varint(buf: bytes, pos: int, where: str) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise CommschedError(f"{where}: malformed Chakra trace: truncated message length")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise CommschedError(f"{where}: malformed Chakra trace: bad message length")
-
-
 def read_et(path: str | os.PathLike[str]) -> tuple[Any, list[Any]]:
     """The ``GlobalMetadata`` and the ``Node`` messages of one Chakra ET file.
 
@@ -181,7 +167,11 @@ def read_et(path: str | os.PathLike[str]) -> tuple[Any, list[Any]]:
     messages: list[bytes] = []
     pos = 0
     while pos < len(buf):
-        size, pos = _varint(buf, pos, where)
+        try:
+            size, pos = read_varint(buf, pos)
+        except ValueError as e:
+            raise CommschedError(f"{where}: malformed Chakra trace: message length: {e}"
+                                 ) from None
         if pos + size > len(buf):
             raise CommschedError(
                 f"{where}: malformed Chakra trace: message #{len(messages)} is truncated "
@@ -220,13 +210,7 @@ def write_et(path: str | os.PathLike[str], meta: Any, nodes: Iterable[Any]) -> N
     out = bytearray()
     for m in (meta, *nodes):
         data = m.SerializeToString()
-        size = len(data)
-        while True:
-            b = size & 0x7F
-            size >>= 7
-            out.append(b | 0x80 if size else b)
-            if not size:
-                break
+        write_varint(len(data), out)
         out += data
     atomic_write_bytes(path, bytes(out))
 

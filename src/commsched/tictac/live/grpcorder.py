@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from commsched.io.varint import read_varint
 from commsched.tictac.live.workload import Workload
 
 __all__ = [
@@ -90,19 +91,6 @@ def window_name(group: str, config: str) -> str:
     return f"{group}.{config}"
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return value, i
-        shift += 7
-
-
 def recv_tensor_request(message: bytes) -> tuple[int, str] | None:
     """The step id and rendezvous key of a gRPC ``RecvTensorRequest`` message.
 
@@ -136,14 +124,14 @@ def recv_tensor_request(message: bytes) -> tuple[int, str] | None:
     step, key, i = None, None, 0
     try:
         while i < len(body) and (step is None or key is None):
-            tag, i = _varint(body, i)
+            tag, i = read_varint(body, i)
             field, wire = tag >> 3, tag & 7
             if wire == 0:
-                value, i = _varint(body, i)
+                value, i = read_varint(body, i)
                 if field == 1:
                     step = value
             elif wire == 2:
-                n, i = _varint(body, i)
+                n, i = read_varint(body, i)
                 if i + n > len(body):
                     return None
                 if field == 2:
