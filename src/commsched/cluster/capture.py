@@ -49,7 +49,14 @@ from typing import Any
 
 from commsched.atomic import atomic_write_text
 from commsched.cluster.emulated import EmulatedCluster
-from commsched.cluster.procs import ProcRecord, config_main, end_processes, owner_alive, start_time
+from commsched.cluster.procs import (
+    ProcRecord,
+    config_main,
+    end_processes,
+    owner_alive,
+    self_owner,
+    start_time,
+)
 from commsched.errors import CommschedError
 
 __all__ = [
@@ -829,13 +836,12 @@ def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, task
     for old in folder.iterdir():
         if old.is_file():
             old.unlink()
-    me = f"{os.getpid()}:{start_time(os.getpid())}"
     procs = []
     try:
         for host in hosts:
             link = next(lk for lk in cluster.links if lk.host == host)
             cfg = {"dev": link.host_dev, "addr": link.address, "port": cluster.config.port,
-                   "folder": str(folder), "id": host, "tasks": tasks, "owner": me,
+                   "folder": str(folder), "id": host, "tasks": tasks, "owner": self_owner(),
                    "ttl_s": cluster.config.ttl, "window_s": window_s, "max_bytes": max_bytes,
                    "log": str(cluster.log_dir / f"{host}.log") if log_match else None,
                    "log_match": log_match}

@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from commsched.cluster import net
-from commsched.cluster.procs import ProcRecord, alive, end_processes, spawn, start_time
+from commsched.cluster.procs import (
+    ProcRecord,
+    alive,
+    end_processes,
+    self_owner,
+    spawn,
+    start_time,
+)
 from commsched.cluster.state import RunState, list_runs, run_base
 from commsched.errors import CommschedError
 
@@ -137,10 +144,6 @@ def _tail(path: str, lines: int = 5) -> str:
     return " | ".join(keep[-lines:]) or "(empty log)"
 
 
-def _self_id() -> str:
-    return f"{os.getpid()}:{start_time(os.getpid())}"
-
-
 class EmulatedCluster:
     """P parameter servers and N workers in private network namespaces (see module doc).
 
@@ -155,7 +158,7 @@ class EmulatedCluster:
         self.detached = detached
         self.bridge_ns, self.links = net.names(self.run_id, config.hosts())
         self.state = RunState(self.run_id, run_base() / self.run_id,
-                              None if detached else _self_id())
+                              None if detached else self_owner())
         self._popens: dict[int, subprocess.Popen[bytes]] = {}
         self._down = False
 

@@ -24,7 +24,7 @@ from typing import Any
 from commsched.errors import CommschedError
 
 __all__ = ["ProcRecord", "alive", "config_main", "end_processes", "last_error", "owner_alive",
-           "spawn", "start_time", "wait_all"]
+           "self_owner", "spawn", "start_time", "wait_all"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -64,6 +64,17 @@ def start_time(pid: int) -> int | None:
 def alive(rec: ProcRecord) -> bool:
     """True when the recorded process still runs (same PID and same start time)."""
     return start_time(rec.pid) == rec.start_time
+
+
+def self_owner() -> str:
+    """This process as an owner (``"PID:START_TIME"``) for :func:`owner_alive`.
+
+    Returns
+    -------
+    str
+        ``f"{pid}:{start_time(pid)}"`` of the calling process.
+    """
+    return f"{os.getpid()}:{start_time(os.getpid())}"
 
 
 def owner_alive(owner: str | None) -> bool:

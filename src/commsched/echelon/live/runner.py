@@ -12,7 +12,6 @@ controller's records. Everything is torn down on every exit path.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -21,7 +20,7 @@ from typing import Any
 
 from commsched.atomic import atomic_write_text
 from commsched.cluster import net
-from commsched.cluster.procs import ProcRecord, end_processes, start_time
+from commsched.cluster.procs import ProcRecord, end_processes, self_owner, start_time
 from commsched.echelon.live.controller import ControllerConfig
 from commsched.echelon.live.jobs import LiveJob
 from commsched.echelon.live.launch import launch
@@ -129,7 +128,7 @@ def run_live(jobs: Sequence[JobPlacement], policies: Sequence[str], repeats: int
                 racks=list(racks), host_Bps=topo.host_Bps, core_Bps=topo.core_Bps,
                 bridges=list(cl.bridges), phases=phases, n_workers=len(racks),
                 udp_port=UDP_PORT, store_port=STORE_PORT, out=str(rdir / "controller.json"),
-                timeout=phase_timeout, owner=f"{_self()}")
+                timeout=phase_timeout, owner=self_owner())
             cpath = rdir / "controller-config.json"
             atomic_write_text(cpath, json.dumps(asdict(ccfg)) + "\n")
             ctl = cl.spawn("ctl", "controller", [sys.executable, "-m",
@@ -168,6 +167,3 @@ def run_live(jobs: Sequence[JobPlacement], policies: Sequence[str], repeats: int
     atomic_write_text(work / "run.json", json.dumps(out) + "\n")
     return out
 
-
-def _self() -> str:
-    return f"{os.getpid()}:{start_time(os.getpid())}"

@@ -22,7 +22,6 @@ and the simulator's predictions share.
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,7 +33,7 @@ import numpy as np
 
 from commsched.cluster import net
 from commsched.cluster.emulated import down, up_inside
-from commsched.cluster.procs import spawn, start_time
+from commsched.cluster.procs import self_owner, spawn
 from commsched.cluster.state import RunState, run_base
 from commsched.echelon.live.tc import HtbLink
 from commsched.errors import CommschedError
@@ -119,8 +118,7 @@ class LiveCluster:
         _, self.links = net.names(self.run_id, self.hosts)
         pre = f"{net.NS_PREFIX}{self.run_id}-"
         self.bridges = (pre + "bra", pre + "brb")
-        owner = f"{os.getpid()}:{start_time(os.getpid())}"
-        self.state = RunState(self.run_id, run_base() / self.run_id, owner)
+        self.state = RunState(self.run_id, run_base() / self.run_id, self_owner())
         self.core = [HtbLink(self.bridges[r], CORE_DEV, topo.core_Bps, range(1, 64))
                      for r in (0, 1)]
 
