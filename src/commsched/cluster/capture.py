@@ -839,7 +839,7 @@ def capturing(cluster: EmulatedCluster, hosts: Sequence[str], folder: Path, task
     procs = []
     try:
         for host in hosts:
-            link = next(lk for lk in cluster.links if lk.host == host)
+            link = cluster.link(host)
             cfg = {"dev": link.host_dev, "addr": link.address, "port": cluster.config.port,
                    "folder": str(folder), "id": host, "tasks": tasks, "owner": self_owner(),
                    "ttl_s": cluster.config.ttl, "window_s": window_s, "max_bytes": max_bytes,

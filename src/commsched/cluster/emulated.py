@@ -190,14 +190,24 @@ class EmulatedCluster:
         link = self.links[self.config.n_ps + worker]
         return self._spawn(f"client-w{worker}", argv, str(log), link.namespace, env)
 
+    def link(self, host: str) -> net.HostLink:
+        """The link of host ``host`` (``ps0``, ``w1``).
+
+        Raises
+        ------
+        CommschedError
+            If the cluster has no such host.
+        """
+        link = next((lk for lk in self.links if lk.host == host), None)
+        if link is None:
+            raise CommschedError(f"no host {host!r} in run {self.run_id}")
+        return link
+
     def spawn_on(self, host: str, role: str, argv: Sequence[str], log: str | os.PathLike[str],
                  env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start a helper process (``role``) in host ``host``'s namespace (``ps0``, ``w1``),
         recorded for teardown; :meth:`check` watches only the servers."""
-        link = next((lk for lk in self.links if lk.host == host), None)
-        if link is None:
-            raise CommschedError(f"no host {host!r} in run {self.run_id}")
-        return self._spawn(role, argv, str(log), link.namespace, env)
+        return self._spawn(role, argv, str(log), self.link(host).namespace, env)
 
     # -- lifecycle ------------------------------------------------------------------
     def _spawn(self, role: str, argv: Sequence[str], log: str, namespace: str,
