@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -229,17 +230,17 @@ def cluster_run(params: LiveParams, loads: list[Workload], workdir: Path,
     cfg = ClusterConfig(n_ps=params.ps, n_workers=params.workers, bandwidth=first,
                         burst=params.burst, latency=params.latency, threads=params.threads,
                         ps_vmodule=SEND_LOG_VMODULE if capture else "")
-    ps_hosts = cfg.hosts()[:params.ps] if capture else []
     window_s = params.step_timeout_s * (params.grpc_capture_iterations + 1)
     with emulated_cluster(cfg, timeout=params.timeout_s) as c:
         say(f"cluster {c.run_id} up: {c.spec}")
         for bw, ws in by_bw.items():
             c.set_bandwidth(bw)
             say(f"bandwidth {bw}: {', '.join(w.group_id for w in ws)}")
-            with capturing(c, ps_hosts, workdir / bw / "capture", params.workers,
-                           _CAPTURE_WAIT_S, window_s, SEND_LOG_MATCH) as files:
-                results += run_clients(c, job_plan(params, c, ws, files if ps_hosts
-                                                   else None), workdir / bw, deadline, say)
+            with (capturing(c, cfg.hosts()[:params.ps], workdir / bw / "capture",
+                            params.workers, _CAPTURE_WAIT_S, window_s, SEND_LOG_MATCH)
+                  if capture else nullcontext(None)) as files:
+                results += run_clients(c, job_plan(params, c, ws, files), workdir / bw,
+                                       deadline, say)
     return results
 
 
