@@ -336,12 +336,7 @@ class CoflowOrder:
         run_in_chunks(lambda stop: _coflow_run(links, fpos, cof, size, release, order, mstart,
                                                clink, lstart, estart, cap, mode, fixed, state,
                                                *arrays, stop),
-                      n, progress,
-                      lambda code: ("policy returned rates of the wrong shape or negative rates"
-                                    if code == -2 else
-                                    f"flow simulation stalled at t={state[0]}: "
-                                    f"{int(state[2])} active flows get no rate and nothing "
-                                    "else will happen"))
+                      n, progress, state)
         if mode == 2:
             seen = ~np.isnan(fixed)
             self._static.update(zip(gids[seen].tolist(), fixed[seen].tolist(), strict=True))

@@ -823,7 +823,7 @@ class FlowSim:
         view = View(self.now, self._act[:na], self._links[:na], self.net, self)
         rates = np.asarray(self.policy(view), dtype=float)
         if rates.shape != (na,):
-            raise CommschedError("policy returned rates of the wrong shape or negative rates")
+            raise CommschedError(_BAD_RATES)
         self._rates[:na] = rates
         self.events += 1
         self._dirty = False
@@ -871,13 +871,10 @@ class FlowSim:
                                         self.remaining, self.size, self.finish, self.now,
                                         t_next, self._done)
             if t_end == -2.0:
-                raise CommschedError("policy returned rates of the wrong shape or "
-                                     "negative rates")
+                raise CommschedError(_BAD_RATES)
             if t_end == -1.0:
                 if na:
-                    raise CommschedError(
-                        f"flow simulation stalled at t={self.now}: {na} active flows "
-                        "get no rate and nothing else will happen")
+                    raise CommschedError(_stalled(self.now, na))
                 return np.zeros(0, dtype=np.int64)
             if self.record and na and t_end > self.now:
                 self.segments.append(Segment(self.now, t_end, ids, rates))
@@ -1424,39 +1421,45 @@ def _simulate_routes(net: Network, src: np.ndarray, dst: np.ndarray, size: np.nd
     run_in_chunks(lambda stop: _route_run(route, route_links, link_routes, link_ptr, cap, size,
                                           release, order, policy.kind == "port-share", state,
                                           *arrays, stop),
-                  n, progress,
-                  lambda _: (f"flow simulation stalled at t={state[0]}: active flows get no "
-                             "rate and nothing else will happen"))
+                  n, progress, state)
     return FlowResult(release.copy(), finish, [], int(state[3]))
 
 
+_BAD_RATES = "policy returned rates of the wrong shape or negative rates"
+
+
+def _stalled(now: float, active: int) -> str:
+    return (f"flow simulation stalled at t={now}: {active} active flows get no rate and "
+            "nothing else will happen")
+
+
 def run_in_chunks(step: Callable[[int], int], n: int,
-                  progress: Callable[[int], object] | None,
-                  fail: Callable[[int], str]) -> None:
+                  progress: Callable[[int], object] | None, state: np.ndarray) -> None:
     """Drive a resumable compiled event loop until ``n`` flows have completed.
 
     Parameters
     ----------
     step : callable
         ``step(stop_after)`` runs the loop on until ``stop_after`` more flows complete
-        (or to the end) and returns how many did, or a negative code for an error.
+        (or to the end) and returns how many did, or a negative code for an error (-2:
+        the policy's rates were wrong; any other: the active flows get no rate).
     n : int
         Flows to complete.
     progress : callable, optional
         Called with each call's completions; given, the loop stops every 1% of ``n``.
-    fail : callable
-        The error message for a negative code.
+    state : numpy.ndarray
+        The loop's state (``now``, next flow, active flows, events, ...), for the errors.
 
     Raises
     ------
     CommschedError
-        With ``fail(code)`` when ``step`` returns a negative code.
+        When ``step`` returns a negative code (the same messages as :class:`FlowSim`'s).
     """
     left = n
     while left:
         k = step(max(1, n // 100) if progress is not None else n)
         if k < 0:
-            raise CommschedError(fail(k))
+            raise CommschedError(_BAD_RATES if k == -2 else _stalled(state[0], int(state[2])))
         left -= k
         if progress is not None and k:
             progress(k)
