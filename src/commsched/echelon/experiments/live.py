@@ -33,7 +33,10 @@ force after the measured median update latency, htb classes and borrowing, and o
 GSO packet of a held flow at each message boundary of a favoured one); the flows'
 EchelonFlow offsets are the ones the live flows carried (:func:`arranged_profiles`).
 ``error = predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
-with the policy as it asks and no overhead.
+with the policy as it asks and no overhead. Leave one job out (:func:`predict_held_out`):
+each job predicted with nothing of its own records, from its profile measured before the
+run and overheads fitted on the other jobs (:func:`fit_held_out`), as a user would predict
+a job that has not run yet; ``error_lojo_median``.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
 ``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
