@@ -122,6 +122,17 @@ def test_analysis_tardiness_profiles_prediction_metrics(run: tuple[Params, Any])
     m = metrics(s, t["updates"])
     assert m["echelon_live.fair.pp.jct_vs_fair"] == 1.0
     assert m["echelon_live.update_latency_median_ms"] == pytest.approx(4.0, abs=1e-3)
+    # without the profiles measured before the run no job can be held out
+    assert s["error_lojo_abs_median"].isna().all()
+    assert "echelon_live.error_lojo_median_abs_pct" not in m
+    # with them (here the traced ones), each job is predicted from the other's fit
+    s = summarize(params, t, 5e6, 5e6, 2e7, prof)
+    assert (s["predicted_lojo_jct_s"] > 0).all() and (s["lojo_compute_scale"] == 1.0).all()
+    m = metrics(s, t["updates"])
+    assert m["echelon_live.error_lojo_median_abs_pct"] == pytest.approx(
+        100 * s["error_lojo_abs_median"].median())
+    assert {"echelon_live.pp.error_lojo_median_abs_pct",
+            "echelon_live.dp.error_lojo_median_abs_pct"} <= set(m)
 
 
 def test_controller_view_and_enforcement() -> None:

@@ -2,8 +2,10 @@
 jobs and flow records: collectives on one communication thread
 (``JobSpec.serial_collectives``), a flow's latency after its last byte
 (``JobGraph.flow_latency``), the kernel's FIFO for policy ``none`` (:func:`kernel_fifo`),
-the controller's delayed htb enforcement (:class:`EnforcedPolicy`) and the per-message
-overhead fitted from flow records (:func:`fit_overheads`)."""
+the controller's delayed htb enforcement (:class:`EnforcedPolicy`), the per-message
+overhead fitted from flow records (:func:`fit_overheads`) and the leave-one-job-out fit and
+prediction (:func:`fit_held_out`, :func:`predict_held_out`: the held-out job's records never
+enter them)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ import pandas as pd
 import pytest
 
 from commsched.echelon.cluster_sim import run_jobs
-from commsched.echelon.experiments.live import fit_overheads, kernel_fifo, predict
+from commsched.echelon.experiments.live import (
+    Params,
+    fit_held_out,
+    fit_overheads,
+    kernel_fifo,
+    predict,
+    predict_held_out,
+)
 from commsched.echelon.jobs import JobGraph, JobSpec, build_job
 from commsched.echelon.live.jobs import LiveJob, simulator_profile
 from commsched.echelon.live.runner import JobPlacement
@@ -200,3 +209,105 @@ def test_predict_takes_the_offsets_the_live_flows_carried() -> None:
     assert np.allclose(np.sort(ag["ideal"] - ag["release"].min()), offsets)
     # while the compute times still come from the traced profile
     assert (run.tasks["finish"] - run.tasks["start"]).max() == pytest.approx(1e-3)
+
+
+# Three small jobs of the three paradigms, as the live run places them.
+LOJO_JOBS = (
+    JobPlacement(LiveJob("pp", "gpipe", width=32, blocks=3, batch=8, micro_batches=2,
+                         iterations=2), (0, 1, 0)),
+    JobPlacement(LiveJob("fs", "fsdp", width=32, blocks=2, batch=6, iterations=2), (0, 1, 0)),
+    JobPlacement(LiveJob("dp", "dp-allreduce", width=32, blocks=2, batch=6, iterations=2),
+                 (1, 0, 1)))
+CORE, HOST = 1e5, 1e6
+
+
+def _alone() -> dict[str, LayerProfile]:
+    """Per job a profile "measured before the run" (distinct times per block)."""
+    out = {}
+    for k, jp in enumerate(LOJO_JOBS):
+        n = jp.job.world if jp.job.pipeline else jp.job.blocks
+        out[jp.job.name] = simulator_profile(jp.job, [1e-3 * (k + b + 1) for b in range(n)],
+                                             [2e-3 * (k + b + 1) for b in range(n)])
+    return out
+
+
+def _records(scale: dict[str, float], extra: dict[str, float], latency: dict[str, float],
+             seed: int = 0) -> dict[str, pd.DataFrame]:
+    """:func:`analyse`-like tables of the three jobs: every computation takes ``scale[job]``
+    times its profile before the run, every flow its bytes at the path rate plus
+    ``extra[job]`` per message (and a random wait >= 0: contention), every controlled
+    flow event ``latency[job]`` (policy ``none``'s events: 9 s, never counted)."""
+    rng = np.random.default_rng(seed)
+    alone = _alone()
+    tasks, flows, ups = [], [], []
+    for jp in LOJO_JOBS:
+        j, p = jp.job, alone[jp.job.name]
+        s = scale[j.name]
+        if j.pipeline:
+            labels = [(f"F{b}.{m}", p.fwd[b]) for b in range(j.world)
+                      for m in range(j.micro_batches)]
+            labels += [(f"B{b}.{m}", p.bwd[b]) for b in range(j.world)
+                       for m in range(j.micro_batches)]
+        else:
+            labels = ([("fwd", sum(p.fwd))] if j.paradigm == "dp-allreduce"
+                      else [(f"fwd{b}", x) for b, x in enumerate(p.fwd)])
+            labels += [(f"bwd{b}", x) for b, x in enumerate(p.bwd)]
+        for _ in range(3):
+            tasks += [{"job": j.name, "label": lab, "duration_s": s * x} for lab, x in labels]
+        group = {"gpipe": "act0", "fsdp": "allgather", "dp-allreduce": "allreduce0"}[j.paradigm]
+        n = {"gpipe": 1, "fsdp": 2, "dp-allreduce": 4}[j.paradigm]
+        for k in range(30):
+            src, dst = k % 3, (k + 1) % 3
+            rate = CORE if jp.racks[src] != jp.racks[dst] else HOST
+            wait = 0.0 if k < 3 else float(rng.uniform(0.0, 0.05))
+            flows.append({"job": j.name, "group": group, "src": src, "dst": dst,
+                          "bytes": 500.0, "start": 1.0,
+                          "finish": 1.0 + 500.0 / rate + n * extra[j.name] + wait})
+            for policy, lat in (("none", 9.0), ("sebf", latency[j.name])):
+                ups.append({"policy": policy, "flow": f"{j.name}/0/{k}/{group}/0",
+                            "latency_s": lat})
+    return {"tasks": pd.DataFrame(tasks), "flows": pd.DataFrame(flows),
+            "updates": pd.DataFrame(ups)}
+
+
+def test_fit_held_out_recovers_the_other_jobs_parameters() -> None:
+    t = _records({"pp": 2.0, "fs": 3.0, "dp": 5.0}, {"pp": 0.001, "fs": 0.01, "dp": 0.02},
+                 {"pp": 1e-4, "fs": 0.004, "dp": 0.008})
+    fit = fit_held_out(t, LOJO_JOBS, "pp", _alone(), CORE, HOST, quantile=0.0)
+    # the others' scales 3 and 5 (median 4), their lowest per-message cost (10 ms), their
+    # updates (as many of 4 as of 8 ms): nothing of pp's 2x, 1 ms or 0.1 ms, each of which
+    # would move the fit
+    assert fit.compute_scale == pytest.approx(4.0)
+    assert fit.message_overhead_s == pytest.approx(0.01)
+    assert fit.update_s == pytest.approx(0.006)
+    fit = fit_held_out(t, LOJO_JOBS, "dp", _alone(), CORE, HOST, quantile=0.0)
+    assert fit.compute_scale == pytest.approx(2.5)
+    assert fit.message_overhead_s == pytest.approx(0.001)
+    assert fit.update_s == pytest.approx(0.00205)
+    with pytest.raises(CommschedError, match="no job 'zz'"):
+        fit_held_out(t, LOJO_JOBS, "zz", _alone(), CORE, HOST)
+
+
+def test_held_out_job_records_never_enter_its_prediction() -> None:
+    params = Params(True, LOJO_JOBS, ("none", "sebf"), repeats=1)
+    base = {"pp": 2.0, "fs": 3.0, "dp": 2.5}
+    t = _records(base, {"pp": 0.02, "fs": 0.01, "dp": 0.005},
+                 {"pp": 0.004, "fs": 0.004, "dp": 0.008})
+    # fs's records changed every way that would move a fit on them: its compute, its
+    # flows' cost per message (below the others'), its flow events
+    u = _records({**base, "fs": 9.0}, {"pp": 0.02, "fs": 0.0, "dp": 0.005},
+                 {"pp": 0.004, "fs": 0.3, "dp": 0.008}, seed=1)
+    for k, col in (("tasks", "job"), ("flows", "job"), ("updates", "flow")):
+        of_fs = u[k][col].astype(str).str.split("/").str[0] == "fs"
+        keep = t[k][col].astype(str).str.split("/").str[0] != "fs"
+        u[k] = pd.concat([u[k][of_fs], t[k][keep]])  # the others' records as before
+    a = predict_held_out(params, t, CORE, HOST, _alone()).set_index(["job", "policy"])
+    b = predict_held_out(params, u, CORE, HOST, _alone()).set_index(["job", "policy"])
+    col = "predicted_lojo_jct_s"
+    assert np.array_equal(a.loc["fs", col].to_numpy(), b.loc["fs", col].to_numpy())
+    # ... while the jobs fitted on fs's records (and simulated beside its traced compute)
+    # see the change
+    for name in ("pp", "dp"):
+        for c in ("lojo_compute_scale", "lojo_message_overhead_s", "lojo_update_latency_s"):
+            assert (a.loc[name, c] != b.loc[name, c]).all()
+        assert not np.allclose(a.loc[name, col], b.loc[name, col])

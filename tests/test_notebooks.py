@@ -63,6 +63,9 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
                       "transfers": _f("live_skipped.csv"), "kind": "gain"}),
     ("echelon_live", "echelon_live", {"summary": _f("echelon_live_summary.csv"),
                                       "jobs": _f("echelon_live_jobs.csv"), "kind": "jct"}),
+    ("echelon_live_prediction", "echelon_live", {
+        "summary": _f("echelon_live_summary.csv"), "jobs": _f("echelon_live_jobs.csv"),
+        "kind": "prediction"}),
     ("allreduce_fit", "allreduce_fit", {"summary": _f("allreduce_summary.csv"),
                                         "fit": _f("allreduce_fit.csv")}),
     ("grad_sizes", "grad_sizes", {"table": _f("grad_sizes.csv")}),

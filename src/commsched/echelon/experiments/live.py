@@ -33,7 +33,10 @@ force after the measured median update latency, htb classes and borrowing, and o
 GSO packet of a held flow at each message boundary of a favoured one); the flows'
 EchelonFlow offsets are the ones the live flows carried (:func:`arranged_profiles`).
 ``error = predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
-with the policy as it asks and no overhead.
+with the policy as it asks and no overhead. Leave one job out (:func:`predict_held_out`):
+each job predicted with nothing of its own records, from its profile measured before the
+run and overheads fitted on the other jobs (:func:`fit_held_out`), as a user would predict
+a job that has not run yet; ``error_lojo_median``.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
 ``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
@@ -71,11 +74,15 @@ from commsched.echelon.schedulers import FLOW_SCHEDULERS
 from commsched.errors import CommschedError
 from commsched.sim.flow import Policy, View, max_min
 
-__all__ = ["FIGURE_KINDS", "FigureConfig", "Params", "analyse", "arranged_profiles",
-           "fit_overheads", "kernel_fifo",
-           "messages", "metrics", "predict", "skipped_reason", "summarize", "traced_profiles"]
+__all__ = ["FIGURE_KINDS", "HELD_OUT_COLUMNS", "FigureConfig", "HeldOutFit", "Params",
+           "analyse", "arranged_profiles", "fit_held_out", "fit_overheads", "kernel_fifo",
+           "messages", "metrics", "predict", "predict_held_out", "skipped_reason",
+           "summarize", "traced_profiles", "update_latency"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
+#: :func:`summarize`'s leave-one-job-out columns (:func:`predict_held_out`).
+HELD_OUT_COLUMNS = ("predicted_lojo_jct_s", "lojo_compute_scale", "lojo_message_overhead_s",
+                    "lojo_update_latency_s", "error_lojo_median", "error_lojo_abs_median")
 #: The figures of ``notebooks/echelon_live.ipynb``.
 FIGURE_KINDS = ("jct", "prediction")
 
@@ -348,17 +355,206 @@ def fit_overheads(flows: pd.DataFrame, jobs: Sequence[JobPlacement], core_Bps: f
     """
     out = {}
     for jp in jobs:
-        f = flows[flows["job"] == jp.job.name]
-        if f.empty:
-            out[jp.job.name] = 0.0
-            continue
-        racks = np.asarray(jp.racks)
-        cross = racks[f["src"].to_numpy()] != racks[f["dst"].to_numpy()]
-        rate = np.where(cross, core_Bps, host_Bps)
-        n = np.array([messages(g, jp.job.world) for g in f["group"]])
-        extra = ((f["finish"] - f["start"]).to_numpy() - f["bytes"].to_numpy() / rate) / n
-        out[jp.job.name] = max(float(np.quantile(extra, quantile)), 0.0)
+        extra = _message_extra(flows, jp, core_Bps, host_Bps)
+        out[jp.job.name] = max(float(np.quantile(extra, quantile)), 0.0) if len(extra) else 0.0
     return out
+
+
+def _message_extra(flows: pd.DataFrame, jp: JobPlacement, core_Bps: float,
+                   host_Bps: float) -> np.ndarray:
+    """Every flow of job ``jp``: ``(duration - bytes / path rate) / messages`` (s)."""
+    f = flows[flows["job"] == jp.job.name] if len(flows) else flows
+    if f.empty:
+        return np.zeros(0)
+    racks = np.asarray(jp.racks)
+    cross = racks[f["src"].to_numpy()] != racks[f["dst"].to_numpy()]
+    rate = np.where(cross, core_Bps, host_Bps)
+    n = np.array([messages(g, jp.job.world) for g in f["group"]])
+    return np.asarray(((f["finish"] - f["start"]).to_numpy() - f["bytes"].to_numpy() / rate)
+                      / n, dtype=float)
+
+
+def update_latency(updates: pd.DataFrame, exclude_job: str | None = None) -> float:
+    """The controller's update latency (s): the median over every flow event of the
+    controlled policies (all but ``none``) of the time from the sender's event to the
+    htb classes in force.
+
+    Parameters
+    ----------
+    updates : pandas.DataFrame
+        :func:`analyse`'s ``updates`` (``policy``, ``flow``, ``latency_s``); a flow id
+        starts with its job's name and ``/``.
+    exclude_job : str, optional
+        Leave out the events of this job's flows (the leave-one-job-out fit).
+
+    Returns
+    -------
+    float
+        Seconds; 0 without events.
+    """
+    if not len(updates):
+        return 0.0
+    keep = updates["policy"] != "none"
+    if exclude_job is not None:
+        keep &= updates["flow"].astype(str).str.split("/").str[0] != exclude_job
+    lat = updates.loc[keep, "latency_s"]
+    return float(lat.median()) if len(lat) else 0.0
+
+
+@dataclass(frozen=True)
+class HeldOutFit:
+    """What the leave-one-job-out prediction of job ``job`` takes from the run, all of it
+    fitted on the *other* jobs' records (:func:`fit_held_out`).
+
+    Parameters
+    ----------
+    job : str
+        The held-out job.
+    compute_scale : float
+        Live compute time over the profile measured before the run, the median over the
+        other jobs (> 0).
+    message_overhead_s : float
+        Seconds per message, :func:`fit_overheads`' quantile over the other jobs' flows
+        pooled (>= 0).
+    update_s : float
+        The controller's median update latency over the other jobs' flow events (s).
+    """
+
+    job: str
+    compute_scale: float
+    message_overhead_s: float
+    update_s: float
+
+
+def fit_held_out(t: Mapping[str, pd.DataFrame], jobs: Sequence[JobPlacement], held_out: str,
+                 arranged: Mapping[str, LayerProfile], core_Bps: float, host_Bps: float,
+                 quantile: float = 0.1) -> HeldOutFit:
+    """Fit the runtime's overheads on every job but ``held_out``, pooled (none per job).
+
+    ``compute_scale``: per other job, its traced compute (:func:`traced_profiles`, the sum
+    of forward and backward times) over the same sum of the profile measured before the
+    run, alone in one process (``arranged``: what a user has of a job before running it);
+    the median over those jobs. ``message_overhead_s``: the ``quantile`` of
+    :func:`fit_overheads`' per-message excess over the other jobs' flows, pooled.
+    ``update_s``: :func:`update_latency` without the held-out job's flow events. The core
+    rate (measured before the runs) and the GSO packet (the links' ``gso_max_size``)
+    belong to the cluster, not to a job, and are not fitted here.
+
+    Parameters
+    ----------
+    t : mapping of str to pandas.DataFrame
+        :func:`analyse`'s tables (``tasks``, ``flows``, ``updates`` are read).
+    jobs : sequence of JobPlacement
+        Every job of the run.
+    held_out : str
+        The job left out; none of its records enters the fit.
+    arranged : mapping of str to LayerProfile
+        Per job, the profile measured before the run (:func:`arranged_profiles`).
+    core_Bps, host_Bps : float
+        The core's and a host link's rate, bytes/s.
+    quantile : float, optional
+        As for :func:`fit_overheads`.
+
+    Returns
+    -------
+    HeldOutFit
+
+    Raises
+    ------
+    CommschedError
+        ``held_out`` is not a job, no other job is left, or an other job has no traced
+        or no profiled compute.
+
+    References
+    ----------
+    .. [1] Pan et al., "EchelonFlow", HotNets 2022, Sec. 4 (the per-layer compute times
+       of the job graphs).
+    """
+    names = [jp.job.name for jp in jobs]
+    if held_out not in names:
+        raise CommschedError(f"fit_held_out: no job {held_out!r}")
+    others = [jp for jp in jobs if jp.job.name != held_out]
+    if not others:
+        raise CommschedError(f"fit_held_out: no job but {held_out!r} to fit on")
+    tasks = t["tasks"]
+    traced = traced_profiles(tasks[tasks["job"] != held_out], [jp.job for jp in others])
+    scales = []
+    for jp in others:
+        n = jp.job.name
+        live = sum(traced[n].fwd) + sum(traced[n].bwd)
+        alone = sum(arranged[n].fwd) + sum(arranged[n].bwd)
+        if live <= 0 or alone <= 0:
+            raise CommschedError(f"fit_held_out: job {n!r} has no traced or no profiled "
+                                 "compute")
+        scales.append(live / alone)
+    extra = np.concatenate([_message_extra(t["flows"], jp, core_Bps, host_Bps)
+                            for jp in others])
+    over = max(float(np.quantile(extra, quantile)), 0.0) if len(extra) else 0.0
+    return HeldOutFit(held_out, float(np.median(scales)), over,
+                      update_latency(t["updates"], held_out))
+
+
+def predict_held_out(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
+                     host_Bps: float, arranged: Mapping[str, LayerProfile]) -> pd.DataFrame:
+    """Leave one job out: each job's JCT under every policy predicted with nothing of its
+    own records (:func:`fit_held_out`).
+
+    For held-out job ``J`` the simulator (:func:`predict`) runs all jobs together as in
+    :func:`summarize`, except that ``J``'s compute times are its profile measured before
+    the run (alone, ``arranged``) times the other jobs' ``compute_scale``, its
+    per-message latency is the other jobs' pooled ``message_overhead_s``, and the
+    controller's update latency is the other jobs' median. The other jobs keep what
+    :func:`summarize` gives them (their traced profiles and their own per-message
+    latencies), all of it from their own records.
+
+    Parameters
+    ----------
+    params : Params
+        The config section (jobs, policies).
+    t : mapping of str to pandas.DataFrame
+        :func:`analyse`'s tables.
+    core_Bps, host_Bps : float
+        The core's and a host link's rate, bytes/s.
+    arranged : mapping of str to LayerProfile
+        Per job, the profile measured before the run (:func:`arranged_profiles`); it
+        also sets the flows' EchelonFlow offsets, as it did live.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per policy and job: ``predicted_lojo_jct_s`` and the fit
+        (``lojo_compute_scale``, ``lojo_message_overhead_s``, ``lojo_update_latency_s``).
+        Empty with fewer than two jobs.
+
+    Raises
+    ------
+    CommschedError
+        As :func:`fit_held_out` and :func:`predict`.
+    """
+    jobs = params.jobs
+    if len(jobs) < 2:
+        return pd.DataFrame()
+    tasks = t["tasks"]
+    rows = []
+    for k, jp in enumerate(jobs):
+        name = jp.job.name
+        fit = fit_held_out(t, jobs, name, arranged, core_Bps, host_Bps)
+        others = [o for o in jobs if o.job.name != name]
+        profiles = traced_profiles(tasks[tasks["job"] != name], [o.job for o in others])
+        a = arranged[name]
+        profiles[name] = simulator_profile(jp.job, [fit.compute_scale * x for x in a.fwd],
+                                           [fit.compute_scale * x for x in a.bwd])
+        over = {**fit_overheads(t["flows"], others, core_Bps, host_Bps),
+                name: fit.message_overhead_s}
+        for policy in params.policies:
+            sim = predict(jobs, profiles, core_Bps, host_Bps, policy, over, fit.update_s,
+                          arranged).jobs_table()
+            rows.append({"policy": policy, "job": name,
+                         "predicted_lojo_jct_s": float(sim.loc[k, "jct_s"]),
+                         "lojo_compute_scale": fit.compute_scale,
+                         "lojo_message_overhead_s": fit.message_overhead_s,
+                         "lojo_update_latency_s": fit.update_s})
+    return pd.DataFrame(rows)
 
 
 def kernel_fifo(message_bytes: np.ndarray) -> Policy:
@@ -506,7 +702,8 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
         The configured core and host rates, bytes/s; the host rate used is
         ``host_nominal`` scaled by ``core_Bps / core_nominal``.
     arranged : mapping of str to LayerProfile, optional
-        As for :func:`predict`.
+        As for :func:`predict`; also the held-out job's compute profile of
+        :func:`predict_held_out`.
 
     Returns
     -------
@@ -515,14 +712,18 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
         ``iteration_mean_s``, ``tardiness_s``; ``predicted_jct_s``,
         ``predicted_tardiness_s``, ``predicted_fluid_jct_s``; ``error_median``,
         ``error_abs_median``, ``error_fluid_median`` (predicted / measured - 1);
-        ``message_overhead_s``, ``update_latency_s`` (s), ``core_Bps``.
+        ``message_overhead_s``, ``update_latency_s`` (s), ``core_Bps``; with
+        ``arranged`` and two jobs or more, the leave-one-job-out prediction
+        (:func:`predict_held_out`) and its errors, :data:`HELD_OUT_COLUMNS` (else NaN).
     """
     profiles = traced_profiles(t["tasks"], [jp.job for jp in params.jobs])
     host = host_nominal * core_Bps / core_nominal
     over = fit_overheads(t["flows"], params.jobs, core_Bps, host)
-    ups = t["updates"]
-    lat = ups[ups["policy"] != "none"]["latency_s"] if len(ups) else pd.Series(dtype=float)
-    update_s = float(lat.median()) if len(lat) else 0.0
+    update_s = update_latency(t["updates"])
+    held = (predict_held_out(params, t, core_Bps, host, arranged) if arranged is not None
+            else pd.DataFrame())
+    if not held.empty:
+        held = held.set_index(["policy", "job"])
     rows = []
     jobs = t["jobs"]
     for policy in params.policies:
@@ -551,8 +752,22 @@ def summarize(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: float,
                                                       / m["jct_s"] - 1).median()),
                          "error_median": float(errs.median()),
                          "error_abs_median": float(errs.abs().median()),
-                         "core_Bps": core_Bps})
+                         "core_Bps": core_Bps, **_held_out_columns(held, policy, jp, m)})
     return pd.DataFrame(rows)
+
+
+def _held_out_columns(held: pd.DataFrame, policy: str, jp: JobPlacement,
+                      m: pd.DataFrame) -> dict[str, float]:
+    """:func:`summarize`'s leave-one-job-out columns of one policy and job (NaN without
+    :func:`predict_held_out`'s row)."""
+    key = (policy, jp.job.name)
+    if held.empty or key not in held.index:
+        return {c: float("nan") for c in HELD_OUT_COLUMNS}
+    h = held.loc[key]
+    errs = float(h["predicted_lojo_jct_s"]) / m["jct_s"] - 1
+    return {**{c: float(h[c]) for c in HELD_OUT_COLUMNS if c in h.index},
+            "error_lojo_median": float(errs.median()),
+            "error_lojo_abs_median": float(errs.abs().median())}
 
 
 def _kendall(a: Sequence[float], b: Sequence[float]) -> float:
@@ -568,9 +783,10 @@ def _kendall(a: Sequence[float], b: Sequence[float]) -> float:
 def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
     """Claimed numbers (``echelon_live.*``): per policy the mean JCT over jobs, per job
     its JCT relative to fair sharing, total tardiness, the simulator's median absolute
-    error; overall the median error, whether the simulator's ranking of policies (by
-    mean JCT) holds live (Kendall's tau, best policy the same), and the controller's
-    update latency.
+    error; overall the median error (and, where :func:`summarize` has it, the
+    leave-one-job-out median error, overall and per held-out job), whether the
+    simulator's ranking of policies (by mean JCT) holds live (Kendall's tau, best policy
+    the same), and the controller's update latency.
 
     Parameters
     ----------
@@ -610,6 +826,13 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
     out["echelon_live.error_median_abs_pct"] = 100 * float(summary["error_abs_median"].median())
     out["echelon_live.error_fluid_median_abs_pct"] = 100 * float(
         summary["error_fluid_median"].abs().median())
+    lojo = summary["error_lojo_abs_median"].dropna() if "error_lojo_abs_median" in summary \
+        else pd.Series(dtype=float)
+    if len(lojo):
+        out["echelon_live.error_lojo_median_abs_pct"] = 100 * float(lojo.median())
+        for job, df in summary.groupby("job", sort=False):
+            out[f"echelon_live.{job}.error_lojo_median_abs_pct"] = 100 * float(
+                df["error_lojo_abs_median"].median())
     out["echelon_live.ranking_kendall_tau"] = _kendall(list(mean_live), list(mean_sim))
     out["echelon_live.best_policy_same"] = float(mean_live.idxmin() == mean_sim.idxmin())
     lat = updates[updates["policy"] != "none"]["latency_s"] if len(updates) else pd.Series()
