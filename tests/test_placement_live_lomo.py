@@ -48,7 +48,7 @@ def _chain(n: int, seed: int) -> object:
 
 def _stat(name: str, start_us: float, dur_us: float, label: str | None = None) -> dict:
     return {"node_name": name, "timeline_label": label or f"{name} = MatMul()",
-            "all_start_micros": int(round(start_us)), "op_end_rel_micros": int(round(dur_us))}
+            "all_start_micros": round(start_us), "op_end_rel_micros": round(dur_us)}
 
 
 def _calib(g: object, p: dict, steps: int = 3) -> dict:

@@ -1,7 +1,7 @@
 """Live placement: Laich's partitions and per-device orders executed on a TensorFlow cluster.
 
-The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here one
-traced graph (``placement_live.trace``, from ``data/traces``) runs on the K devices of a
+The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here each
+traced graph of ``placement_live.traces`` (from ``data/traces``) runs on the K devices of a
 thesis device file (``placement_live.device_csv``, :func:`commsched.io.thesis.
 read_devices`) emulated as hosts (:mod:`commsched.cluster.emulated`: one TensorFlow task
 per thesis device, each in its own network namespace; one intra-op and one inter-op
@@ -27,10 +27,11 @@ for everything else). The planner and the simulator use the same rates:
    mapping`; a busy-wait of ``1/r - 1`` times the op's live duration, built by
    :func:`commsched.placement.live.job.slow_down`).
 2. **Run.** One client in the first worker's namespace, its task the session's master
-   (:mod:`commsched.placement.live.job`), rebuilds the graph with the tracer's builder
-   (random weights, the traced shapes and names), applies each configuration and times
-   median is reported), then traces ``trace_steps`` steps (op devices, transfers, bytes
-   allocated). Two calibration configurations run first (:mod:`~commsched.placement.
+   (:mod:`commsched.placement.live.job`), rebuilds each graph with the tracer's builder
+   (random weights, the traced shapes and names), applies each configuration (the steps
+   of every model's configurations interleaved) and times ``steps`` steps after
+   ``warmup`` (their median is reported), then traces ``trace_steps`` steps (op devices,
+   transfers, bytes allocated). Two calibration configurations run first (:mod:`~commsched.placement.
    live.predict`). The cluster is torn down on every exit path.
 3. **Predict.** The overheads fitted on the calibration configurations only
    (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
@@ -38,7 +39,15 @@ for everything else). The planner and the simulator use the same rates:
    the fitted rate of the fastest pair scaled by each pair's file rate, so the simulator
    sees the ratios the links were shaped to); error = predicted /
    measured median - 1 (and, beside it, against the fastest measured step, the one least
-   disturbed by other work on a shared machine).
+   disturbed by other work on a shared machine). Beside each model's own fit, every
+   configuration is also predicted with one fit over every model's calibration
+   (``predicted_runtime_s``, ``error_runtime``) and, with two or more models, with the
+   fit over the *other* models' calibration only (``predicted_lomo_s``, ``error_lomo``:
+   :func:`commsched.placement.live.predict.lomo_fits`; the model's ops take their traced
+   time times the others' compute factor). Metrics: the first model's under the names
+   they had with one model (``placement_live.median_abs_error``, ``fit.*``, the
+   rankings), every model's under ``placement_live.<trace>.``, and over every model's
+   combinations ``placement_live.error{,_runtime,_lomo}_{median,max}_abs_pct``.
 
 Memory: each task's peak in a traced step is measured from TensorFlow's allocation records
 (:func:`commsched.placement.live.job.peak_bytes`: the running sum of every allocation and
