@@ -31,8 +31,9 @@ for everything else). The planner and the simulator use the same rates:
    (random weights, the traced shapes and names), applies each configuration (the steps
    of every model's configurations interleaved) and times ``steps`` steps after
    ``warmup`` (their median is reported), then traces ``trace_steps`` steps (op devices,
-   transfers, bytes allocated). Two calibration configurations run first (:mod:`~commsched.placement.
-   live.predict`). The cluster is torn down on every exit path.
+   transfers, bytes allocated). Two calibration configurations per model run first
+   (:mod:`~commsched.placement.live.predict`). The cluster is torn down on every exit
+   path.
 3. **Predict.** The overheads fitted on the calibration configurations only
    (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
    every configuration's step from its placement and enforced order (with per-pair links,
