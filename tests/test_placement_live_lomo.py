@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from commsched.errors import CommschedError
+from commsched.io.thesis import read_devices
 from commsched.model.graph import add_op, new_graph
 from commsched.placement.experiments import live as driver
 from commsched.placement.live.mapping import device_names
@@ -172,3 +173,40 @@ def test_disabled_run_with_several_traces_is_skipped(tmp_path):
     assert driver.main(["--config-json", json.dumps(cfg), "--table", str(tmp_path / "t.csv"),
                         "--metrics", str(tmp_path / "m.csv")]) == 0
     assert list(read_table(tmp_path / "t.csv")["status"]) == ["skipped"]
+
+
+def test_the_driver_predicts_each_model_left_out_from_the_others_only():
+    """The run's table: a model's ``predicted_lomo_s`` does not move when its own
+    calibration results change, its own-fit ``predicted_s`` and the other model's
+    ``predicted_lomo_s`` do; the metrics pool both models."""
+    dev = read_devices("tests/data/live2-devices.csv")
+    graphs = {"a": _chain(8, 6), "b": _chain(12, 7)}
+    section = {**TINY, "partitioners": ["hashing", "heft"], "schedulers": ["fifo"]}
+    configs = {m: driver.plan_configs(g, section, dev, DEVS) for m, g in graphs.items()}
+
+    def results(runtime_a: dict) -> list[dict]:
+        out = []
+        for m, g in graphs.items():
+            calib = _calib(g, runtime_a if m == "a" else TRUE)
+            for c in configs[m]:
+                r = calib.get(c["name"], {"steps_s": [0.05, 0.06, 0.07], "traced": []})
+                out.append({"model": m, "name": c["name"], "init_s": 1.0, **r})
+        return out
+
+    rates = np.full((2, 2), 1.25e8)
+    t1, m1 = driver._table(graphs, configs, results(TRUE), dev, rates, False, lambda _: None)
+    wild = {**TRUE, "time_factor": 9.0, "op_us": 300.0, "step_s": 0.3}
+    t2, _ = driver._table(graphs, configs, results(wild), dev, rates, False, lambda _: None)
+    a1, a2 = (t[t["model"] == "a"].reset_index() for t in (t1, t2))
+    b1, b2 = (t[t["model"] == "b"].reset_index() for t in (t1, t2))
+    assert (a1["predicted_lomo_s"] == a2["predicted_lomo_s"]).all()
+    assert (a1["predicted_s"] != a2["predicted_s"]).all()
+    assert (b1["predicted_s"] == b2["predicted_s"]).all()
+    assert (b1["predicted_lomo_s"] != b2["predicted_lomo_s"]).all()
+    combos = t1[~t1["calibration"]]
+    assert len(combos) == 4 and m1["placement_live.models"] == 2
+    assert m1["placement_live.error_lomo_median_abs_pct"] == pytest.approx(
+        100 * combos["error_lomo"].abs().median())
+    assert m1["placement_live.median_abs_error"] == pytest.approx(
+        combos[combos["model"] == "a"]["error"].abs().median())  # the first model's
+    assert "placement_live.b.lomo_fit.time_factor" in m1
