@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,8 @@ from commsched.placement.live.predict import (
 )
 from commsched.results import read_table
 
+ROOT = Path(__file__).resolve().parent.parent
+DEVICES = ROOT / "tests" / "data" / "live2-devices.csv"  # speeds 100, 50
 DEVS = device_names({"ps": ["-"], "worker": ["-"]})
 #: the runtime's overheads the synthetic runs are made of
 TRUE = {"op_us": 20.0, "time_factor": 2.5, "step_s": 0.004, "transfer_s": 3e-4,
@@ -146,7 +149,7 @@ def test_pooling_refuses_what_cannot_be_pooled():
 
 
 TINY = {"enabled": True, "traces": ["thesis_cnn-infer-b8"],
-        "device_csv": "tests/data/live2-devices.csv", "slow_min_us": 100,
+        "device_csv": str(DEVICES), "slow_min_us": 100,
         "partitioners": ["hashing"], "schedulers": ["fifo"], "bandwidth": "1gbit",
         "burst": "64kb", "latency": "10ms", "warmup": 1, "steps": 3, "trace_steps": 1,
         "calib_trace_steps": 2, "seed": 0, "step_timeout_s": 30, "timeout_s": 150}
@@ -179,7 +182,7 @@ def test_the_driver_predicts_each_model_left_out_from_the_others_only():
     """The run's table: a model's ``predicted_lomo_s`` does not move when its own
     calibration results change, its own-fit ``predicted_s`` and the other model's
     ``predicted_lomo_s`` do; the metrics pool both models."""
-    dev = read_devices("tests/data/live2-devices.csv")
+    dev = read_devices(DEVICES)
     graphs = {"a": _chain(8, 6), "b": _chain(12, 7)}
     section = {**TINY, "partitioners": ["hashing", "heft"], "schedulers": ["fifo"]}
     configs = {m: driver.plan_configs(g, section, dev, DEVS) for m, g in graphs.items()}
