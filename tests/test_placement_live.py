@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPEC = {"ps": ["h0:1"], "worker": ["h1:1"]}
 DEVS = device_names(SPEC)
 DEVICES = ROOT / "tests" / "data" / "live2-devices.csv"  # speeds 100, 50; 4 GB each
-TINY = {"enabled": True, "trace": "thesis_cnn-infer-b8", "device_csv": str(DEVICES),
+TINY = {"enabled": True, "traces": ["thesis_cnn-infer-b8"], "device_csv": str(DEVICES),
         "slow_min_us": 100, "partitioners": ["hashing", "heft"], "schedulers": ["fifo", "pct"],
         "bandwidth": "1gbit", "burst": "64kb", "latency": "10ms",
         "warmup": 1, "steps": 3, "trace_steps": 1, "calib_trace_steps": 2, "seed": 0,
@@ -236,7 +236,8 @@ def test_rankings():
     # the live claims rows name metrics the driver writes: a ranking of the live steps,
     # or one of its error / placement summaries
     written = {f"placement_live.live.{k}" for k in driver.rankings(t, "live_s")} | {
-        "placement_live.median_abs_error", "placement_live.placed_frac_min"}
+        "placement_live.median_abs_error", "placement_live.placed_frac_min",
+        "placement_live.error_lomo_median_abs_pct"}
     rows = [c for c in load_claims(ROOT / "papers" / "claims" / "placement.yaml")
             if c["target"] == "placement_live"]
     assert rows and {c["metric"] for c in rows} <= written
@@ -330,7 +331,7 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
     """The client on two in-process servers on loopback (no namespaces, no root): every op
     runs on its partition's task, under TensorFlow's order and under an enforced one."""
     tf = pytest.importorskip("tensorflow")
-    g = load_trace(ROOT / "data" / "traces" / f"{TINY['trace']}.json.gz")
+    g = load_trace(ROOT / "data" / "traces" / f"{TINY['traces'][0]}.json.gz")
     ports = [_free_port(), _free_port()]
     spec = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
     cs = tf.train.ClusterSpec(spec)
@@ -340,12 +341,15 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
                                       "schedulers": ["pct"]}, read_devices(DEVICES),
                                   device_names(spec))
     meta = g.graph["meta"]
-    plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
+    plan = {"models": [{"name": "m", "trace": {x: meta[x] for x in ("model", "mode", "batch",
+                                                                    "size", "seed")},
+                        "configs": [{"name": c["name"], "placed": c["placed"],
+                                     "control": c["control"], "slow": c["slow"],
+                                     "trace_steps": 1} for c in configs]}],
             "target": servers[1].target, "devices": device_names(spec), "warmup": 0,
-            "steps": 2, "timeout_s": 60, "threads": 1,
-            "configs": [{"name": c["name"], "placed": c["placed"], "control": c["control"],
-                         "slow": c["slow"], "trace_steps": 1} for c in configs]}
+            "steps": 2, "timeout_s": 60, "threads": 1}
     results = {r["name"]: r for r in run_plan(plan)}
+    assert {r["model"] for r in results.values()} == {"m"}
     assert set(results) == {"calib-one", "calib-split", "hashing-pct"}
     assert configs[2]["control"]  # the order was enforced by control edges
     assert configs[2]["slow"]  # and the ops of the slower task slowed down
@@ -359,7 +363,7 @@ def test_job_places_ops_on_in_process_servers(tmp_path):
     ("0,4000000000,100,,CPU\n", {}, r"1 devices; the live placement runs 2 to 8"),
     ("0,4000000000,100,125,CPU\n1,4000000000,0,,CPU\n", {},
      r"devices\.csv:3: column 3 \(#operations\)"),
-    (None, {"trace": "nosuch-infer-b1"}, "nosuch-infer-b1"),
+    (None, {"traces": ["thesis_cnn-infer-b8", "nosuch-infer-b1"]}, "nosuch-infer-b1"),
 ])
 def test_bad_input_is_one_line_error_even_without_root(tmp_path, capsys, devices, change,
                                                        match):

@@ -186,14 +186,14 @@ rule placement_live:
     """Every partitioner x scheduler placed on a TensorFlow cluster of emulated hosts, timed,
     and predicted by the thesis' simulator; always tears down."""
     input:
-        trace=f"{TRACE_DIR}/{PLACEMENT_LIVE['trace']}.json.gz",
+        traces=[f"{TRACE_DIR}/{t}.json.gz" for t in PLACEMENT_LIVE["traces"]],
         devices=PLACEMENT_LIVE["device_csv"],
     output:
         table=PLACEMENT_LIVE_TABLE,
         metrics=PLACEMENT_LIVE_METRICS,
     params:
         cfg=PLACEMENT_LIVE_CONFIG_JSON,
-        trace_dir=lambda w, input: os.path.dirname(input.trace),
+        trace_dir=lambda w, input: os.path.dirname(input.traces[0]),
         workdir="results/placement_live/run",
     threads: workflow.cores
     log:

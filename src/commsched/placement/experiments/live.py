@@ -1,7 +1,7 @@
 """Live placement: Laich's partitions and per-device orders executed on a TensorFlow cluster.
 
-The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here one
-traced graph (``placement_live.trace``, from ``data/traces``) runs on the K devices of a
+The thesis (and :mod:`commsched.placement.experiments.thesis`) only simulates. Here each
+traced graph of ``placement_live.traces`` (from ``data/traces``) runs on the K devices of a
 thesis device file (``placement_live.device_csv``, :func:`commsched.io.thesis.
 read_devices`) emulated as hosts (:mod:`commsched.cluster.emulated`: one TensorFlow task
 per thesis device, each in its own network namespace; one intra-op and one inter-op
@@ -27,18 +27,28 @@ for everything else). The planner and the simulator use the same rates:
    mapping`; a busy-wait of ``1/r - 1`` times the op's live duration, built by
    :func:`commsched.placement.live.job.slow_down`).
 2. **Run.** One client in the first worker's namespace, its task the session's master
-   (:mod:`commsched.placement.live.job`), rebuilds the graph with the tracer's builder
-   (random weights, the traced shapes and names), applies each configuration and times
-   median is reported), then traces ``trace_steps`` steps (op devices, transfers, bytes
-   allocated). Two calibration configurations run first (:mod:`~commsched.placement.
-   live.predict`). The cluster is torn down on every exit path.
+   (:mod:`commsched.placement.live.job`), rebuilds each graph with the tracer's builder
+   (random weights, the traced shapes and names), applies each configuration (the steps
+   of every model's configurations interleaved) and times ``steps`` steps after
+   ``warmup`` (their median is reported), then traces ``trace_steps`` steps (op devices,
+   transfers, bytes allocated). Two calibration configurations per model run first
+   (:mod:`~commsched.placement.live.predict`). The cluster is torn down on every exit
+   path.
 3. **Predict.** The overheads fitted on the calibration configurations only
    (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
    every configuration's step from its placement and enforced order (with per-pair links,
    the fitted rate of the fastest pair scaled by each pair's file rate, so the simulator
    sees the ratios the links were shaped to); error = predicted /
    measured median - 1 (and, beside it, against the fastest measured step, the one least
-   disturbed by other work on a shared machine).
+   disturbed by other work on a shared machine). Beside each model's own fit, every
+   configuration is also predicted with one fit over every model's calibration
+   (``predicted_runtime_s``, ``error_runtime``) and, with two or more models, with the
+   fit over the *other* models' calibration only (``predicted_lomo_s``, ``error_lomo``:
+   :func:`commsched.placement.live.predict.lomo_fits`; the model's ops take their traced
+   time times the others' compute factor). Metrics: the first model's under the names
+   they had with one model (``placement_live.median_abs_error``, ``fit.*``, the
+   rankings), every model's under ``placement_live.<trace>.``, and over every model's
+   combinations ``placement_live.error{,_runtime,_lomo}_{median,max}_abs_pct``.
 
 Memory: each task's peak in a traced step is measured from TensorFlow's allocation records
 (:func:`commsched.placement.live.job.peak_bytes`: the running sum of every allocation and
@@ -93,11 +103,14 @@ from commsched.placement.live.mapping import (
 from commsched.placement.live.predict import (
     CALIB_ONE,
     CALIB_SPLIT,
+    Fit,
+    calibrate,
     calibration_placements,
-    fit,
     live_cluster,
+    lomo_fits,
     nominal_rates,
     placed_fraction,
+    pooled_fit,
     predict,
     trace_op_overhead_us,
 )
@@ -190,6 +203,15 @@ def plan_configs(g: Any, section: Mapping[str, Any], dev: Devices, devices: Sequ
     return out
 
 
+def _plan_model(name: str, g: Any, configs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One model's part of the job's plan (:mod:`commsched.placement.live.job`)."""
+    meta = g.graph["meta"]
+    return {"name": name,
+            "trace": {x: meta[x] for x in ("model", "mode", "batch", "size", "seed")},
+            "configs": [{"name": x["name"], "placed": x["placed"], "control": x["control"],
+                         "slow": x["slow"], "trace_steps": x["trace_steps"]} for x in configs]}
+
+
 def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, deadline: float,
                 say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Run the job client in task 0's namespace; end it on every exit path."""
@@ -220,13 +242,16 @@ def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, dead
     return list(json.loads(out.read_text())["results"])
 
 
-def _reused(workdir: Path, configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _reused(workdir: Path, configs: Mapping[str, Sequence[Mapping[str, Any]]]
+            ) -> list[dict[str, Any]]:
     """The job results an earlier run left in ``workdir`` (``--reuse``)."""
     path = workdir / "result.json"
     if not path.exists():
         raise CommschedError(f"{path}: no job results to reuse")
     results = list(json.loads(path.read_text())["results"])
-    missing = {c["name"] for c in configs} - {r["name"] for r in results}
+    have = {(r.get("model"), r["name"]) for r in results}
+    missing = [f"{m} {c['name']}" for m, cs in configs.items() for c in cs
+               if (m, c["name"]) not in have]
     if missing:
         raise CommschedError(f"{path}: no results of {', '.join(sorted(missing))}")
     return results
@@ -324,31 +349,33 @@ def rankings(table: pd.DataFrame, col: str) -> dict[str, float]:
     return out
 
 
-def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]],
-           dev: Devices, rates: np.ndarray, per_pair: bool, say: Callable[[str], None]
-           ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """The run's table and metrics; ``rates``, ``per_pair``: :func:`nominal_rates`'s."""
-    by_name = {r["name"]: r for r in results}
+def _rows(g: Any, configs: Sequence[Mapping[str, Any]], by_name: Mapping[str, Any],
+          dev: Devices, fits: Mapping[str, Fit | None], say: Callable[[str], None]
+          ) -> list[dict[str, Any]]:
+    """One model's table rows; ``fits``: the fit of each prediction column (None: NaN)."""
     k = dev.n
-    f = fit(g, by_name, k, rates if per_pair else None)
-    say("fit: " + ", ".join(f"{k} {v:.4g}" for k, v in f.as_dict().items()))
     rows = []
     for cfg in configs:
         r = by_name[cfg["name"]]
         live = statistics.median(r["steps_s"])
-        pred = predict(g, cfg["device"], cfg["control_idx"], cfg["slow"], k, f)
         mem = measured_memory(g, cfg["device"], r, k)
         use = [m / cap if cap > 0 else float("inf") for m, cap in zip(mem, dev.ram, strict=True)]
         worst = max(range(k), key=lambda i: use[i])
         if use[worst] > 1:
             say(f"memory exceeded: {cfg['name']} peaks at {mem[worst]:.4g} bytes on device "
                 f"{worst}, whose RAM in the device file is {dev.ram[worst]}")
+        pred = {col: float("nan") if f is None else
+                predict(g, cfg["device"], cfg["control_idx"], cfg["slow"], k, f)
+                for col, f in fits.items()}
         rows.append({
             "partitioner": cfg["partitioner"], "scheduler": cfg["scheduler"],
             "calibration": cfg["name"] in (CALIB_ONE, CALIB_SPLIT),
             "live_s": live, "live_min_s": min(r["steps_s"]), "live_max_s": max(r["steps_s"]),
-            "steps": len(r["steps_s"]), "predicted_s": pred, "error": pred / live - 1,
-            "error_vs_min": pred / min(r["steps_s"]) - 1,
+            "steps": len(r["steps_s"]), "predicted_s": pred["own"],
+            "error": pred["own"] / live - 1,
+            "error_vs_min": pred["own"] / min(r["steps_s"]) - 1,
+            "predicted_runtime_s": pred["runtime"], "error_runtime": pred["runtime"] / live - 1,
+            "predicted_lomo_s": pred["lomo"], "error_lomo": pred["lomo"] / live - 1,
             "thesis_makespan_us": cfg.get("makespan_us", float("nan")),
             "traffic_bytes": cfg.get("traffic", float("nan")),
             "devices_used": len(set(int(x) for x in cfg["device"])),
@@ -360,9 +387,58 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
             "memory_use": use[worst],
             "init_s": r["init_s"],
         })
-    table = pd.DataFrame(rows)
-    combos = table[~table["calibration"]]
-    values: dict[str, float] = {f"placement_live.fit.{k}": v for k, v in f.as_dict().items()}
+    return rows
+
+
+def _error_metrics(combos: pd.DataFrame, prefix: str) -> dict[str, float]:
+    """Median and largest |error| of each prediction column, in percent, where there."""
+    out = {}
+    for col in ("error", "error_runtime", "error_lomo"):
+        err = combos[col].abs().dropna()
+        if not err.empty:
+            out[f"{prefix}{col}_median_abs_pct"] = 100 * float(err.median())
+            out[f"{prefix}{col}_max_abs_pct"] = 100 * float(err.max())
+    return out
+
+
+def _table(graphs: Mapping[str, Any], configs: Mapping[str, Sequence[Mapping[str, Any]]],
+           results: Sequence[Mapping[str, Any]], dev: Devices, rates: np.ndarray,
+           per_pair: bool, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The run's table and metrics; ``rates``, ``per_pair``: :func:`nominal_rates`'s.
+
+    Every model's configurations are predicted three ways: with its own calibration
+    (``predicted_s``, ``error``: its ops' live times), with one fit over every model's
+    calibration (``_runtime``) and with the other models' only (``_lomo``, NaN with one
+    model): :func:`commsched.placement.live.predict.pooled_fit`, :func:`~commsched.
+    placement.live.predict.lomo_fits`.
+    """
+    k = dev.n
+    by_model: dict[str, dict[str, Any]] = {m: {} for m in graphs}
+    for r in results:
+        by_model[r["model"]][r["name"]] = r
+    cals = {m: calibrate(g, by_model[m], k, rates if per_pair else None)
+            for m, g in graphs.items()}
+    own = {m: pooled_fit([c], own_op_times=True) for m, c in cals.items()}
+    runtime = pooled_fit(list(cals.values()))
+    lomo = lomo_fits(cals)
+    for m in graphs:
+        say(f"fit {m}: " + ", ".join(f"{x} {v:.4g}" for x, v in own[m].as_dict().items()))
+        if m in lomo:
+            say(f"fit without {m}: " + ", ".join(f"{x} {v:.4g}"
+                                                 for x, v in lomo[m].as_dict().items()))
+    tables = []
+    for m, g in graphs.items():
+        rows = _rows(g, configs[m], by_model[m], dev,
+                     {"own": own[m], "runtime": runtime, "lomo": lomo.get(m)}, say)
+        tables.append(pd.DataFrame(rows).assign(model=m))
+    table = pd.concat(tables, ignore_index=True)
+    table = table[["model"] + [c for c in table.columns if c != "model"]]
+    all_combos = table[~table["calibration"]]
+    first = next(iter(graphs))
+    combos = all_combos[all_combos["model"] == first]
+    # the first model's numbers under the names they had with one model
+    values: dict[str, float] = {f"placement_live.fit.{x}": v
+                                for x, v in own[first].as_dict().items()}
     values["placement_live.median_abs_error"] = float(combos["error"].abs().median())
     values["placement_live.max_abs_error"] = float(combos["error"].abs().max())
     values["placement_live.median_abs_error_vs_min"] = float(
@@ -370,17 +446,28 @@ def _table(g: Any, configs: Sequence[Mapping[str, Any]], results: Sequence[Mappi
     values["placement_live.within_15pct_frac"] = float((combos["error"].abs() <= 0.15).mean())
     values["placement_live.sim_peak_over_live_peak_median"] = float(
         (combos["sim_peak_bytes"] / combos["live_peak_bytes_max"]).median())
+    for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
+        for key, v in rankings(combos, col).items():
+            values[f"placement_live.{tag}.{key}"] = v
+    values["placement_live.combinations"] = float(len(combos))
+    # every model
+    values["placement_live.models"] = float(len(graphs))
     values["placement_live.memory_use_max"] = float(table["memory_use"].max())
     values["placement_live.memory_exceeded"] = float((table["memory_use"] > 1).sum())
     values["placement_live.placed_frac_min"] = float(table["placed_frac"].min())
-    values["placement_live.combinations"] = float(len(combos))
+    values.update(_error_metrics(all_combos, "placement_live."))
+    values.update({f"placement_live.runtime_fit.{x}": v for x, v in runtime.as_dict().items()})
+    for m in graphs:
+        values.update(_error_metrics(all_combos[all_combos["model"] == m],
+                                     f"placement_live.{m}."))
+        values.update({f"placement_live.{m}.fit.{x}": v for x, v in own[m].as_dict().items()})
+        if m in lomo:
+            values.update({f"placement_live.{m}.lomo_fit.{x}": v
+                           for x, v in lomo[m].as_dict().items()})
     off = rates[~np.eye(k, dtype=bool)]
     values["placement_live.per_pair_links"] = float(per_pair)
     values["placement_live.link_min_Bps"] = float(off.min())
     values["placement_live.link_max_Bps"] = float(off.max())
-    for col, tag in (("live_s", "live"), ("predicted_s", "sim")):
-        for key, v in rankings(combos, col).items():
-            values[f"placement_live.{tag}.{key}"] = v
     return table, values
 
 
@@ -410,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         section = driver.section_from_options(args, "placement_live")
         reason, per_pair = None, False
         if section["enabled"]:  # bad input is an error also where the run is skipped
-            g = load_trace(driver.trace_file(args.trace_dir, section["trace"]))
+            graphs = {m: load_trace(driver.trace_file(args.trace_dir, m))
+                      for m in section["traces"]}
             dev = read_devices(section["device_csv"])
             k = dev.n
             if not 2 <= k <= 8:
@@ -418,7 +506,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "placement runs 2 to 8 (one TensorFlow task each)")
             # device names depend only on the cluster's shape: plan before it is up
             shape = {"ps": ["-"], "worker": ["-"] * (k - 1)}
-            configs = plan_configs(g, section, dev, device_names(shape))
+            configs = {m: plan_configs(g, section, dev, device_names(shape))
+                       for m, g in graphs.items()}
             rates, per_pair = nominal_rates(dev.rates, net.parse_rate(section["bandwidth"]))
         if not args.reuse or not section["enabled"]:
             reason = skipped_reason(section, per_pair)
@@ -430,7 +519,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                             burst=section["burst"], latency=section["latency"], threads=1,
                             pair_rates=tuple(tuple(map(float, r)) for r in rates)
                             if per_pair else None)
-        meta = g.graph["meta"]
         hwm: dict[str, float] = {}
         loads: dict[str, float] = {}
         if args.reuse:
@@ -442,20 +530,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 driver.say(f"cluster {c.run_id} up: {c.spec}; links "
                     + (f"per pair, {off.min() * 8 / 1e6:g}-{off.max() * 8 / 1e6:g} Mbit/s"
                        if per_pair else f"all {section['bandwidth']}"))
-                plan = {"trace": {x: meta[x] for x in ("model", "mode", "batch", "size",
-                                                       "seed")},
+                plan = {"models": [_plan_model(m, g, configs[m]) for m, g in graphs.items()],
                         "target": c.targets[0], "devices": device_names(c.spec),
                         "warmup": section["warmup"], "steps": section["steps"],
-                        "timeout_s": section["step_timeout_s"], "threads": 1,
-                        "configs": [{"name": x["name"], "placed": x["placed"],
-                                     "control": x["control"], "slow": x["slow"],
-                                     "trace_steps": x["trace_steps"]} for x in configs]}
+                        "timeout_s": section["step_timeout_s"], "threads": 1}
                 load = os.getloadavg()[0]
                 results = _run_client(c, plan, Path(args.workdir), deadline, driver.say)
                 hwm = _vm_hwm(c)
                 loads = {"placement_live.load_start": load,
                          "placement_live.load_end": os.getloadavg()[0]}
-        table, values = _table(g, configs, results, dev, rates, per_pair, driver.say)
+        table, values = _table(graphs, configs, results, dev, rates, per_pair, driver.say)
         values.update(loads)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20

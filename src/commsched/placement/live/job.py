@@ -1,10 +1,10 @@
-"""The live placement client: one traced graph, every configuration, timed on the cluster.
+"""The live placement client: traced graphs, every configuration, timed on the cluster.
 
 ``python -m commsched.placement.live.job --plan PLAN.json --out RESULT.json`` runs in the
-namespace of one task of the cluster (its session target). It rebuilds the traced
+namespace of one task of the cluster (its session target). It rebuilds each model's traced
 iteration with the tracer's own builder (:func:`commsched.trace.tf.build_iteration`:
-same op names as the trace, random weights), and for every configuration of the plan
-(a partitioner x scheduler, or a calibration placement):
+same op names as the trace, random weights), and for every configuration of every model
+of the plan (a partitioner x scheduler, or a calibration placement):
 
 1. sets each op's device and adds the order's control dependencies in the ``GraphDef``
    (:func:`commsched.placement.live.mapping.apply`) and imports it into a fresh graph,
@@ -15,7 +15,7 @@ same op names as the trace, random weights), and for every configuration of the 
    variables and runs ``warmup`` steps;
 3. then runs the ``steps`` timed steps of all configurations *interleaved* (step k of
    every configuration before step k+1 of any, in an order rotated each step, so that
-   the drifts of a shared machine hit every configuration alike; wall clock of
+   the drifts of a shared machine hit every configuration of every model alike; wall clock of
    ``Session.run`` of the iteration's targets, nothing fetched back), and
    ``trace_steps`` steps per configuration with ``FULL_TRACE`` spread over the same
    rounds (:func:`trace_rounds`, each right after the configuration's timed step of that
@@ -25,10 +25,11 @@ same op names as the trace, random weights), and for every configuration of the 
    allocation and free) are kept;
 4. closes the sessions and resets the containers (frees the variables).
 
-Every session run has a timeout (``timeout_s``). The plan: ``trace`` (model, mode, batch,
-size, seed of the traced graph), ``target``, ``devices``, ``warmup``, ``steps``,
-``timeout_s``, ``threads`` and ``configs`` (``name``, ``placed``: op -> device,
-``control``: pairs of op names, ``slow``: op -> busy-wait factor, ``trace_steps``).
+Every session run has a timeout (``timeout_s``). The plan: ``models`` (per model: its
+``name``, ``trace``: model, mode, batch, size, seed of the traced graph, and ``configs``:
+``name``, ``placed``: op -> device, ``control``: pairs of op names, ``slow``: op ->
+busy-wait factor, ``trace_steps``), ``target``, ``devices``, ``warmup``, ``steps``,
+``timeout_s`` and ``threads``.
 
 Device speeds are emulated by a per-op slow-down, not by CPU shares. This kernel's cgroup
 v1 ``cpu`` controller would take a CFS quota per task, but a quota is CPU time per period
@@ -197,8 +198,9 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        Per configuration: ``name``, ``steps_s`` (timed steps), ``init_s``, ``traced``
-        (step stats of each traced step, by device) and ``traced_s`` (their wall times).
+        Per configuration: ``model`` (its model's ``name``), ``name``, ``steps_s`` (timed
+        steps), ``init_s``, ``traced`` (step stats of each traced step, by device) and
+        ``traced_s`` (their wall times).
 
     Raises
     ------
@@ -208,30 +210,32 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
     """
     tf, keras = zoo.load_tensorflow()
     tf.compat.v1.disable_eager_execution()
-    tr = plan["trace"]
-    spec = zoo.get(str(tr["model"]))
-    b = build_iteration(tf, keras, spec, int(tr["batch"]), str(tr["mode"]), int(tr["size"]),
-                        int(tr["seed"]), 0.01)
-    base = b.g.as_graph_def()
-    target_names = [t.name for t in b.targets]
     cfg = keep_node_names(tf, session_config(int(plan.get("threads", 1))))
     ms = int(float(plan["timeout_s"]) * 1000)
     opts = tf.compat.v1.RunOptions(timeout_in_ms=ms)
     topts = tf.compat.v1.RunOptions(timeout_in_ms=ms,
                                     trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
     built = []
-    for c in plan["configs"]:
-        gd = tf.compat.v1.GraphDef()
-        gd.CopyFrom(base)
-        container = f"pl-{c['name']}"
-        apply(gd, c["placed"], [tuple(e) for e in c["control"]], b.names, container,
-              plan["devices"][0])
-        g = tf.Graph()
-        with g.as_default():
-            tf.graph_util.import_graph_def(gd, name="")
-        slow_down(tf, g, c.get("slow", {}))
-        built.append((container, [g.get_operation_by_name(n) for n in target_names],
-                      g.get_operation_by_name(b.init.name), g))
+    configs = [(mi, m["name"], c) for mi, m in enumerate(plan["models"]) for c in m["configs"]]
+    for mi, m in enumerate(plan["models"]):
+        tr = m["trace"]
+        spec = zoo.get(str(tr["model"]))
+        b = build_iteration(tf, keras, spec, int(tr["batch"]), str(tr["mode"]), int(tr["size"]),
+                            int(tr["seed"]), 0.01)
+        base = b.g.as_graph_def()
+        target_names = [t.name for t in b.targets]
+        for c in m["configs"]:
+            gd = tf.compat.v1.GraphDef()
+            gd.CopyFrom(base)
+            container = f"pl-{mi}-{c['name']}"
+            apply(gd, c["placed"], [tuple(e) for e in c["control"]], b.names, container,
+                  plan["devices"][0])
+            g = tf.Graph()
+            with g.as_default():
+                tf.graph_util.import_graph_def(gd, name="")
+            slow_down(tf, g, c.get("slow", {}))
+            built.append((container, [g.get_operation_by_name(n) for n in target_names],
+                          g.get_operation_by_name(b.init.name), g))
     sessions = [tf.compat.v1.Session(plan["target"], graph=g, config=cfg)
                 for _, _, _, g in built]
     steps: list[list[float]] = [[] for _ in built]
@@ -246,7 +250,7 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
                 sess.run(targets, options=opts)
             init_s.append(time.perf_counter() - t)
         n, rounds = len(built), int(plan["steps"])
-        when = [trace_rounds(rounds, int(c.get("trace_steps", 1))) for c in plan["configs"]]
+        when = [trace_rounds(rounds, int(c.get("trace_steps", 1))) for _, _, c in configs]
         for k in range(rounds):
             for j in range(n):  # interleaved, rotated: drifts of a shared machine hit all
                 i = (j + k) % n
@@ -263,11 +267,11 @@ def run_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
         for sess in sessions:
             sess.close()
         tf.compat.v1.Session.reset(plan["target"], [x[0] for x in built])
-    out = [{"name": c["name"], "steps_s": steps[i], "init_s": init_s[i],
+    out = [{"model": model, "name": c["name"], "steps_s": steps[i], "init_s": init_s[i],
             "traced": traced[i], "traced_s": traced_s[i]}
-           for i, c in enumerate(plan["configs"])]
+           for i, (_, model, c) in enumerate(configs)]
     for r in out:
-        print(f"config {r['name']}: median {statistics.median(r['steps_s']):.4f} s",
+        print(f"config {r['model']} {r['name']}: median {statistics.median(r['steps_s']):.4f} s",
               flush=True)
     return out
 

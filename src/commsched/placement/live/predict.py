@@ -40,6 +40,16 @@ rounds, :func:`commsched.placement.live.job.trace_rounds`):
 :func:`predict` then simulates a configuration's placement with its enforced order (the
 order's control edges added to the graph) under :func:`commsched.sim.devices.
 simulate_devices` with link contention, and adds ``step_s``.
+
+**One fit for the runtime, a model left out.** :func:`calibrate` keeps what one model's
+calibration configurations measured (:class:`Calibration`); :func:`fit` turns it into that
+model's own overheads (the above, with its ops' live times). :func:`pooled_fit` fits one set
+for the runtime from several models' calibrations, with no op's live time: every op takes
+its traced time times one compute factor (the models' summed live ``calib-one`` op time
+over their summed traced time), ``op_us`` and ``step_s`` are the median over the models,
+and the link is fitted on all their transfers together. :func:`lomo_fits` gives each model
+the pooled fit of the *other* models (leave-one-model-out): what a user predicting a model
+that has never run on the cluster would have, from its trace alone.
 """
 
 from __future__ import annotations
@@ -68,9 +78,9 @@ from commsched.sim.devices import (
 )
 from commsched.tictac.live.steptrace import compute_busy, transfers
 
-__all__ = ["RATE_UNIT_BPS", "Fit", "calibration_placements", "fit", "live_cluster",
-           "nominal_rates", "placed_fraction", "predict", "run_op_overhead_us",
-           "trace_op_overhead_us"]
+__all__ = ["RATE_UNIT_BPS", "Calibration", "Fit", "calibrate", "calibration_placements", "fit",
+           "live_cluster", "lomo_fits", "nominal_rates", "placed_fraction", "pooled_fit",
+           "predict", "run_op_overhead_us", "trace_op_overhead_us"]
 
 #: Bytes per second of one unit of a device file's transfer rate. The live problem is in
 #: microseconds and bytes (:func:`commsched.placement.traced.problem_from_trace`), so a
@@ -360,9 +370,32 @@ def _traced_ops(result: Mapping[str, Any], ops: set[str]) -> list[list[dict[str,
             for step in result["traced"]]
 
 
-def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
-        rates: np.ndarray | None = None) -> Fit:
-    """The overheads from the two calibration results (module docstring).
+@dataclass(frozen=True)
+class Calibration:
+    """What one model's two calibration configurations measured (:func:`calibrate`).
+
+    ``op_s``: each op's live time (``calib-one``); ``live_op_s`` / ``traced_op_s``: their
+    sum and the same ops' traced sum (their ratio is the model's live/traced compute
+    factor, :attr:`Fit.time_factor`); ``op_us``: per-op
+    executor cost; ``step_s``: per-step cost; ``link_bytes`` / ``link_s``: the
+    ``calib-split`` transfers alone on their links, bytes (over the pair's relative rate)
+    and median span; ``pair_scale`` as in :class:`Fit`.
+    """
+
+    op_s: Mapping[str, float]
+    live_op_s: float
+    traced_op_s: float
+    op_us: float
+    step_s: float
+    link_bytes: tuple[float, ...]
+    link_s: tuple[float, ...]
+    pair_scale: tuple[tuple[float, ...], ...] | None = None
+
+
+
+def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
+              rates: np.ndarray | None = None) -> Calibration:
+    """One model's runtime measurements from its two calibration results (module docstring).
 
     Parameters
     ----------
@@ -378,14 +411,18 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
 
     Returns
     -------
-    Fit
+    Calibration
 
     Raises
     ------
     CommschedError
-        If a calibration result is missing, ``calib-split`` had fewer than two
-        transfers (or their times do not grow with their bytes), or, with ``rates``, a
-        transfer between devices the cluster lacks.
+        If a calibration result is missing or, with ``rates``, a transfer between devices
+        the cluster lacks.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.5 (execution time: op times and transfer times, which the
+    simulator takes from these measurements).
     """
     for name in (CALIB_ONE, CALIB_SPLIT):
         if name not in calib:
@@ -398,7 +435,6 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
             live.setdefault(n["node_name"], []).append(n["op_end_rel_micros"] / 1e6)
     op_s = {v: statistics.median(x) for v, x in live.items()}
     traced_sum = sum(float(g.nodes[v]["duration"]) for v in op_s)
-    factor = sum(op_s.values()) / traced_sum if traced_sum > 0 else 1.0
     scale = None
     if rates is not None:
         off = ~np.eye(k, dtype=bool)
@@ -426,19 +462,114 @@ def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
                                          f"{t.dst_device}, outside the {k} devices")
                 pair_of[key] = float(scale[ends[0], ends[1]])
     # bytes over the pair's relative rate: the fit's rate is the fastest pair's
-    nbytes = [float(g.nodes[src].get("out_bytes") or 0) / pair_of.get((src, d), 1.0)
-              for src, d in spans]
-    span = [statistics.median(x) for x in spans.values()]
+    nbytes = tuple(float(g.nodes[src].get("out_bytes") or 0) / pair_of.get((src, d), 1.0)
+                   for src, d in spans)
+    span = tuple(statistics.median(x) for x in spans.values())
+    pair_scale = None if scale is None else tuple(tuple(map(float, r)) for r in scale)
+    factor = sum(op_s.values()) / traced_sum if traced_sum > 0 else 1.0
+    # calib-one has no transfer: its simulation needs no link
+    alone = Fit(op_us, factor, 0.0, 0.0, 1.0, op_s, pair_scale)
+    one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
+    sim_one = simulate(g, one, [], {}, k, alone).makespan / 1e6
+    step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
+    return Calibration(op_s, sum(op_s.values()), traced_sum, op_us, step_s, nbytes, span,
+                       pair_scale)
+
+
+def pooled_fit(cals: Sequence[Calibration], own_op_times: bool = False) -> Fit:
+    """One set of runtime overheads from the calibrations of one or more models.
+
+    Parameters
+    ----------
+    cals : sequence of Calibration
+        The models' :func:`calibrate` results (one cluster, so one ``pair_scale``).
+    own_op_times : bool
+        Keep the op live times (``op_s``); only for a single model, whose ops they are.
+        Otherwise every op takes its traced time times the pooled ``time_factor``.
+
+    Returns
+    -------
+    Fit
+        ``time_factor``: the models' summed live ``calib-one`` op time over their summed
+        traced time; ``op_us`` and ``step_s``: the median over the models; ``transfer_s``
+        and ``rate_Bps``: :func:`commsched.cost.overhead.fit_link` on every model's
+        ``calib-split`` transfers together.
+
+    Raises
+    ------
+    CommschedError
+        No calibration, ``own_op_times`` with several, calibrations of different links,
+        or fewer than two transfers alone on their links (or times that do not grow with
+        their bytes).
+
+    References
+    ----------
+    Laich 2017, Sec. 2.5 (the simulator's execution time, here with the runtime's costs).
+    """
+    if not cals:
+        raise CommschedError("no calibration to fit the runtime overheads on")
+    if own_op_times and len(cals) != 1:
+        raise CommschedError("own op times are one model's: pool them over one calibration")
+    if len({c.pair_scale for c in cals}) != 1:
+        raise CommschedError("calibrations of different links cannot be pooled")
+    span = [x for c in cals for x in c.link_s]
     if len(span) < 2:
         raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
                              "to fit the link on")
-    transfer_s, rate = fit_link([1] * len(span), nbytes, span)
-    pair_scale = None if scale is None else tuple(tuple(map(float, r)) for r in scale)
-    partial = Fit(op_us, factor, 0.0, transfer_s, rate, op_s, pair_scale)
-    one = calibration_placements(problem_from_trace(g, measured=True), k)[CALIB_ONE]
-    sim_one = simulate(g, one, [], {}, k, partial).makespan / 1e6
-    step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
-    return Fit(op_us, factor, step_s, transfer_s, rate, op_s, pair_scale)
+    transfer_s, rate = fit_link([1] * len(span), [x for c in cals for x in c.link_bytes],
+                                span)
+    traced = sum(c.traced_op_s for c in cals)
+    factor = sum(c.live_op_s for c in cals) / traced if traced > 0 else 1.0
+    return Fit(statistics.median(c.op_us for c in cals), factor,
+               statistics.median(c.step_s for c in cals), transfer_s, rate,
+               cals[0].op_s if own_op_times else {}, cals[0].pair_scale)
+
+
+def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
+        rates: np.ndarray | None = None) -> Fit:
+    """The overheads from one model's two calibration results (module docstring).
+
+    Parameters
+    ----------
+    g, calib, k, rates
+        As in :func:`calibrate`.
+
+    Returns
+    -------
+    Fit
+        :func:`pooled_fit` of this model's calibration with its own op live times.
+
+    Raises
+    ------
+    CommschedError
+        :func:`calibrate`'s and :func:`pooled_fit`'s errors.
+    """
+    return pooled_fit([calibrate(g, calib, k, rates)], own_op_times=True)
+
+
+def lomo_fits(cals: Mapping[str, Calibration]) -> dict[str, Fit]:
+    """Leave-one-model-out: each model's overheads fitted on the other models only.
+
+    Parameters
+    ----------
+    cals : mapping of str to Calibration
+        Every model's calibration by name.
+
+    Returns
+    -------
+    dict of str to Fit
+        Per model, :func:`pooled_fit` of the others' calibrations: no op live time, no
+        measurement of the model itself (its ops take their traced time times the others'
+        ``time_factor``). Empty with fewer than two models.
+
+    Raises
+    ------
+    CommschedError
+        :func:`pooled_fit`'s errors.
+    """
+    if len(cals) < 2:
+        return {}
+    return {m: pooled_fit([c for o, c in cals.items() if o != m]) for m in cals}
 
 
 def placed_fraction(result: Mapping[str, Any], placed: Mapping[str, str]) -> float:
