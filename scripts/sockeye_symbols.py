@@ -29,8 +29,9 @@ WMT 2017 with MXNet 1.5; Table II gives their parameters, all-reduce operators a
 computation operators. sockeye and MXNet are Apache-2.0 licensed.
 """
 
-# ruff: noqa  (runs in the side environment only, Python 3.8, not the project's)
 
+# ruff: noqa: I001, B905
+# (Python 3.8: zip has no strict; sockeye.train must be imported before mxnet)
 import argparse
 import gzip
 import json
@@ -48,12 +49,12 @@ from sockeye import constants as C
 VOCAB = 32000
 #: model: (sockeye.train flags, (source, target) vocabulary sizes, why this configuration)
 MODELS = {
-    "transformer": (
+    "transformer_sockeye": (
         [], (VOCAB, VOCAB),
         "sockeye's defaults (Transformer base: 6+6 layers, model size 512, 8 heads, "
         "feed-forward 2048, fixed positional encodings, no weight tying, --max-seq-len 99)",
     ),
-    "seq2seq": (
+    "seq2seq_sockeye": (
         ["--encoder", "rnn", "--decoder", "rnn", "--num-layers", "1:1", "--num-embed", "256",
          "--rnn-num-hidden", "512", "--rnn-attention-type", "dot", "--max-seq-len", "60"],
         (VOCAB, VOCAB),
@@ -72,7 +73,7 @@ def training_symbol(flags, vocab):
         empty = os.path.join(d, "empty")
         open(empty, "w").close()
         args = parser.parse_args(["-s", empty, "-t", empty, "-vs", empty, "-vt", empty,
-                                  "-o", os.path.join(d, "out")] + flags)
+                                  "-o", os.path.join(d, "out"), *flags])
     # train.train adds one token for BOS/EOS; the default bucket is the largest
     bucket = tuple(n + C.SPACE_FOR_XOS for n in args.max_seq_len)
     config_data = data_io.DataConfig(data_statistics=None, max_seq_len_source=bucket[0],
