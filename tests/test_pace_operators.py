@@ -251,6 +251,26 @@ def test_sockeye_symbols_count_as_mxnet_does(model):
     assert ops.total == mxnet["table2_operators"]
 
 
+def test_sockeye_convolutional_model_is_table2s_seq2seq():
+    # Table II's Seq2Seq: 32 all-reduce operators, 67.2 M parameters, 293 operators.
+    # sockeye's convolutional model has the 32 arrays: per encoder and decoder 6
+    # convolutions with a weight and a bias, the word and positional embeddings, the input
+    # projection (i2h, no bias); and the output layer's weight and bias
+    sym = read_symbol("data/models/sockeye/seq2seq_sockeye.json.gz")
+    assert len(sym.params) == 2 * (6 * 2 + 2 + 1) + 2 == 32
+    ops = symbol_operators(sym)
+    assert (ops.n_forward, ops.backward) == (172, 143)
+    # its parameters besides the vocabularies are 19,513,344 and the vocabularies enter as
+    # 512 s + 1025 t, as in the Transformer: Table II's 67.2 M and 91.8 M both hold for
+    # 512 s + 1025 t in [47,646,320, 47,736,656), e.g. s = t = 31,000..31,058
+    vocab = 32000
+    assert sym.n_params - vocab * 512 - vocab * 1025 == 19_513_344
+    both = [v for v in range(30_000, 33_000)
+            if round((19_513_344 + 1537 * v) / 1e6, 1) == 67.2
+            and round((44_103_680 + 1537 * v) / 1e6, 1) == 91.8]
+    assert (both[0], both[-1]) == (31_000, 31_058)
+
+
 def test_sockeye_transformer_is_table2s_model():
     # Table II: 164 all-reduce operators (sockeye's default Transformer: exactly its
     # parameter arrays) and 1061 computation operators (sockeye 1.18.93's graph: 1063)
