@@ -110,7 +110,8 @@ def training_symbol(flags, vocab):
 
 def export(name, out):
     flags, vocab, why = MODELS[name]
-    sym, bucket = training_symbol(flags, vocab)
+    with mx.name.NameManager():  # fresh automatic names (dropout0, ...) for every model
+        sym, bucket = training_symbol(flags, vocab)
     data = {C.SOURCE_NAME: (1, bucket[0], 1), C.TARGET_NAME: (1, bucket[1]),
             C.TARGET_LABEL_NAME: (1, bucket[1])}
     names = sym.list_arguments()
@@ -158,4 +159,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # mxnet 1.5's engine threads abort the interpreter's normal exit ("terminate called
+    # without an active exception"); everything is written by now
+    os._exit(code)
