@@ -22,6 +22,31 @@ def test_table2_and_tensor_sizes_of_vgg16():
     assert df["mxnet_forward"][0].startswith("Activation:15 Convolution:13 Pooling:5")
 
 
+def test_table2_rows_of_sockeye_symbols(tmp_path, capsys):
+    symbols = ["data/models/sockeye/seq2seq_sockeye.json.gz",
+               "data/models/sockeye/transformer_sockeye.json.gz"]
+    t, mt = tmp_path / "t.csv", tmp_path / "m.csv"
+    assert main(["table", "--traces", "data/traces/thesis_cnn-train-b8.json.gz",
+                 "--symbols", *symbols, "--table", str(t), "--metrics", str(mt)]) == 0
+    m = {k: v for k, (v, _) in read_metrics([mt]).items()}
+    # Table II: 164 all-reduce operators and 1061 computation operators
+    assert m["pace.table2.transformer_sockeye.allreduce_ops"] == 164
+    assert m["pace.table2.transformer_sockeye.mxnet_ops"] == 1063
+    assert m["pace.table2.transformer_sockeye.mxnet_forward_ops"] == 558
+    assert round(m["pace.table2.transformer_sockeye.params_M"], 2) == 93.29
+    # Table II's Seq2Seq: 32 all-reduce operators and 293 computation operators
+    assert m["pace.table2.seq2seq_sockeye.allreduce_ops"] == 32
+    assert m["pace.table2.seq2seq_sockeye.mxnet_ops"] == 172 + 143
+    assert "pace.table2.thesis_cnn.allreduce_ops" in m
+    capsys.readouterr()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"nodes": [], "heads": []}')
+    assert main(["table", "--traces", "data/traces/thesis_cnn-train-b8.json.gz",
+                 "--symbols", str(bad), "--table", str(t), "--metrics", str(mt)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: no parameter" in err and err.count("\n") == 1
+
+
 def test_solver_agreement_rows(tmp_path):
     cfg = {"workers": 4, "bandwidth_gbps": 1, "latency_us": 50, "cost": "ring",
            "slot_ms": 5, "compute_scale": 1.0, "lp14_random": {"instances": 6, "seed": 1},

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.model.traced import load_trace
-from commsched.pace.operators import has_loss_scope, mxnet_operators
+from commsched.pace.operators import (
+    has_loss_scope,
+    mxnet_operators,
+    read_symbol,
+    symbol_operators,
+)
 
 #: The backward rule of commsched.pace.operators applied by hand: every forward operator
 #: has a backward node but the adds (CloneGradient) and those no parameter precedes.
@@ -152,3 +160,125 @@ def test_sequence_models_count_their_architectures():
     assert tr.forward["LayerNorm"] == 2 * 6 + 3 * 6
     assert tr.forward["Dropout"] == 1 + 2 * 6 + 1 + 3 * 6  # inputs and every sublayer
     assert tr.backward == tr.n_forward - tr.forward["elemwise_add"]
+
+
+def _node(op, name, *inputs, shape=None):
+    node = {"op": op, "name": name, "inputs": [[i, 0, 0] for i in inputs]}
+    if shape is not None:
+        node["attrs"] = {"__shape__": str(shape)}
+    return node
+
+
+#: A small MXNet training symbol (mx.sym.save of: identity of the data, a FullyConnected
+#: with weight and bias, a relu, a residual elemwise_add, a BlockGrad of it multiplied in,
+#: an _arange broadcast-added, SoftmaxOutput). MXNet 1.5.1 binds it for training with 9
+#: forward nodes and 5 backward nodes (SoftmaxOutput, broadcast_add, elemwise_mul,
+#: Activation, FullyConnected) and one add_n: none for the identity (no parameter before
+#: it), the add (CloneGradient), the BlockGrad (no gradient) or the _arange.
+TINY = {
+    "nodes": [
+        _node("null", "data"),
+        _node("_copy", "id", 0),
+        _node("null", "fc_weight", shape=(4, 3)),
+        _node("null", "fc_bias", shape=(4,)),
+        _node("FullyConnected", "fc", 1, 2, 3),
+        _node("Activation", "relu", 4),
+        _node("elemwise_add", "add", 4, 5),
+        _node("BlockGrad", "stop", 6),
+        _node("elemwise_mul", "mul", 6, 7),
+        _node("_arange", "pos"),
+        _node("broadcast_add", "shift", 8, 9),
+        _node("null", "label"),
+        _node("SoftmaxOutput", "softmax", 10, 11),
+    ],
+    "arg_nodes": [0, 2, 3, 11],
+    "heads": [[12, 0, 0]],
+}
+
+
+def _write(path: Path, doc: object) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_symbol_operators_follow_mxnets_gradient_pass(tmp_path):
+    sym = read_symbol(_write(tmp_path / "tiny.json", TINY))
+    assert sym.params == {"fc_weight": (4, 3), "fc_bias": (4,)} and sym.n_params == 16
+    ops = symbol_operators(sym)
+    assert ops.n_forward == 9 and ops.forward["elemwise_add"] == 1
+    assert ops.backward == 5 and ops.total == 14
+    # with no parameter before any node (fc's weight and bias made data inputs, the only
+    # parameter read by nothing) there is no backward node at all
+    no_param = json.loads(json.dumps(TINY))
+    no_param["nodes"][2]["attrs"] = no_param["nodes"][3]["attrs"] = {}
+    no_param["nodes"].append(_node("null", "w", shape=(1,)))  # a parameter nothing reads
+    assert symbol_operators(read_symbol(_write(tmp_path / "np.json", no_param))).backward == 0
+
+
+def test_symbol_reads_gzip_and_rejects_bad_fields(tmp_path):
+    gz = tmp_path / "tiny.json.gz"
+    gz.write_bytes(gzip.compress(json.dumps(TINY).encode()))
+    assert symbol_operators(read_symbol(gz)).total == 14
+    bad_shape = json.loads(json.dumps(TINY))
+    bad_shape["nodes"][2]["attrs"]["__shape__"] = "(4, x)"
+    with pytest.raises(CommschedError, match=r"bad.json: nodes\[2\] \(fc_weight\): __shape__"):
+        read_symbol(_write(tmp_path / "bad.json", bad_shape))
+    forward_ref = json.loads(json.dumps(TINY))
+    forward_ref["nodes"][1]["inputs"] = [[5, 0, 0]]
+    with pytest.raises(CommschedError, match=r"fwd.json: nodes\[1\].inputs"):
+        read_symbol(_write(tmp_path / "fwd.json", forward_ref))
+    with pytest.raises(CommschedError, match="needs lists 'nodes' and 'heads'"):
+        read_symbol(_write(tmp_path / "no.json", {"nodes": []}))
+    shapeless = json.loads(json.dumps(TINY))
+    for node in shapeless["nodes"]:
+        node.pop("attrs", None)
+    with pytest.raises(CommschedError, match="no parameter"):
+        read_symbol(_write(tmp_path / "shapeless.json", shapeless))
+
+
+@pytest.mark.parametrize("model", ["seq2seq_sockeye", "transformer_sockeye"])
+def test_sockeye_symbols_count_as_mxnet_does(model):
+    # scripts/sockeye_symbols.py recorded what MXNet 1.5.1 itself counts when it binds
+    # sockeye 1.18.93's training symbol: the JSON-only rule must give the same numbers
+    base = Path("data/models/sockeye") / model
+    mxnet = json.loads(Path(f"{base}.mxnet.json").read_text())
+    sym = read_symbol(f"{base}.json.gz")
+    ops = symbol_operators(sym)
+    assert len(sym.params) == mxnet["parameter_arrays"]
+    assert sym.n_params == mxnet["parameters"]
+    assert ops.n_forward == mxnet["forward_nodes"]
+    assert ops.backward == mxnet["backward_nodes"]
+    assert ops.total == mxnet["table2_operators"]
+
+
+def test_sockeye_convolutional_model_is_table2s_seq2seq():
+    # Table II's Seq2Seq: 32 all-reduce operators, 67.2 M parameters, 293 operators.
+    # sockeye's convolutional model has the 32 arrays: per encoder and decoder 6
+    # convolutions with a weight and a bias, the word and positional embeddings, the input
+    # projection (i2h, no bias); and the output layer's weight and bias
+    sym = read_symbol("data/models/sockeye/seq2seq_sockeye.json.gz")
+    assert len(sym.params) == 2 * (6 * 2 + 2 + 1) + 2 == 32
+    ops = symbol_operators(sym)
+    assert (ops.n_forward, ops.backward) == (172, 143)
+    # its parameters besides the vocabularies are 19,513,344 and the vocabularies enter as
+    # 512 s + 1025 t, as in the Transformer: Table II's 67.2 M and 91.8 M both hold for
+    # 512 s + 1025 t in [47,646,320, 47,736,656), e.g. s = t = 31,000..31,058
+    vocab = 32000
+    assert sym.n_params - vocab * 512 - vocab * 1025 == 19_513_344
+    both = [v for v in range(30_000, 33_000)
+            if round((19_513_344 + 1537 * v) / 1e6, 1) == 67.2
+            and round((44_103_680 + 1537 * v) / 1e6, 1) == 91.8]
+    assert (both[0], both[-1]) == (31_000, 31_058)
+
+
+def test_sockeye_transformer_is_table2s_model():
+    # Table II: 164 all-reduce operators (sockeye's default Transformer: exactly its
+    # parameter arrays) and 1061 computation operators (sockeye 1.18.93's graph: 1063)
+    sym = read_symbol("data/models/sockeye/transformer_sockeye.json.gz")
+    ops = symbol_operators(sym)
+    assert len(sym.params) == 164
+    assert (ops.n_forward, ops.backward) == (558, 505)
+    # 44,103,680 parameters besides the two embeddings (512 each) and the output layer
+    # (512 + a bias): 91.8 M puts 512 s + 1025 t near 47.70 M, e.g. s = t = 31,000-31,064
+    vocab = 32000
+    assert sym.n_params - vocab * 512 - vocab * 1025 == 44_103_680

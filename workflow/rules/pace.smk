@@ -213,6 +213,10 @@ PACE_TRACES = expand(f"{TRACE_DIR}/{{name}}.json.gz", name=PACE["traces"])
 # The solvers are compared on every traced training iteration, not only the paper's models.
 PACE_SOLVER_TRACES = expand(f"{TRACE_DIR}/{{name}}.json.gz",
                             name=[t for t in config["trace"]["traces"] if "-train-" in t])
+# sockeye's Seq2Seq and Transformer training symbols (MXNet JSON, scripts/sockeye_symbols.py):
+# Table II's counts on the paper's own graphs, beside our traced Keras models.
+PACE_SYMBOLS = ["data/models/sockeye/seq2seq_sockeye.json.gz",
+                "data/models/sockeye/transformer_sockeye.json.gz"]
 PACE_TABLE2 = "results/tables/pace_table2.csv"
 PACE_TABLE2_METRICS = "results/metrics/pace_model.csv"
 PACE_SOLVERS = "results/tables/pace_solvers.csv"
@@ -234,9 +238,11 @@ rule pace_model:
 
 
 rule pace_table2:
-    """Table II analog (parameters, all-reduce and compute ops) and gradient tensor sizes."""
+    """Table II analog (parameters, all-reduce and compute ops) and gradient tensor sizes,
+    and Table II's counts on sockeye's MXNet symbols."""
     input:
         traces=PACE_TRACES,
+        symbols=PACE_SYMBOLS,
     output:
         table=PACE_TABLE2,
         metrics=PACE_TABLE2_METRICS,
@@ -246,7 +252,8 @@ rule pace_table2:
         CONDA_ENV
     shell:
         "python -m commsched.pace.experiments.model table --traces {input.traces} "
-        "--table {output.table} --metrics {output.metrics} > {log} 2>&1"
+        "--symbols {input.symbols} --table {output.table} --metrics {output.metrics} "
+        "> {log} 2>&1"
 
 
 rule pace_solvers:

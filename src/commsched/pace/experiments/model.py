@@ -12,7 +12,12 @@ and second largest tensor and the share below 1 MB (10^6 bytes). Metrics
 (the MXNet counts only for a trace with a ``loss/`` scope, as our TensorFlow traces and
 their Chakra round trips have; NaN in the table otherwise, e.g. for another tool's Chakra
 trace) and
-``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``.
+``pace.tensors.<model>.{min_bytes,max_bytes,second_bytes,frac_below_1MB}``. With
+``--symbols``, one row more per MXNet symbol JSON (sockeye's Seq2Seq and Transformer,
+``data/models/sockeye``): its parameters (the variables with a shape), all-reduce tensors
+(one per parameter) and computation operators counted on the symbol itself
+(:func:`commsched.pace.operators.symbol_operators`); metrics
+``pace.table2.<file stem>.{params_M,allreduce_ops,mxnet_ops,mxnet_forward_ops}``.
 
 ``solvers``: the solvers of :mod:`commsched.pace.schedule` and :mod:`commsched.pace.lp`
 on every trace (unfused, and fused by Alg. 1; for a model so small that every fusion is
@@ -31,7 +36,7 @@ Theorem 1 on every trace's window, Lemma 2 and Theorem 3 on seeded random chains
 (:mod:`commsched.pace.experiments.theorems`, metrics ``pace.theorems.*``).
 
 Run: ``python -m commsched.pace.experiments.model table|solvers --config-json '{...}'
---traces T1.json.gz ... --table T.csv --metrics M.csv``.
+--traces T1.json.gz ... [--symbols S1.json.gz ...] --table T.csv --metrics M.csv``.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,7 +67,12 @@ from commsched.pace.lp import (
     sound_lp,
 )
 from commsched.pace.model import PaceModel, build_model, window
-from commsched.pace.operators import has_loss_scope, mxnet_operators
+from commsched.pace.operators import (
+    has_loss_scope,
+    mxnet_operators,
+    read_symbol,
+    symbol_operators,
+)
 from commsched.pace.schedule import jackson, objective, order_vector
 from commsched.pace.slots import SlotProblem, to_problem
 
@@ -74,13 +85,17 @@ def _name(model: PaceModel, path: str) -> str:
     return str(model.meta.get("model") or path)
 
 
-def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
+def table_rows(paths: Sequence[str], symbols: Sequence[str] = ()
+               ) -> tuple[pd.DataFrame, dict[str, float]]:
     """PACE's Table II columns and the gradient tensor sizes of traced models.
 
     Parameters
     ----------
     paths : sequence of str
         Traced training iterations.
+    symbols : sequence of str, optional
+        MXNet training symbols (``mx.sym.save`` JSON with parameter shapes), one row each,
+        named by the file's stem.
 
     Returns
     -------
@@ -95,12 +110,12 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     Raises
     ------
     CommschedError
-        If a trace cannot be read or modelled.
+        If a trace cannot be read or modelled, or a symbol cannot be read.
 
     References
     ----------
     PACE (Bao et al., INFOCOM 2020), Table II; Sec. II-C and Fig. 4 (tensor sizes);
-    Sec. IV-A (the window of computation operators); Sec. VI (MXNet 1.5).
+    Sec. IV-A (the window of computation operators); Sec. VI (MXNet 1.5, sockeye).
     """
     rows, metrics = [], {}
     for path in paths:
@@ -131,6 +146,18 @@ def table_rows(paths: Sequence[str]) -> tuple[pd.DataFrame, dict[str, float]]:
             metrics[f"pace.table2.{name}.mxnet_forward_ops"] = float(mx.n_forward)
         for k in ("min_bytes", "max_bytes", "second_bytes", "frac_below_1MB"):
             metrics[f"pace.tensors.{name}.{k}"] = float(row[k])
+    for path in symbols:
+        sym = read_symbol(path)
+        ops = symbol_operators(sym)
+        name = Path(path).name.split(".")[0]
+        rows.append({"model": name, "trace": path, "params_M": sym.n_params / 1e6,
+                     "allreduce_ops": len(sym.params), "mxnet_ops": ops.total,
+                     "mxnet_forward_ops": ops.n_forward, "mxnet_backward_ops": ops.backward,
+                     "mxnet_forward": ops.breakdown(), "tensors": len(sym.params)})
+        metrics.update({f"pace.table2.{name}.params_M": sym.n_params / 1e6,
+                        f"pace.table2.{name}.allreduce_ops": float(len(sym.params)),
+                        f"pace.table2.{name}.mxnet_ops": float(ops.total),
+                        f"pace.table2.{name}.mxnet_forward_ops": float(ops.n_forward)})
     return pd.DataFrame(rows), metrics
 
 
@@ -305,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Parameters
     ----------
     argv : sequence of str, optional
-        ``table|solvers [--config-json J] --traces T ... --table --metrics``.
+        ``table|solvers [--config-json J] --traces T ... [--symbols S ...] --table
+        --metrics``.
 
     Returns
     -------
@@ -316,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("what", choices=["table", "solvers"])
     p.add_argument("--config-json", default="{}", help="the pace config section (solvers)")
     p.add_argument("--traces", nargs="+", required=True)
+    p.add_argument("--symbols", nargs="*", default=[],
+                   help="MXNet training symbols counted beside the traces (table)")
     p.add_argument("--table", required=True)
     p.add_argument("--metrics", required=True)
     args = p.parse_args(argv)
@@ -323,11 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         if args.what == "table":
             cfg: dict[str, Any] = {}
-            df, metrics = table_rows(args.traces)
+            df, metrics = table_rows(args.traces, args.symbols)
         else:
             cfg = driver.config_section("pace", args.config_json)
             df, metrics = solver_rows(args.traces, cfg)
-        config = {"what": args.what, "traces": args.traces, "pace": cfg}
+        config = {"what": args.what, "traces": args.traces, "symbols": args.symbols,
+                  "pace": cfg}
         driver.write_outputs({args.table: df}, metrics, args.metrics, config)
         print(df.to_string(index=False))
 
