@@ -100,7 +100,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -108,7 +108,7 @@ import numpy as np
 
 from commsched.errors import CommschedError
 
-__all__ = ["Overhead", "fit_compute", "fit_link"]
+__all__ = ["Overhead", "dag_gates", "fit_compute", "fit_gate", "fit_link"]
 
 _NET = frozenset({"recv", "send"})
 
@@ -129,8 +129,9 @@ class Overhead:
         Per iteration (>= 0).
     gap_factor : float
         The executor's idle gaps between ops (> 0).
-    dag_transfer_s : float, optional
-        Per transfer under the DAG hook (>= 0), if fitted.
+    dag_gate_s : float, optional
+        Under the DAG hook, each gate's cost on the worker's executor (>= 0), if fitted
+        (:func:`dag_gates`, :func:`fit_gate`).
 
     Raises
     ------
@@ -147,10 +148,10 @@ class Overhead:
     compute_factor: float
     step_s: float
     gap_factor: float = 1.0
-    dag_transfer_s: float | None = None
+    dag_gate_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "step_s", "dag_transfer_s"):
+        for name in ("transfer_s", "step_s", "dag_gate_s"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
@@ -190,22 +191,37 @@ class Overhead:
                 a["duration"] = self.compute_factor * self.gap_factor * float(a["duration"])
         return out
 
-    def for_hook(self, hook: str) -> Overhead:
-        """The overheads of a config enforced with ``hook``.
+    def for_hook(self, view: nx.DiGraph, hook: str,
+                 order: Mapping[str, float] | None = None) -> nx.DiGraph:
+        """The view of a config enforced with ``hook``, with these overheads.
 
         Parameters
         ----------
+        view : networkx.DiGraph
+            A parameter-server view (:func:`commsched.views.ps_view`).
         hook : str
             The enforcement hook (``none``, ``sender``, ``dag``).
+        order : mapping of str to float, optional
+            The order the hook enforces (recv op -> priority, lower first); needed for
+            ``dag``.
 
         Returns
         -------
-        Overhead
-            With the DAG hook's per-transfer cost for ``dag`` where fitted, else these.
+        networkx.DiGraph
+            :meth:`apply` of ``view``; for ``dag`` with ``dag_gate_s`` fitted, with the
+            hook's gates on the worker's executor (:func:`dag_gates`).
+
+        Raises
+        ------
+        CommschedError
+            For ``dag`` with ``dag_gate_s`` but no ``order``.
         """
-        if hook == "dag" and self.dag_transfer_s is not None:
-            return dataclasses.replace(self, transfer_s=self.dag_transfer_s)
-        return self
+        out = self.apply(view)
+        if hook != "dag" or self.dag_gate_s is None:
+            return out
+        if order is None:
+            raise CommschedError("the DAG hook's gates need the order it enforces")
+        return dag_gates(out, order, self.dag_gate_s)
 
     def iteration_time(self, simulated_s: float) -> float:
         """A simulated iteration time plus the per-iteration cost.
@@ -323,3 +339,133 @@ def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
     if x.sum() <= 0 or y.sum() <= 0:
         raise CommschedError("fit_compute: the summed oracle or live compute time is not > 0")
     return round(float(y.sum() / x.sum()), 9)
+
+
+def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx.DiGraph:
+    """A copy of ``view`` with the DAG hook's gates as ops of the worker's executor.
+
+    The DAG hook (:mod:`commsched.tictac.live.hooks`) requests the transfers of priority
+    group ``k + 1`` only after a gate on the worker has run: identities of every
+    transfer of group ``k``, a ``NoOp`` and the control token's send to the server, ops
+    of the worker's executor like any other. The traced steps show that executor run
+    every compute op it can before the gate (module docstring): no compute op overlaps
+    a transfer in flight. So gate ``k`` is an op of the worker's compute resource,
+    lasting ``gate_s`` (its ops, the token's round trip and the read on the server:
+    the executor has nothing else to run meanwhile), after every transfer of group
+    ``k`` and every compute op that the groups up to ``k`` make runnable (all of whose
+    ranked transfer ancestors are in them), and before every transfer of group ``k + 1``.
+    Transfers the order does not rank are not held back (the hook leaves them alone).
+
+    Parameters
+    ----------
+    view : networkx.DiGraph
+        A parameter-server view with one compute resource (:func:`commsched.views.
+        ps_view`), overheads applied.
+    order : mapping of str to float
+        Recv op -> priority (lower first; equal priorities form a group).
+    gate_s : float
+        Each gate's duration (>= 0).
+
+    Returns
+    -------
+    networkx.DiGraph
+        The copy, with ops ``dag_gate/<k>`` (kind ``compute``) and their edges; the view
+        itself when the order has fewer than two groups.
+
+    Raises
+    ------
+    CommschedError
+        If ``gate_s`` is negative or not finite, ``order`` names an op that is not a recv
+        of ``view``, or the view has no single compute resource.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 5.1 (the DAG option:
+       no pipelining across groups, a round trip per group boundary).
+
+    Examples
+    --------
+    >>> from commsched.model.graph import new_graph, add_op
+    >>> g = new_graph({"ps0": 1, "cpu": 1})
+    >>> for v in "ab":
+    ...     add_op(g, f"r{v}", "recv", "ps0", 1.0); add_op(g, f"c{v}", "compute", "cpu", 2.0)
+    ...     g.add_edge(f"r{v}", f"c{v}")
+    >>> h = dag_gates(g, {"ra": 0, "rb": 1}, 0.5)
+    >>> sorted(h.predecessors("dag_gate/0")), list(h.successors("dag_gate/0"))
+    (['ca', 'ra'], ['rb'])
+    """
+    if not (math.isfinite(gate_s) and gate_s >= 0):
+        raise CommschedError(f"the DAG gate's duration must be finite and >= 0, got {gate_s!r}")
+    kind = nx.get_node_attributes(view, "kind")
+    unknown = [r for r in order if kind.get(r) != "recv"]
+    if unknown:
+        raise CommschedError(f"the DAG order names ops that are not recvs: {unknown[:3]}")
+    compute_res = {a["resource"] for _, a in view.nodes(data=True) if a["kind"] not in _NET}
+    if len(compute_res) != 1:
+        raise CommschedError(f"the DAG hook's gates need one compute resource, the view has "
+                             f"{sorted(compute_res)}")
+    groups = sorted(set(order.values()))
+    if len(groups) < 2:
+        return view
+    group = {r: groups.index(p) for r, p in order.items()}
+    # level: the last group an op waits for (0 if none); gate k follows the ops of level k
+    level: dict[str, int] = {}
+    for n in nx.topological_sort(view):
+        level[n] = max([group.get(n, 0), *(level[p] for p in view.predecessors(n))])
+    out = view.copy()
+    res = next(iter(compute_res))
+    gate = [f"dag_gate/{k}" for k in range(len(groups) - 1)]
+    for k, g in enumerate(gate):
+        out.add_node(g, kind="compute", resource=res, duration=float(gate_s))
+    for n, lv in level.items():
+        if lv < len(gate) and (n in group or kind[n] not in _NET):
+            out.add_edge(n, gate[lv])
+    for r, k in group.items():
+        if k > 0:
+            out.add_edge(gate[k - 1], r)
+    return out
+
+
+def fit_gate(idle_s: Sequence[float], nbytes: Sequence[float], transfer_s: float,
+             rate_Bps: float) -> float:
+    """``dag_gate_s``: the DAG hook's cost per gate, from traced group boundaries.
+
+    At a boundary the worker's executor is idle from the last arrival of group ``k`` to
+    the first arrival of group ``k + 1``, apart from the compute ops it runs there
+    (``idle_s``: the interval less their time). The simulated worker is idle there for
+    the gate (:func:`dag_gates`) and the transfer (``transfer_s + bytes / rate_Bps``),
+    plus any wait for another worker's transfer on the server's link, which the
+    simulator adds itself. The median over the boundaries of ``idle - transfer``, at
+    least 0, leaves those waits out.
+
+    Parameters
+    ----------
+    idle_s : sequence of float
+        Per boundary, the executor's idle time.
+    nbytes : sequence of float
+        Per boundary, the bytes of the transfer that arrived at its end.
+    transfer_s, rate_Bps : float
+        The link's per-transfer cost and rate (:func:`fit_link`).
+
+    Returns
+    -------
+    float
+        ``dag_gate_s``.
+
+    Raises
+    ------
+    CommschedError
+        Without a finite boundary, or with sequences of different lengths.
+
+    Examples
+    --------
+    >>> fit_gate([0.003, 0.0025, 0.009], [1e5, 5e4, 1e5], 1e-4, 1e8)
+    0.0019
+    """
+    idle = np.asarray(idle_s, float)
+    b = np.asarray(nbytes, float)
+    ok = np.isfinite(idle) & np.isfinite(b) if len(idle) == len(b) else None
+    if ok is None or not ok.any():
+        raise CommschedError("fit_gate: need finite group boundaries, one idle time and one "
+                             "byte count each")
+    return round(max(0.0, float(np.median(idle[ok] - transfer_s - b[ok] / rate_Bps))), 12)

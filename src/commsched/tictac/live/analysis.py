@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from commsched.cluster import net
-from commsched.cost.overhead import Overhead, fit_compute, fit_link
+from commsched.cost.overhead import Overhead, fit_compute, fit_gate, fit_link
 from commsched.errors import CommschedError
 from commsched.progress import progress
 from commsched.tictac.live.config import LiveParams
@@ -49,8 +49,10 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       parameter arrival, the wall time to its last op over the summed time of the ops
       run there (``tail_wall_s`` / ``tail_op_s`` of
       :func:`~commsched.tictac.live.tables.traced_steps`), pooled;
-    * ``dag_transfer_s``: :func:`~commsched.cost.overhead.fit_link` on the traced steps of
-      the configs with the ``dag`` hook (their transfers leave one after another).
+    * ``dag_gate_s``: :func:`~commsched.cost.overhead.fit_gate` on the group boundaries
+      of the traced steps of the configs with the ``dag`` hook (each priority group's
+      first arrival, with the worker executor's idle time since the arrival before it,
+      ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`).
 
     Parameters
     ----------
@@ -63,8 +65,8 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     Returns
     -------
     Overhead
-        :class:`commsched.cost.overhead.Overhead`; ``dag_transfer_s`` is None unless at
-        least two workloads ran the ``dag`` hook.
+        :class:`commsched.cost.overhead.Overhead`; ``dag_gate_s`` is None when no
+        traced ``dag`` step has a group boundary.
 
     Raises
     ------
@@ -88,13 +90,18 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
                         (busy["last"] - busy["first"]).tolist())
 
     transfer_s, rate = link(x[x.config == "baseline"])
-    x_dag = x[x.config.isin(dag)]
-    dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
+    x_dag = x[x.config.isin(dag) & x.priority.notna()].sort_values("end_s", kind="stable")
+    # a group boundary: the first arrival of a priority group (the DAG hook's gate before it)
+    new_group = x_dag.priority != x_dag.groupby(
+        ["model", "mode", "config", "trace_step", "worker"]).priority.shift()
+    bounds = x_dag[new_group & x_dag.idle_s.notna()] if "idle_s" in x_dag else x_dag[:0]
+    gate_s = (fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate)
+              if len(bounds) else None)
     factor = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist())
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), dag_s)
+    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:

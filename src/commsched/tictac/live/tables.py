@@ -92,7 +92,11 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
     transfers : pandas.DataFrame
         One row per traced parameter (``recv``) or gradient (``grad``) transfer: its
         variable, bytes, priority (the config's, or TAC's for the baseline,
-        :func:`~commsched.tictac.live.workload.live_reference`), start and end.
+        :func:`~commsched.tictac.live.workload.live_reference`), start and end, and for a
+        parameter transfer ``idle_s``: the worker executor's idle time since the
+        arrival before it (that interval less the compute ops' time in it; NaN for the
+        step's first arrival), what the DAG hook's gate cost is fitted on
+        (:func:`~commsched.cost.overhead.fit_gate`).
     """
     by_group = {w.group_id: w for w in loads}
     step_rows, xfer_rows = [], []
@@ -106,21 +110,40 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
                               "barrier_s": s["barrier"], "step_s": s["work"] + s["barrier"]})
         ref = r["priorities"] or live_reference(w, r)
         for k, tr in enumerate(r["traces"]):
+            idle = _idle_before([x["end"] for x in tr["recvs"]], tr.get("ops"))
             for kind in ("recvs", "grads"):
-                for x in tr[kind]:
+                for i, x in enumerate(tr[kind]):
                     xfer_rows.append({
                         "model": w.model, "mode": w.mode, "config": r["config"],
                         "hook": cfg["enforce"],
                         "trace_step": k, "worker": r["task"], "kind": kind[:-1],
                         "variable": x["var"], "bytes": r["variables"].get(x["var"], {}).get(
                             "bytes", 0), "priority": ref.get(x["var"], math.nan),
-                        "start_s": x["start"], "end_s": x["end"]})
+                        "start_s": x["start"], "end_s": x["end"],
+                        "idle_s": idle[i] if kind == "recvs" else math.nan})
     steps = pd.DataFrame(step_rows)
     if not steps.empty:
         per = steps.groupby(["model", "mode", "config", "step"])
         steps["iteration_s"] = per["step_s"].transform("max")
         steps["straggler"] = per["barrier_s"].transform("max") / steps["iteration_s"]
     return steps, pd.DataFrame(xfer_rows)
+
+
+def _idle_before(ends: Sequence[float], ops: Sequence[Sequence[float]] | None
+                 ) -> list[float]:
+    """Per arrival, the worker executor's idle time since the arrival before it: the
+    interval less the time of the compute ops run in it (NaN for the first arrival, or
+    without the executor's timeline)."""
+    out = [math.nan] * len(ends)
+    iv = np.asarray(ops or [], dtype=float).reshape(-1, 2)
+    if not len(iv):
+        return out
+    order = sorted(range(len(ends)), key=lambda i: ends[i])
+    for prev, i in zip(order, order[1:], strict=False):
+        a, b = ends[prev], ends[i]
+        busy = float((np.clip(iv[:, 1], a, b) - np.clip(iv[:, 0], a, b)).sum())
+        out[i] = (b - a) - busy
+    return out
 
 
 def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]

@@ -116,19 +116,22 @@ class Workload:
         dict of str to float
             ``{config name: seconds}``.
         """
-        def hook_ov(c: Mapping[str, Any]) -> Overhead | None:
-            return overhead.for_hook(str(c["enforce"])) if overhead else None
+        by_run: dict[tuple[str, str], float] = {}
+        for key in dict.fromkeys(self._view_key(c, overhead) for c in self.configs):
+            hook, order = key
+            view = (overhead.for_hook(self.view, hook, self.recv_orders.get(order))
+                    if overhead else self.view)
+            res = simulate_workers(compose(view, n_workers), self.recv_orders.get(order),
+                                   iterations, seed=seed,
+                                   validate_every=max(1, iterations // 10))
+            t = float(np.mean(res.iteration_time))
+            by_run[key] = overhead.iteration_time(t) if overhead else t
+        return {c["name"]: by_run[self._view_key(c, overhead)] for c in self.configs}
 
-        by_run: dict[tuple[Overhead | None, str], float] = {}
-        for ov in dict.fromkeys(hook_ov(c) for c in self.configs):
-            mw = compose(ov.apply(self.view) if ov else self.view, n_workers)
-            for name in dict.fromkeys(str(c["order"]) for c in self.configs
-                                      if hook_ov(c) == ov):
-                res = simulate_workers(mw, self.recv_orders.get(name), iterations, seed=seed,
-                                       validate_every=max(1, iterations // 10))
-                t = float(np.mean(res.iteration_time))
-                by_run[ov, name] = ov.iteration_time(t) if ov else t
-        return {c["name"]: by_run[hook_ov(c), str(c["order"])] for c in self.configs}
+    def _view_key(self, c: Mapping[str, Any], overhead: Overhead | None) -> tuple[str, str]:
+        """A config's simulated view and order: ``(hook, order)``; the hook only with
+        overheads, as only they differ by hook."""
+        return (str(c["enforce"]) if overhead else "none", str(c["order"]))
 
     def predict_achieved(self, n_workers: int, overhead: Overhead,
                          achieved: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
@@ -160,8 +163,10 @@ class Workload:
         CommschedError
             If a config has no traced step (``live.trace_iterations`` is 0).
         """
-        composed = {hook: compose(overhead.for_hook(hook).apply(self.view), n_workers)
-                    for hook in dict.fromkeys(str(c["enforce"]) for c in self.configs)}
+        composed = {key: compose(overhead.for_hook(self.view, key[0],
+                                                   self.recv_orders.get(key[1])), n_workers)
+                    for key in dict.fromkeys(self._view_key(c, overhead)
+                                             for c in self.configs)}
         tie = np.random.default_rng(0).random((n_workers, len(self.view.graph["recvs"])))
         out = {}
         for c in self.configs:
@@ -169,7 +174,7 @@ class Workload:
             if not ranks:
                 raise CommschedError(f"{self.group_id} {c['name']}: no traced step to take "
                                      "the achieved order from (live.trace_iterations)")
-            mw = composed[str(c["enforce"])]
+            mw = composed[self._view_key(c, overhead)]
             times = [simulate_iteration(mw, rk + 0.5 * tie).iteration_time for rk in ranks]
             out[c["name"]] = overhead.iteration_time(float(np.mean(times)))
         return out
