@@ -132,6 +132,9 @@ class Overhead:
     dag_gate_s : float, optional
         Under the DAG hook, each gate's cost on the worker's executor (>= 0), if fitted
         (:func:`dag_gates`, :func:`fit_gate`).
+    contention : float, optional
+        How much slower compute runs while a transfer is in flight (>= 0; default 0):
+        the simulator's ``contention`` (:func:`commsched.tictac.sim.iteration`).
 
     Raises
     ------
@@ -149,9 +152,10 @@ class Overhead:
     step_s: float
     gap_factor: float = 1.0
     dag_gate_s: float | None = None
+    contention: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "step_s", "dag_gate_s"):
+        for name in ("transfer_s", "step_s", "dag_gate_s", "contention"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
@@ -300,13 +304,17 @@ def fit_link(transfers: Sequence[int], nbytes: Sequence[float], span_s: Sequence
     return round(float(a), 12), round(float(1.0 / inv_rate), 3)
 
 
-def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
-    """``compute_factor``: the live compute time over the time oracle's, pooled.
+def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float],
+                overlap: Sequence[float] | None = None) -> tuple[float, float]:
+    """``(compute_factor, contention)``: the live compute time against the oracle's.
 
-    Over traced iterations, ``sum(live) / sum(oracle)``: every iteration weighs with its
-    compute time, so a model with longer steps counts more. No per-op cost (module
-    docstring: the data show none, and fitted beside the factor it did not transfer
-    between models).
+    Over traced iterations, ``live = compute_factor * oracle * (1 + contention *
+    overlap)``, ``overlap`` the share of the live compute time during which a transfer
+    was in flight (module docstring: the compute ops share the hosts' cores with the
+    transfers' protocol work), by least squares with both terms >= 0; every iteration
+    weighs with its compute time. Without ``overlap`` (or with none above 0):
+    ``sum(live) / sum(oracle)`` and no contention. No per-op cost (module docstring: the
+    data show none, and fitted beside the factor it did not transfer between models).
 
     Parameters
     ----------
@@ -314,11 +322,13 @@ def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
         Per traced iteration: the time oracle's summed compute time of its graph.
     live_s : sequence of float
         The live worker's summed compute time in that iteration.
+    overlap : sequence of float, optional
+        The share of that compute time during which a transfer was in flight.
 
     Returns
     -------
-    float
-        ``compute_factor``.
+    (float, float)
+        ``compute_factor`` and ``contention``.
 
     Raises
     ------
@@ -329,16 +339,25 @@ def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
     Examples
     --------
     >>> fit_compute([1.0, 2.0, 1.0], [1.5, 2.5, 2.0])
-    1.5
+    (1.5, 0.0)
+    >>> fit_compute([1.0, 2.0, 1.0], [1.0, 3.0, 2.0], [0.0, 0.5, 1.0])
+    (1.0, 1.0)
     """
     x = np.asarray(oracle_s, float)
     y = np.asarray(live_s, float)
-    if len(y) < 1 or len(x) != len(y) or not (np.isfinite(x).all() and np.isfinite(y).all()):
+    phi = np.zeros_like(x) if overlap is None else np.asarray(overlap, float)
+    if (len(y) < 1 or len(x) != len(y) or len(phi) != len(y)
+            or not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(phi).all())):
         raise CommschedError("fit_compute: need finite traced iterations, one oracle and one "
-                             "live time each")
+                             "live time (and overlap) each")
     if x.sum() <= 0 or y.sum() <= 0:
         raise CommschedError("fit_compute: the summed oracle or live compute time is not > 0")
-    return round(float(y.sum() / x.sum()), 9)
+    if not (phi > 0).any():
+        return round(float(y.sum() / x.sum()), 9), 0.0
+    f0, fs = _nonneg_lstsq(np.column_stack([x, x * phi]), y)
+    if f0 <= 0:
+        return round(float(y.sum() / x.sum()), 9), 0.0
+    return round(float(f0), 9), round(float(fs / f0), 9)
 
 
 def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx.DiGraph:

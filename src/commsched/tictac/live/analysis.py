@@ -97,11 +97,13 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     bounds = x_dag[new_group & x_dag.idle_s.notna()] if "idle_s" in x_dag else x_dag[:0]
     gate_s = (fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate)
               if len(bounds) else None)
-    factor = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist())
+    phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
+           else None)
+    factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s)
+    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -426,7 +428,8 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     ov = fit_overhead(xfers, traced, steps)
     factors = workload_compute_factors(traced)
     say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
-    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode])
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
+                                           contention=0.0)
            for w in loads}
     fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
                                              achieved[w.group_id])

@@ -169,9 +169,15 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         (``step_s``), the worker's last parameter arrival (``last_recv_s``) and, after
         it, when nothing waits for the network any more, the compute thread's wall time
         to its last op (``tail_wall_s``) beside the summed time (``tail_op_s``) and number
-        (``tail_ops``) of the ops it ran there.
+        (``tail_ops``) of the ops it ran there; ``net_overlap``, the share of the compute
+        ops' time during which a transfer of the step (any worker's parameter or
+        gradient, from request to arrival; the workers' clocks aligned by their step
+        starts) was in flight.
     """
     by_group = {w.group_id: w for w in loads}
+    peers: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in results:
+        peers.setdefault((r["group"], r["config"]), []).append(r)
     rows = []
     for r in results:
         w = by_group[r["group"]]
@@ -180,6 +186,10 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
             recvs = tr["recvs"]
             last = max((x["end"] for x in recvs), default=math.nan)
             ops = np.asarray(tr.get("ops") or [], dtype=float).reshape(-1, 2)
+            flight = [(x["start"] + shift, x["end"] + shift)
+                      for p in peers[r["group"], r["config"]] if k < len(p["traces"])
+                      for shift in [(p["traces"][k].get("t0_us", 0) - tr.get("t0_us", 0)) / 1e6]
+                      for x in [*p["traces"][k]["recvs"], *p["traces"][k].get("grads", [])]]
             tail = ops[ops[:, 0] >= last] if recvs else ops[:0]
             rows.append({
                 "model": w.model, "mode": w.mode, "config": r["config"], "trace_step": k,
@@ -192,8 +202,25 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                                 if recvs else math.nan),
                 "step_s": tr.get("step_s", math.nan), "last_recv_s": last,
                 "tail_wall_s": float(tail[:, 1].max() - last) if len(tail) else math.nan,
-                "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail)})
+                "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail),
+                "net_overlap": _overlap_share(ops, flight)})
     return pd.DataFrame(rows)
+
+
+def _overlap_share(ops: np.ndarray, flight: Sequence[tuple[float, float]]) -> float:
+    """The share of the ops' summed time during which some transfer was in flight (NaN
+    without ops)."""
+    total = float((ops[:, 1] - ops[:, 0]).sum())
+    if total <= 0:
+        return math.nan
+    busy = 0.0
+    end = -math.inf
+    for a, b in sorted(flight):  # the union of the flights, interval by interval
+        a = max(a, end)
+        if b > a:
+            busy += float((np.clip(ops[:, 1], a, b) - np.clip(ops[:, 0], a, b)).sum())
+            end = b
+    return busy / total
 
 
 def arrival_order_repeats(xfers: pd.DataFrame, config: str = "baseline") -> pd.DataFrame:

@@ -123,7 +123,8 @@ class Workload:
                     if overhead else self.view)
             res = simulate_workers(compose(view, n_workers), self.recv_orders.get(order),
                                    iterations, seed=seed,
-                                   validate_every=max(1, iterations // 10))
+                                   validate_every=max(1, iterations // 10),
+                                   contention=overhead.contention if overhead else 0.0)
             t = float(np.mean(res.iteration_time))
             by_run[key] = overhead.iteration_time(t) if overhead else t
         return {c["name"]: by_run[self._view_key(c, overhead)] for c in self.configs}
@@ -175,7 +176,9 @@ class Workload:
                 raise CommschedError(f"{self.group_id} {c['name']}: no traced step to take "
                                      "the achieved order from (live.trace_iterations)")
             mw = composed[self._view_key(c, overhead)]
-            times = [simulate_iteration(mw, rk + 0.5 * tie).iteration_time for rk in ranks]
+            times = [simulate_iteration(mw, rk + 0.5 * tie,
+                                        contention=overhead.contention).iteration_time
+                     for rk in ranks]
             out[c["name"]] = overhead.iteration_time(float(np.mean(times)))
         return out
 
