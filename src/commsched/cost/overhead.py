@@ -98,7 +98,6 @@ which one factor per op cannot carry.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,7 +107,8 @@ import numpy as np
 
 from commsched.errors import CommschedError
 
-__all__ = ["Overhead", "dag_gates", "fit_compute", "fit_gate", "fit_link"]
+__all__ = ["Overhead", "dag_gates", "fit_compute", "fit_fallback", "fit_gate", "fit_link",
+           "fit_worker_noise"]
 
 _NET = frozenset({"recv", "send"})
 
@@ -135,6 +135,13 @@ class Overhead:
     contention : float, optional
         How much slower compute runs while a transfer is in flight (>= 0; default 0):
         the simulator's ``contention`` (:func:`commsched.tictac.sim.iteration`).
+    sender_fallback : float, optional
+        Under the sender hook, the share of a worker's steps whose order falls back to
+        an arbitrary one (in [0, 1]; default 0; :func:`fit_fallback`).
+    worker_noise : float, optional
+        The coefficient of variation of one worker's compute time against the other
+        workers' in the same step (>= 0; default 0): the simulator's ``worker_noise``
+        (:func:`commsched.tictac.sim.run`; :func:`fit_worker_noise`).
 
     Raises
     ------
@@ -153,12 +160,17 @@ class Overhead:
     gap_factor: float = 1.0
     dag_gate_s: float | None = None
     contention: float = 0.0
+    sender_fallback: float = 0.0
+    worker_noise: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "step_s", "dag_gate_s", "contention"):
+        for name in ("transfer_s", "step_s", "dag_gate_s", "contention", "worker_noise"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
+        if not 0.0 <= self.sender_fallback <= 1.0:
+            raise CommschedError(f"overhead sender_fallback must be in [0, 1], got "
+                                 f"{self.sender_fallback!r}")
         for name in ("rate_Bps", "compute_factor", "gap_factor"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
@@ -434,7 +446,7 @@ def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx
     out = view.copy()
     res = next(iter(compute_res))
     gate = [f"dag_gate/{k}" for k in range(len(groups) - 1)]
-    for k, g in enumerate(gate):
+    for g in gate:
         out.add_node(g, kind="compute", resource=res, duration=float(gate_s))
     for n, lv in level.items():
         if lv < len(gate) and (n in group or kind[n] not in _NET):
@@ -488,3 +500,82 @@ def fit_gate(idle_s: Sequence[float], nbytes: Sequence[float], transfer_s: float
         raise CommschedError("fit_gate: need finite group boundaries, one idle time and one "
                              "byte count each")
     return round(max(0.0, float(np.median(idle[ok] - transfer_s - b[ok] / rate_Bps))), 12)
+
+
+def fit_fallback(end_agreement: Sequence[float]) -> float:
+    """``sender_fallback``: the share of sender-hook steps whose order fell back.
+
+    The sender hook orders the server's reads; a value produced before its request
+    arrived is answered in the order the requests arrive, the worker's arbitrary one
+    (:mod:`commsched.tictac.live.hooks`). So a worker's step either follows the
+    intended order (end agreement near 1) or an arbitrary one (near 0.5, as the
+    baseline's). A step counts as fallen back when its end agreement is nearer 0.5
+    than 1 (below 0.75).
+
+    Parameters
+    ----------
+    end_agreement : sequence of float
+        Per traced step and worker of the sender-hook configs: the end agreement of its
+        parameter transfers (:func:`commsched.tictac.live.tables.agreement`); NaN ones
+        are left out.
+
+    Returns
+    -------
+    float
+        The share below 0.75.
+
+    Raises
+    ------
+    CommschedError
+        Without a finite agreement.
+
+    Examples
+    --------
+    >>> fit_fallback([0.98, 0.95, 0.42, 0.9])
+    0.25
+    """
+    a = np.asarray(end_agreement, float)
+    a = a[np.isfinite(a)]
+    if not len(a):
+        raise CommschedError("fit_fallback: need a finite end agreement")
+    return round(float((a < 0.75).mean()), 12)
+
+
+def fit_worker_noise(compute_s: Sequence[Sequence[float]]) -> float:
+    """``worker_noise``: how much the workers' compute times differ within a step.
+
+    The synchronous barrier waits for the slowest worker, so a spread between the
+    workers of one step lengthens it (:mod:`commsched.tictac.sim`, Noise). Per traced
+    step, the workers' compute times' coefficient of variation (sample standard
+    deviation over mean); pooled as the root mean square over the steps.
+
+    Parameters
+    ----------
+    compute_s : sequence of sequence of float
+        Per traced step, every worker's compute time (steps with fewer than two finite
+        ones are left out).
+
+    Returns
+    -------
+    float
+        ``worker_noise``.
+
+    Raises
+    ------
+    CommschedError
+        Without a step of two workers.
+
+    Examples
+    --------
+    >>> round(fit_worker_noise([[0.9, 1.1], [2.0, 2.0], [1.0]]), 6)
+    0.1
+    """
+    cv = []
+    for step in compute_s:
+        x = np.asarray(step, float)
+        x = x[np.isfinite(x)]
+        if len(x) > 1 and x.mean() > 0:
+            cv.append(float(x.std(ddof=1) / x.mean()))
+    if not cv:
+        raise CommschedError("fit_worker_noise: need a traced step of two workers")
+    return round(math.sqrt(float(np.mean(np.square(cv)))), 12)

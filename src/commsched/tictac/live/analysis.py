@@ -16,7 +16,14 @@ import numpy as np
 import pandas as pd
 
 from commsched.cluster import net
-from commsched.cost.overhead import Overhead, fit_compute, fit_gate, fit_link
+from commsched.cost.overhead import (
+    Overhead,
+    fit_compute,
+    fit_fallback,
+    fit_gate,
+    fit_link,
+    fit_worker_noise,
+)
 from commsched.errors import CommschedError
 from commsched.progress import progress
 from commsched.tictac.live.config import LiveParams
@@ -90,20 +97,32 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
                         (busy["last"] - busy["first"]).tolist())
 
     transfer_s, rate = link(x[x.config == "baseline"])
-    x_dag = x[x.config.isin(dag) & x.priority.notna()].sort_values("end_s", kind="stable")
-    # a group boundary: the first arrival of a priority group (the DAG hook's gate before it)
-    new_group = x_dag.priority != x_dag.groupby(
-        ["model", "mode", "config", "trace_step", "worker"]).priority.shift()
-    bounds = x_dag[new_group & x_dag.idle_s.notna()] if "idle_s" in x_dag else x_dag[:0]
-    gate_s = (fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate)
-              if len(bounds) else None)
+    gate_s = None
+    if {"priority", "idle_s"} <= set(x.columns):
+        x_dag = x[x.config.isin(dag) & x.priority.notna()].sort_values("end_s", kind="stable")
+        # a group boundary: a priority group's first arrival (the DAG hook's gate before it)
+        new_group = x_dag.priority != x_dag.groupby(
+            ["model", "mode", "config", "trace_step", "worker"]).priority.shift()
+        bounds = x_dag[new_group & x_dag.idle_s.notna()]
+        if len(bounds):
+            gate_s = fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate)
     phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
            else None)
     factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
+    snd = x[x.config.isin(set(steps.config[steps.hook == "sender"])) & x.priority.notna()]
+    fallback = fit_fallback([
+        agreement(dict(zip(g.variable, g.end_s, strict=True)),
+                  dict(zip(g.variable, g.priority, strict=True)))
+        for _, g in snd.groupby(["model", "mode", "config", "trace_step", "worker"])]
+    ) if "priority" in x and len(snd) else 0.0
+    per_step = (t.groupby(["model", "mode", "config", "trace_step"]).compute_s.apply(list)
+                if "trace_step" in t else [])
+    noise = fit_worker_noise(per_step) if any(len(v) > 1 for v in per_step) else 0.0
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention)
+    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention,
+                    fallback, noise)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -429,7 +448,8 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     factors = workload_compute_factors(traced)
     say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
     own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
-                                           contention=0.0)
+                                           contention=0.0, sender_fallback=0.0,
+                                           worker_noise=0.0)
            for w in loads}
     fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
                                              achieved[w.group_id])

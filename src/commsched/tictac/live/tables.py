@@ -9,6 +9,7 @@ about order: :func:`agreement`, :func:`arrival_order_repeats`, :func:`overtaken`
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -139,7 +140,7 @@ def _idle_before(ends: Sequence[float], ops: Sequence[Sequence[float]] | None
     if not len(iv):
         return out
     order = sorted(range(len(ends)), key=lambda i: ends[i])
-    for prev, i in zip(order, order[1:], strict=False):
+    for prev, i in itertools.pairwise(order):
         a, b = ends[prev], ends[i]
         busy = float((np.clip(iv[:, 1], a, b) - np.clip(iv[:, 0], a, b)).sum())
         out[i] = (b - a) - busy

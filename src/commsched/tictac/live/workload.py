@@ -25,7 +25,13 @@ from commsched.progress import progress
 from commsched.tictac import ORDERINGS
 from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.order import match_variables, variable_priorities
-from commsched.tictac.sim import compose
+from commsched.tictac.sim import (
+    NET_KINDS,
+    MultiWorker,
+    compose,
+    rank_priorities,
+    worker_noise_factors,
+)
 from commsched.tictac.sim import iteration as simulate_iteration
 from commsched.tictac.sim import run as simulate_workers
 from commsched.views import ps_view
@@ -97,7 +103,9 @@ class Workload:
 
         The baseline runs an independent random order per worker and iteration; every
         ordered config runs its ordering's priorities (:func:`commsched.tictac.sim.run`),
-        with its hook's overheads (:meth:`~commsched.cost.overhead.Overhead.for_hook`).
+        with its hook's overheads (:meth:`~commsched.cost.overhead.Overhead.for_hook`);
+        under the sender hook with ``sender_fallback`` > 0, each worker's order falls
+        back to a random one in that share of its iterations.
 
         Parameters
         ----------
@@ -121,13 +129,42 @@ class Workload:
             hook, order = key
             view = (overhead.for_hook(self.view, hook, self.recv_orders.get(order))
                     if overhead else self.view)
-            res = simulate_workers(compose(view, n_workers), self.recv_orders.get(order),
-                                   iterations, seed=seed,
-                                   validate_every=max(1, iterations // 10),
-                                   contention=overhead.contention if overhead else 0.0)
-            t = float(np.mean(res.iteration_time))
+            mw = compose(view, n_workers)
+            if overhead and hook == "sender" and overhead.sender_fallback > 0:
+                t = self._fallback_mean(mw, self.recv_orders[order], iterations, seed,
+                                        overhead)
+            else:
+                res = simulate_workers(mw, self.recv_orders.get(order), iterations,
+                                       seed=seed, validate_every=max(1, iterations // 10),
+                                       contention=overhead.contention if overhead else 0.0,
+                                       worker_noise=overhead.worker_noise if overhead else 0.0)
+                t = float(np.mean(res.iteration_time))
             by_run[key] = overhead.iteration_time(t) if overhead else t
         return {c["name"]: by_run[self._view_key(c, overhead)] for c in self.configs}
+
+    @staticmethod
+    def _fallback_mean(mw: MultiWorker, order: Mapping[str, int], iterations: int,
+                       seed: int, overhead: Overhead) -> float:
+        """The mean iteration time of an order enforced by the sender hook, each worker's
+        step falling back to an arbitrary order (a random permutation, as the baseline's)
+        with probability ``overhead.sender_fallback``, independently per worker and
+        iteration (:func:`~commsched.cost.overhead.fit_fallback`); each worker's compute
+        with its noise factor, as :func:`commsched.tictac.sim.run` draws it."""
+        rng = np.random.default_rng([seed, 4])
+        fixed = rank_priorities(mw, order)
+        perm = np.broadcast_to(np.arange(mw.n_recvs, dtype=float), fixed.shape)
+        is_net = np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids])
+        op_worker = np.repeat(np.arange(mw.n_workers), mw.ops_per_worker)
+        times = []
+        for t in range(iterations):
+            fell = rng.random(mw.n_workers) < overhead.sender_fallback
+            rk = np.where(fell[:, None], rng.permuted(perm, axis=1), fixed)
+            prio = rk + 0.5 * rng.random(fixed.shape)
+            f = worker_noise_factors(overhead.worker_noise, mw.n_workers, rng)
+            d = mw.base_duration * np.where(is_net, 1.0, f[op_worker])
+            times.append(simulate_iteration(mw, prio, d, validate_schedule=t == 0,
+                                            contention=overhead.contention).iteration_time)
+        return float(np.mean(times))
 
     def _view_key(self, c: Mapping[str, Any], overhead: Overhead | None) -> tuple[str, str]:
         """A config's simulated view and order: ``(hook, order)``; the hook only with
