@@ -4,6 +4,7 @@ guard, the experiment's tables and metrics, and the skipped path."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -21,7 +22,14 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
-from commsched.cost.overhead import Overhead, dag_gates, fit_compute, fit_gate
+from commsched.cost.overhead import (
+    Overhead,
+    dag_gates,
+    fit_compute,
+    fit_fallback,
+    fit_gate,
+    fit_worker_noise,
+)
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
@@ -549,6 +557,46 @@ def test_fit_gate_takes_the_median_boundary_less_the_transfer():
     assert fit_gate([1e-4], [0.0], 1e-3, 1e8) == 0.0  # never negative
     with pytest.raises(CommschedError, match="fit_gate"):
         fit_gate([math.nan], [1.0], 0.0, 1e8)
+
+
+def test_fallback_and_worker_noise_fits_recover_known_values():
+    # 8 sender steps, 2 of them in an arbitrary order (agreement near 0.5)
+    assert fit_fallback([0.99, 0.95, 0.45, 0.9, 0.97, 0.6, 0.88, math.nan, 1.0]) == 0.25
+    with pytest.raises(CommschedError, match="fit_fallback"):
+        fit_fallback([math.nan])
+    # two workers' compute 1 +- c: coefficient of variation c sqrt(2), each step alike
+    rng = np.random.default_rng(0)
+    steps = [[m * (1 + 0.05), m * (1 - 0.05)] for m in rng.uniform(0.2, 2.0, 20)]
+    assert fit_worker_noise(steps) == pytest.approx(0.05 * math.sqrt(2))
+    with pytest.raises(CommschedError, match="fit_worker_noise"):
+        fit_worker_noise([[1.0]])
+
+
+def test_sender_fallback_mixes_the_intended_and_arbitrary_orders():
+    # a worker graph where the order matters: a (4 B) feeds a 2 s op, b (4 B) a 0.1 s op
+    # at the end; sending a first lets the long op overlap b's transfer
+    g = new_graph({"net:ps0": 1, "cpu": 1}, variables={
+        "a": {"bytes": 8, "shape": [2]}, "b": {"bytes": 8, "shape": [2]}})
+    add_op(g, "recv:a", "recv", "net:ps0", 1.0, param="a", bytes=8)
+    add_op(g, "recv:b", "recv", "net:ps0", 1.0, param="b", bytes=8)
+    add_op(g, "c", "compute", "cpu", 2.0)
+    add_op(g, "d", "compute", "cpu", 0.1)
+    g.add_edges_from([("recv:a", "c"), ("c", "d"), ("recv:b", "d")])
+    g.graph["recvs"] = {"recv:a": "a", "recv:b": "b"}
+    configs = [{"name": "baseline", "order": "none", "enforce": "none", "priorities": {}},
+               {"name": "tac-sender", "order": "tac", "enforce": "sender",
+                "priorities": {"a": 0, "b": 1}}]
+    w = Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
+                 {"tac": {"recv:a": 0, "recv:b": 1}}, configs, {}, 1.0)
+    ov = Overhead(0.0, 8.0, 1.0, 0.0)
+    never = w.predict(1, 200, 0, ov)
+    always = w.predict(1, 200, 0, dataclasses.replace(ov, sender_fallback=1.0))
+    half = w.predict(1, 400, 0, dataclasses.replace(ov, sender_fallback=0.5))
+    # one worker: a first 3.1 s (a, c [1,3], b [1,2], d), b first 4.1 s
+    assert never["tac-sender"] == pytest.approx(3.1)
+    assert always["tac-sender"] == pytest.approx(always["baseline"], rel=0.1)
+    assert half["tac-sender"] == pytest.approx(3.1 + 0.25, abs=0.1)  # half of them random
+    assert never["baseline"] == always["baseline"]  # the baseline is not the hook's
 
 
 def test_traced_steps_read_the_executor_tail():

@@ -97,24 +97,16 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
                         (busy["last"] - busy["first"]).tolist())
 
     transfer_s, rate = link(x[x.config == "baseline"])
-    gate_s = None
-    if {"priority", "idle_s"} <= set(x.columns):
-        x_dag = x[x.config.isin(dag) & x.priority.notna()].sort_values("end_s", kind="stable")
-        # a group boundary: a priority group's first arrival (the DAG hook's gate before it)
-        new_group = x_dag.priority != x_dag.groupby(
-            ["model", "mode", "config", "trace_step", "worker"]).priority.shift()
-        bounds = x_dag[new_group & x_dag.idle_s.notna()]
-        if len(bounds):
-            gate_s = fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate)
+    ranked = x[x.priority.notna()] if "priority" in x else x[:0]
+    gate_s = _gate_cost(ranked[ranked.config.isin(dag)], transfer_s, rate)
     phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
            else None)
     factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
-    snd = x[x.config.isin(set(steps.config[steps.hook == "sender"])) & x.priority.notna()]
+    snd = ranked[ranked.config.isin(set(steps.config[steps.hook == "sender"]))]
     fallback = fit_fallback([
         agreement(dict(zip(g.variable, g.end_s, strict=True)),
                   dict(zip(g.variable, g.priority, strict=True)))
-        for _, g in snd.groupby(["model", "mode", "config", "trace_step", "worker"])]
-    ) if "priority" in x and len(snd) else 0.0
+        for _, g in snd.groupby(_STEP_WORKER)]) if len(snd) else 0.0
     per_step = (t.groupby(["model", "mode", "config", "trace_step"]).compute_s.apply(list)
                 if "trace_step" in t else [])
     noise = fit_worker_noise(per_step) if any(len(v) > 1 for v in per_step) else 0.0
@@ -123,6 +115,24 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
     return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention,
                     fallback, noise)
+
+
+#: The columns that name one traced step of one worker in the per-transfer table.
+_STEP_WORKER = ["model", "mode", "config", "trace_step", "worker"]
+
+
+def _gate_cost(x: pd.DataFrame, transfer_s: float, rate_Bps: float) -> float | None:
+    """``dag_gate_s`` from the ranked parameter transfers of the DAG hook's traced steps
+    (:func:`~commsched.cost.overhead.fit_gate` at each priority group's first arrival);
+    None without a boundary."""
+    if "idle_s" not in x or x.empty:
+        return None
+    x = x.sort_values("end_s", kind="stable")
+    first = x.priority != x.groupby(_STEP_WORKER).priority.shift()
+    bounds = x[first & x.idle_s.notna()]
+    if bounds.empty:
+        return None
+    return fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate_Bps)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
