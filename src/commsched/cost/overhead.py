@@ -152,8 +152,11 @@ over the other models' traced steps):
   configs, the others unchanged). The sender's inference rows moved from -23% to -24%
   (Inception v1), -15% to -17% (thesis CNN), -24% (Inception v2) to -13% to -17%, -9% to
   -12%, -8% to -12%;
-* the workers' spread (:func:`fit_worker_noise`): the figure of
-  ``live.pred_error_lomo.median_abs`` (README, "Live experiment").
+* the workers' spread (:func:`fit_worker_noise`; 0.107 pooled: one worker's compute time
+  against the other's in the same traced step): 8.3%, the largest error 15.7% (45.4%
+  before). Per model (the median over its 8 rows) Inception v1 9.2% (18.3% before),
+  Inception v2 9.8% (14.6%), thesis CNN 4.7% (11.1%); per hook the baseline 5.6%
+  (10.4%), the sender hook 9.1% (13.2%), the DAG hook 8.9% (23.0%).
 
 What limits it now: every row but one is predicted too fast. The sender hook's measured
 steps in inference are bimodal (Inception v2 with TAC: 0.85-0.97 s or 1.03-1.25 s; the

@@ -45,10 +45,13 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       baseline's traced steps, where every request is issued at once and the server's link
       stays busy: per step, all workers' parameter transfers, their bytes and their span
       (first start to last arrival);
-    * compute (``compute_factor``): :func:`~commsched.cost.overhead.fit_compute` on every
-      traced step of every worker and config: the live worker's summed compute time over
-      the trace's (the time oracle's), no per-op cost (:mod:`commsched.cost.overhead`
-      says why, with what else we tried and its leave-one-model-out errors);
+    * compute (``compute_factor``, ``contention``):
+      :func:`~commsched.cost.overhead.fit_compute` on every traced step of every worker
+      and config: the live worker's summed compute time against the trace's (the time
+      oracle's) and the share of it during which a transfer was in flight
+      (``net_overlap`` of :func:`~commsched.tictac.live.tables.traced_steps`; one factor
+      without it), no per-op cost (:mod:`commsched.cost.overhead` says why, with what
+      else we tried and its leave-one-model-out errors);
     * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
       i.e. the barrier's own round trip paid by the last worker to arrive (a measured
       component of the iteration, not a fit to the iteration time);
@@ -59,7 +62,11 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     * ``dag_gate_s``: :func:`~commsched.cost.overhead.fit_gate` on the group boundaries
       of the traced steps of the configs with the ``dag`` hook (each priority group's
       first arrival, with the worker executor's idle time since the arrival before it,
-      ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`).
+      ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`);
+    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the end
+      agreement of every traced step and worker of the configs with the ``sender`` hook;
+    * ``worker_noise``: :func:`~commsched.cost.overhead.fit_worker_noise` on the workers'
+      compute times of every traced step.
 
     Parameters
     ----------

@@ -178,8 +178,10 @@ class Workload:
 
         One simulated iteration per traced step of the config, every worker's recvs
         ranked by their arrival in that step, with ``overhead`` applied (its per-hook
-        variant for each config). This separates the simulator's error from the hook's:
-        the intended order is what :meth:`predict` simulates.
+        view for each config, its contention; not its sender fallback or workers'
+        spread, as the orders are the run's own and each step is simulated once). This
+        separates the simulator's error from the hook's: the intended order is what
+        :meth:`predict` simulates.
 
         Parameters
         ----------
