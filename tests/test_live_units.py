@@ -4,6 +4,7 @@ guard, the experiment's tables and metrics, and the skipped path."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -21,7 +22,14 @@ from commsched.cluster import net
 from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCluster, guard
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
-from commsched.cost.overhead import Overhead, fit_compute
+from commsched.cost.overhead import (
+    Overhead,
+    dag_gates,
+    fit_compute,
+    fit_fallback,
+    fit_gate,
+    fit_worker_noise,
+)
 from commsched.errors import CommschedError
 from commsched.model.graph import add_op, new_graph
 from commsched.results import read_metrics, read_table
@@ -44,6 +52,7 @@ from commsched.tictac.live.tables import (
     traced_steps,
 )
 from commsched.tictac.live.workload import Workload, achieved_ranks
+from commsched.tictac.sim import compose, iteration
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -343,8 +352,9 @@ def test_arrival_order_repeats_and_out_of_order_rate():
 
 
 def test_fit_overhead_recovers_known_costs():
-    # two models, the link: span = n * 1 ms + bytes / 100 MB/s (baseline) and n * 3 ms +
-    # bytes / 100 MB/s (DAG hook); compute = 1.5 x the oracle's (the op count does not
+    # two models, the link: span = n * 1 ms + bytes / 100 MB/s (baseline); under the DAG
+    # hook the executor is idle 2 ms (the gate) + the transfer at every group boundary
+    # (priorities 0, 1, 2, ...); compute = 1.5 x the oracle's (the op count does not
     # matter); after the last arrival the executor's wall time is 1.2 x its ops' time
     xrows, trows, srows = [], [], []
     for model, n, size, oracle in (("m1", 4, 1e6, 0.5), ("m2", 10, 3e5, 0.2)):
@@ -354,9 +364,10 @@ def test_fit_overhead_recovers_known_costs():
                 for i in range(n):
                     dur = per + size / 1e8
                     xrows.append({"model": model, "mode": "train", "config": config,
-                                  "trace_step": step, "worker": i % 2, "kind": "recv",
-                                  "variable": f"v{i}", "bytes": size, "start_s": 0.0,
-                                  "end_s": t + dur})
+                                  "trace_step": step, "worker": 0, "kind": "recv",
+                                  "variable": f"v{i}", "bytes": size, "priority": float(i),
+                                  "start_s": 0.0, "end_s": t + dur,
+                                  "idle_s": dur if i else math.nan})
                     t += dur
                 trows.append({"model": model, "mode": "train", "config": config,
                               "compute_s": 1.5 * oracle, "oracle_compute_s": oracle,
@@ -368,16 +379,17 @@ def test_fit_overhead_recovers_known_costs():
     ov = fit_overhead(x, t, st)
     assert ov.transfer_s == pytest.approx(1e-3, rel=1e-6)
     assert ov.rate_Bps == pytest.approx(1e8, rel=1e-6)
-    assert ov.dag_transfer_s == pytest.approx(3e-3, rel=1e-6)
-    assert ov.for_hook("dag").transfer_s == ov.dag_transfer_s
-    assert ov.for_hook("sender") is ov
-    assert ov.compute_factor == pytest.approx(1.5)
+    assert ov.dag_gate_s == pytest.approx(2e-3, rel=1e-6)
+    assert ov.compute_factor == pytest.approx(1.5) and ov.contention == 0.0  # no overlap
     assert ov.gap_factor == pytest.approx(1.2)
     assert ov.step_s == pytest.approx(0.002)
     factors = workload_compute_factors(t)
     assert factors[("m1", "train")] == pytest.approx(1.5)
-    # one model left: one DAG workload cannot separate the two link terms
-    assert fit_overhead(x, t, st, exclude_model="m2").dag_transfer_s is None
+    # the held-out model's boundaries leave the gate's fit: m2's gates cost 5 ms instead
+    x.loc[(x.model == "m2") & (x.config == "tac-dag"), "idle_s"] += 3e-3
+    assert fit_overhead(x, t, st, exclude_model="m2").dag_gate_s == pytest.approx(2e-3)
+    assert fit_overhead(x, t, st, exclude_model="m1").dag_gate_s == pytest.approx(5e-3)
+    assert fit_overhead(x[x.config == "baseline"], t, st).dag_gate_s is None  # no DAG steps
     with pytest.raises(CommschedError, match="no traced baseline"):
         fit_overhead(x.iloc[:0], t, st)
 
@@ -421,23 +433,26 @@ def test_runtime_predictions_run_the_intended_orders_with_each_hooks_overheads()
     w.predicted["tac-dag"] = 2.0
     params = LiveParams.from_config({**SECTION, "workers": 2, "sim_iterations": 4})
     # By hand (as in the achieved-order test): four 1 s transfers on the shared channel,
-    # then each worker's 1 s op: 5 s + step_s 0.5. Under the DAG hook every transfer pays
-    # 1 s more: 9 s + 0.5. The pooled fit's link is twice as fast: 3 s + 0.5.
-    held = Overhead(0.0, 8.0, 1.0, 0.5, dag_transfer_s=1.0)
+    # then each worker's 1 s op: 5 s + step_s 0.5. Under the DAG hook each worker's gate
+    # (1 s on its executor) runs after a arrived and before b is requested: a0 [0,1],
+    # a1 [1,2], gates [1,2] and [2,3], b0 [2,3], b1 [3,4], c0 [3,4], c1 [4,5]: 5 s too,
+    # the gate hidden behind the other worker's transfer; with 2 s gates b0 [3,4],
+    # b1 [4,5], c1 [5,6]: 6.5 s. The pooled fit's link is twice as fast: 3 s + 0.5.
+    held = Overhead(0.0, 8.0, 1.0, 0.5, dag_gate_s=2.0)
     pooled = Overhead(0.0, 16.0, 1.0, 0.5)
     pred = runtime_predictions([w], params, pooled, {"toy": held})
     assert pred["lomo"]["toy.infer"]["tac-sender"] == pytest.approx(5.5)
-    assert pred["lomo"]["toy.infer"]["tac-dag"] == pytest.approx(9.5)
+    assert pred["lomo"]["toy.infer"]["tac-dag"] == pytest.approx(6.5)
     assert pred["runtime"]["toy.infer"]["tac-sender"] == pytest.approx(3.5)
     assert runtime_predictions([w], params, pooled, {})["lomo"] == {}
     results = [_result(c, task, [5.0], [0.0], {"a": 0.1, "b": 0.2})
                for c in ("baseline", "tac-sender", "tac-dag") for task in (0, 1)]
     steps, xfers = tables(results, [w], 2)
     s = summarize(steps, xfers, [w], 2, runtime=pred).set_index("config")
-    assert s.loc["tac-dag", "pred_error_lomo"] == pytest.approx(9.5 / 5.0 - 1)
+    assert s.loc["tac-dag", "pred_error_lomo"] == pytest.approx(6.5 / 5.0 - 1)
     assert s.loc["tac-sender", "pred_error_runtime"] == pytest.approx(3.5 / 5.0 - 1)
     m = metrics(s.reset_index())
-    assert m["live.pred_error_lomo.max_abs"] == pytest.approx(0.9)
+    assert m["live.pred_error_lomo.max_abs"] == pytest.approx(0.3)
     assert m["live.pred_error_lomo.median_abs"] == pytest.approx(
         s.pred_error_lomo.abs().median())
 
@@ -464,14 +479,124 @@ def test_fit_compute_recovers_a_known_factor():
     # 4 traced steps whose live compute is 1.8 x the oracle's: recovered, whatever the
     # step sizes; no per-op cost in the model (Overhead.apply scales every compute op)
     oracle = [0.2, 0.5, 0.3, 0.9]
-    assert fit_compute(oracle, [1.8 * x for x in oracle]) == pytest.approx(1.8)
+    assert fit_compute(oracle, [1.8 * x for x in oracle]) == (pytest.approx(1.8), 0.0)
+    # live = 1.2 x oracle x (1 + 0.9 x overlap): both recovered, whatever the sizes
+    phi = [0.0, 0.3, 1.0, 0.6]
+    got = fit_compute(oracle, [1.2 * x * (1 + 0.9 * p) for x, p in zip(oracle, phi,
+                                                                         strict=True)], phi)
+    assert got == (pytest.approx(1.2), pytest.approx(0.9))
     g = new_graph({"cpu": 1})
     add_op(g, "c", "compute", "cpu", 0.1)
     assert Overhead(0.0, 1.0, 2.0, 0.0, gap_factor=1.5).apply(g).nodes["c"]["duration"] == (
         pytest.approx(2.0 * 1.5 * 0.1))
-    for bad in (([], []), ([0.0], [1.0]), ([1.0], [math.nan]), ([1.0, 2.0], [1.0])):
+    for bad in (([], []), ([0.0], [1.0]), ([1.0], [math.nan]), ([1.0, 2.0], [1.0]),
+                ([1.0], [1.0], [0.1, 0.2])):
         with pytest.raises(CommschedError, match="fit_compute"):
             fit_compute(*bad)
+
+
+def test_contention_fit_leaves_the_held_out_model():
+    # m1 and m2: live compute = 1.2 x oracle x (1 + 0.8 x overlap), overlaps 0.1-0.9;
+    # m3 runs 3 x its oracle whatever the overlap: leaving it out recovers 1.2 and 0.8
+    xrows, trows, srows = [], [], []
+    for model, oracle, f0, s in (("m1", 0.5, 1.2, 0.8), ("m2", 0.2, 1.2, 0.8),
+                                 ("m3", 0.3, 3.0, 0.0)):
+        for step, phi in enumerate((0.1, 0.5, 0.9)):
+            xrows += [{"model": model, "mode": "train", "config": "baseline",
+                       "trace_step": step, "worker": 0, "kind": "recv", "variable": f"v{i}",
+                       "bytes": 1e6, "start_s": 0.0, "end_s": (i + 1) * 0.011}
+                      for i in range(3)]
+            trows.append({"model": model, "mode": "train", "config": "baseline",
+                          "compute_s": f0 * oracle * (1 + s * phi), "oracle_compute_s": oracle,
+                          "net_overlap": phi})
+            srows.append({"model": model, "mode": "train", "config": "baseline",
+                          "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
+    x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
+    held = fit_overhead(x, t, st, exclude_model="m3")
+    assert (held.compute_factor, held.contention) == (pytest.approx(1.2), pytest.approx(0.8))
+    assert fit_overhead(x, t, st).contention < 0.8  # m3 in the fit pulls it down
+    # a run without executor timelines (no overlap measured): one factor, no contention
+    assert fit_overhead(x, t.assign(net_overlap=math.nan), st).contention == 0.0
+
+
+def test_dag_gates_serialise_the_workers_compute_and_transfers():
+    # ra -> ca (2 s) -> cb (1 s) <- rb; rc unranked. Gate 0 follows ra and ca (runnable
+    # once group 0 arrived) and precedes rb; rc is not held back
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    for r in ("ra", "rb", "rc"):
+        add_op(g, r, "recv", "net:ps0", 1.0, bytes=8)
+    add_op(g, "ca", "compute", "cpu", 2.0)
+    add_op(g, "cb", "compute", "cpu", 1.0)
+    g.add_edges_from([("ra", "ca"), ("ca", "cb"), ("rb", "cb"), ("rc", "cb")])
+    h = dag_gates(g, {"ra": 0, "rb": 1}, 0.5)
+    assert set(h.predecessors("dag_gate/0")) == {"ra", "ca"}
+    assert set(h.successors("dag_gate/0")) == {"rb"} and h.in_degree("rc") == 0
+    assert h.nodes["dag_gate/0"]["resource"] == "cpu" and g.number_of_nodes() == 5
+    # one worker, ra first: ra [0,1], ca [1,3], gate [3,3.5], rb [3.5,4.5], cb [4.5,5.5]
+    # (rc goes [1,2] before rb, whose request waits for the gate); without gates 4 s
+    prio = np.array([[0.0, 1.0, 2.0]])
+    assert iteration(compose(h, 1), prio).iteration_time == pytest.approx(5.5)
+    assert iteration(compose(g, 1), prio).iteration_time == pytest.approx(4.0)
+    assert dag_gates(g, {"ra": 0, "rb": 0}, 0.5) is g  # one group: nothing to gate
+    with pytest.raises(CommschedError, match="not recvs"):
+        dag_gates(g, {"ca": 0, "rb": 1}, 0.5)
+    with pytest.raises(CommschedError, match="gate"):
+        dag_gates(g, {"ra": 0, "rb": 1}, -1.0)
+    ov = Overhead(0.0, 8.0, 1.0, 0.0, dag_gate_s=0.5)
+    assert ov.for_hook(g, "sender", {"ra": 0, "rb": 1}).number_of_nodes() == 5
+    assert ov.for_hook(g, "dag", {"ra": 0, "rb": 1}).has_node("dag_gate/0")
+    with pytest.raises(CommschedError, match="order"):
+        ov.for_hook(g, "dag")
+
+
+def test_fit_gate_takes_the_median_boundary_less_the_transfer():
+    # gates of 2 ms; transfers 1e5 B at 100 MB/s + 0.1 ms; one boundary waited 10 ms
+    # more for another worker's transfer: the median leaves it out
+    idle = [2e-3 + 1e-4 + 1e-3] * 4 + [13e-3]
+    assert fit_gate(idle, [1e5] * 5, 1e-4, 1e8) == pytest.approx(2e-3)
+    assert fit_gate([1e-4], [0.0], 1e-3, 1e8) == 0.0  # never negative
+    with pytest.raises(CommschedError, match="fit_gate"):
+        fit_gate([math.nan], [1.0], 0.0, 1e8)
+
+
+def test_fallback_and_worker_noise_fits_recover_known_values():
+    # 8 sender steps, 2 of them in an arbitrary order (agreement near 0.5)
+    assert fit_fallback([0.99, 0.95, 0.45, 0.9, 0.97, 0.6, 0.88, math.nan, 1.0]) == 0.25
+    with pytest.raises(CommschedError, match="fit_fallback"):
+        fit_fallback([math.nan])
+    # two workers' compute 1 +- c: coefficient of variation c sqrt(2), each step alike
+    rng = np.random.default_rng(0)
+    steps = [[m * (1 + 0.05), m * (1 - 0.05)] for m in rng.uniform(0.2, 2.0, 20)]
+    assert fit_worker_noise(steps) == pytest.approx(0.05 * math.sqrt(2))
+    with pytest.raises(CommschedError, match="fit_worker_noise"):
+        fit_worker_noise([[1.0]])
+
+
+def test_sender_fallback_mixes_the_intended_and_arbitrary_orders():
+    # a worker graph where the order matters: a (4 B) feeds a 2 s op, b (4 B) a 0.1 s op
+    # at the end; sending a first lets the long op overlap b's transfer
+    g = new_graph({"net:ps0": 1, "cpu": 1}, variables={
+        "a": {"bytes": 8, "shape": [2]}, "b": {"bytes": 8, "shape": [2]}})
+    add_op(g, "recv:a", "recv", "net:ps0", 1.0, param="a", bytes=8)
+    add_op(g, "recv:b", "recv", "net:ps0", 1.0, param="b", bytes=8)
+    add_op(g, "c", "compute", "cpu", 2.0)
+    add_op(g, "d", "compute", "cpu", 0.1)
+    g.add_edges_from([("recv:a", "c"), ("c", "d"), ("recv:b", "d")])
+    g.graph["recvs"] = {"recv:a": "a", "recv:b": "b"}
+    configs = [{"name": "baseline", "order": "none", "enforce": "none", "priorities": {}},
+               {"name": "tac-sender", "order": "tac", "enforce": "sender",
+                "priorities": {"a": 0, "b": 1}}]
+    w = Workload("toy", "infer", 4, 8, "1gbit", g, {"tac": {"a": 0, "b": 1}},
+                 {"tac": {"recv:a": 0, "recv:b": 1}}, configs, {}, 1.0)
+    ov = Overhead(0.0, 8.0, 1.0, 0.0)
+    never = w.predict(1, 200, 0, ov)
+    always = w.predict(1, 200, 0, dataclasses.replace(ov, sender_fallback=1.0))
+    half = w.predict(1, 400, 0, dataclasses.replace(ov, sender_fallback=0.5))
+    # one worker: a first 3.1 s (a, c [1,3], b [1,2], d), b first 4.1 s
+    assert never["tac-sender"] == pytest.approx(3.1)
+    assert always["tac-sender"] == pytest.approx(always["baseline"], rel=0.1)
+    assert half["tac-sender"] == pytest.approx(3.1 + 0.25, abs=0.1)  # half of them random
+    assert never["baseline"] == always["baseline"]  # the baseline is not the hook's
 
 
 def test_traced_steps_read_the_executor_tail():
@@ -485,6 +610,11 @@ def test_traced_steps_read_the_executor_tail():
     assert row.last_recv_s == 0.6 and row.step_s == 0.85
     assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
     assert row.tail_ops == 2
+    # transfers in flight [0.0, 0.1] and [0.5, 0.6]: of the ops' 0.2 s, 0.05 overlap
+    assert row.net_overlap == pytest.approx(0.25)
+    # between the arrivals at 0.1 and 0.6 the executor ran no op: idle 0.5 s
+    idle = tables([r], [w], 1)[1].set_index("variable").idle_s
+    assert math.isnan(idle["a"]) and idle["b"] == pytest.approx(0.5)
     old = _result("baseline", 0, [1.0], [0.0], {"a": 0.0})  # a run without timelines
     assert traced_steps([old], [w]).iloc[0].tail_ops == 0
 

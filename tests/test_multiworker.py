@@ -18,6 +18,8 @@ from commsched.errors import CommschedError
 from commsched.model.graph import add_op, compile_graph, new_graph, validate
 from commsched.sim import check_schedule, simulate
 from commsched.tictac.sim import (
+    CONTENTION_PASSES,
+    channel_overlap,
     coarsen,
     compose,
     iteration,
@@ -527,3 +529,26 @@ def test_decomposition_applies_only_where_exact():
     assert iteration(mw, p).schedule.end == iteration(mw, p, method="reference").schedule.end
     with pytest.raises(CommschedError, match="method"):
         iteration(mw, p, method="fast")  # type: ignore[arg-type]
+
+
+def test_contention_slows_compute_while_a_transfer_is_on_the_channel():
+    # r (1 s on the channel) and c (2 s of compute) run side by side from 0. With
+    # contention 1 the fixed point of d = 2 (1 + 1 / d) is 1 + sqrt(3): c overlaps the
+    # transfer for 1 s of its d
+    g = new_graph({"ps0": 1, "cpu": 1})
+    add_op(g, "r", "recv", "ps0", 1.0)
+    add_op(g, "c", "compute", "cpu", 2.0)
+    mw = compose(g, 1)
+    prio = np.zeros((1, 1))
+    assert iteration(mw, prio).iteration_time == 2.0
+    res = iteration(mw, prio, contention=1.0)
+    assert CONTENTION_PASSES >= 3
+    assert res.iteration_time == pytest.approx(1 + np.sqrt(3), rel=0.01)
+    assert res.durations is not None and res.durations[0] == 1.0  # transfers unchanged
+    assert channel_overlap(mw, res.schedule).tolist() == pytest.approx(
+        [1.0, 1.0 / res.durations[1]])
+    # with two workers each one's c shares the channel's busy time with both transfers
+    two = run(compose(g, 2), {"r": 0}, 2, contention=1.0)
+    assert (two.iteration_time > 2.0).all()
+    with pytest.raises(CommschedError, match="contention"):
+        iteration(mw, prio, contention=-1.0)

@@ -9,9 +9,14 @@ A live cluster adds costs that neither number contains:
   the executor's dispatch of the Recv op, paid once per transfer whatever its size;
 * **the link rate** (``rate_Bps``): what gRPC over TCP gets through the shaped link, below
   the nominal ``tbf`` rate (protocol headers, TCP's window, tbf's bursts);
-* **compute** (``compute_factor``): a live worker's ops run slower than the oracle's
-  minimum (other processes on the same cores: the server, the other worker, the kernel's
-  network stack; caches shared with them), by one factor for every op;
+* **compute** (``compute_factor``, ``contention``): a live worker's ops run slower than
+  the oracle's minimum, and slower still while a transfer is in flight: the hosts' cores
+  (two on this machine, shared by the server and the workers) also run the transfers'
+  protocol work (gRPC, the kernel's network stack). Per traced step and worker, live
+  compute = ``compute_factor * oracle * (1 + contention * overlap)``, ``overlap`` the
+  share of its compute time during which some transfer of the step (any worker's) was in
+  flight (:func:`fit_compute`); the simulator slows each compute op by its own overlap
+  with the busy channels (``contention`` of :func:`commsched.tictac.sim.iteration`);
 * **per iteration** (``step_s``): the synchronisation barrier's round trip to the server,
   which the simulated iteration (slowest worker's last op) ends before;
 * **executor gaps** (``gap_factor``): the worker's single inter-op thread is idle between
@@ -20,10 +25,23 @@ A live cluster adds costs that neither number contains:
   the traced steps' executor timelines after each worker's last parameter arrival (no op
   waits for a recv any more): wall time from that arrival to the last op's end over the
   summed time of the ops run there, pooled; every compute op's time is multiplied by it;
-* **the DAG hook** (``dag_transfer_s``): when the worker chains its reads (hook ``dag``),
-  each request leaves only after the previous transfer arrived and the executor ran the
-  control edge, so every transfer pays a round trip; :func:`fit_link` on the busy
-  periods of the ``dag`` configs' traced steps gives it (:meth:`Overhead.for_hook`).
+* **the DAG hook** (``dag_gate_s``): when the worker chains its reads (hook ``dag``), the
+  transfers of priority group ``k + 1`` are requested only after a gate on the worker
+  (identities of group ``k``'s values, a ``NoOp``, the control token to the server) has
+  run, and that gate is an op of the worker's executor, which runs every compute op it
+  can first: in the traced ``dag`` steps no compute op overlaps a transfer in flight
+  (0.000 s of overlap in every one of the 24 traced step-workers of the reference run,
+  against 0.14-0.49 s per step in the sender configs). :func:`dag_gates` puts the gates
+  into the view (:meth:`Overhead.for_hook`); :func:`fit_gate` fits their cost from the
+  executor's idle time at the traced group boundaries;
+* **the sender hook's fallback** (``sender_fallback``): the hook orders the server's
+  reads; values produced before their requests arrive are answered in the request
+  order, the worker's arbitrary one, so a worker's step either follows the intended
+  order or falls back (:func:`fit_fallback`, from the traced steps' end agreement); the
+  simulator draws, per worker and iteration, the intended order or a random one;
+* **the workers' spread** (``worker_noise``): one worker's compute time differs from the
+  other's in the same step (their share of the cores), and the barrier waits for the
+  slower: the simulator's per-worker noise (:func:`fit_worker_noise`).
 
 What we measured and left out: gRPC multiplexes responses on HTTP/2 streams, so a server
 could share its link among all outstanding transfers instead of sending one at a time. A
@@ -35,15 +53,18 @@ one-at-a-time sending gives, so the simulator's channel is kept.
 :class:`Overhead` holds these numbers and :meth:`Overhead.apply` rewrites a view with
 them: every ``recv``/``send`` of ``b`` bytes takes ``transfer_s + b / rate_Bps``, every
 other op ``compute_factor * gap_factor * d``; :meth:`Overhead.iteration_time` adds
-``step_s``. The fits (:func:`fit_link`, :func:`fit_compute`) run over *traced* steps of a
-live run (distributed ``FULL_TRACE``, which the measured steps do not use), pooled over
-all models, modes and configs given. The live experiment
-(:func:`commsched.tictac.live.analysis.fit_overhead`) may replace ``compute_factor`` by one
-per model and mode, from that workload's own traced steps (its live op time over the
-oracle's: a live time oracle, as the trace is the unloaded one); its one fit for the
-runtime (:func:`commsched.tictac.live.analysis.runtime_predictions`) keeps the pooled
-fit for every model, and its leave-one-model-out check uses the pooled fit of the other
-models only. Nothing is fitted to the measured iteration times.
+``step_s``; :meth:`Overhead.for_hook` adds the DAG hook's gates. The fits
+(:func:`fit_link`, :func:`fit_compute`, :func:`fit_gate`, :func:`fit_fallback`,
+:func:`fit_worker_noise`) run over *traced* steps of a live run (distributed
+``FULL_TRACE``, which the measured steps do not use), pooled over all models, modes and
+configs given. The live experiment (:func:`commsched.tictac.live.analysis.fit_overhead`)
+may replace ``compute_factor`` by one per model and mode, from that workload's own traced
+steps (its live op time over the oracle's: a live time oracle, as the trace is the
+unloaded one; contention, fallback and noise are then left out, as that factor holds the
+workload's own contention); its one fit for the runtime
+(:func:`commsched.tictac.live.analysis.runtime_predictions`) keeps the pooled fit for
+every model, and its leave-one-model-out check uses the pooled fit of the other models
+only. Nothing is fitted to the measured iteration times.
 
 The compute model, and what we tried for it. Leave-one-model-out median |error| of the
 intended-order prediction (``live.pred_error_lomo.median_abs``, everything else as in
@@ -74,7 +95,7 @@ runs of three models and two modes: an idle-machine run of 2026-11-26 and a run 
   (convolutions, ``MatMul``, the rest): unstable, the held-out model's compute 5-86% off
   (only the thesis CNN has a ``MatMul``; with it held out that factor is unidentified).
 
-What limits it: even each model's *own* compute factor (not a prediction) gives 11.2%
+What limited it then: even each model's *own* compute factor (not a prediction) gives 11.2%
 (14.5% loaded) with the other overheads fitted without the model, because the largest
 errors are not compute: the sender hook in inference (the intended order predicted 24-30%
 fast with the model's own factor and every overhead fitted on all models, 0-15% with the
@@ -86,21 +107,72 @@ inference at 37%, so the displacements the hook makes are not random ones) and t
 hook (4-32% fast with the same fits): in its traced steps the worker runs its compute ops
 between one transfer's arrival and its next request (Inception inference: 0.46 s of such
 op time per step and worker, nearly all of its 0.47 s), so transfers and compute do not
-overlap, where the simulator overlaps them and charges only a per-transfer round trip;
-modelling it needs each group's gate as an op on the worker's executor. And the compute
+overlap, where the simulator overlaps them and charges only a per-transfer round trip.
+And the compute
 factor differs between models of the same structure: Inception v1 and v2 inference, both
 convolutions, 1.9x and 1.5x their traces in the idle run, ops of every size alike; in the
 thesis CNN the same ``MatMul`` runs at 1.1-1.4x its traced time in every traced step while
 its convolutions run at 1.0-4.1x, more the longer a transfer is in flight during them
 (correlation 0.61 for the larger one): the network's CPU work on the two shared cores,
 which one factor per op cannot carry.
+
+The hooks and the network's CPU work, modelled from the runtime's mechanics (the
+re-analysis with ``--reuse`` of the reference run's live data, its live target run alone
+on the machine, 2026-11-26 04:06 UTC; leave-one-model-out median |error| over the 24
+model, mode and config rows, each step added to the ones before; every parameter pooled
+over the other models' traced steps):
+
+* the model before (one compute factor, a per-transfer round trip under the DAG hook):
+  14.0%;
+* the DAG hook's gates as executor ops (:func:`dag_gates`; ``dag_gate_s`` 0.66-0.74 ms
+  per gate left out of the fit of each model): 12.4%. The six DAG rows moved from -45%,
+  -21%, -25%, -10%, -37%, -14% (Inception v1 inference, training, thesis CNN inference,
+  training, Inception v2 inference, training) to +3%, -10%, +26%, +3%, -7%, -13%; the
+  thesis CNN's inference then too slow by its compute factor alone (its own 1.23 against
+  the other models' pooled 1.74: with no overlap every second of compute shows);
+* contention (:func:`fit_compute` with the overlap): 10.5%. The traced compute per
+  config says why one factor cannot transfer: in inference the live compute over the
+  oracle's is 1.08-1.38 in the baseline and DAG configs, where compute and transfers
+  overlap little (the baseline computes after its late transfers, the DAG hook never
+  while one is in flight), and 1.54-1.98 under the sender hook, where they overlap
+  (overlap 0.69-0.99 against 0.02-0.38); in training about 1.6-2.2 everywhere (the
+  backward pass overlaps the gradients' transfers: 0.67-0.96). Over the 192 traced
+  step-workers ``compute_factor * (1 + contention * overlap)`` leaves a relative RMS
+  error of 17% against 31% for one factor; leaving each model out, ``compute_factor``
+  1.01-1.13 (the oracle's speed when the network is quiet) and ``contention`` 0.77-1.08
+  (compute at about half speed while a transfer is in flight), and the held-out model's
+  summed compute off by +5% to +9% in inference and 0% to -9% in training, against
+  +11% to +41% and -5% to -24% with one factor. Counting only the worker's own
+  parameter transfers as the overlap does not fit (the contention comes out negative:
+  the training compute overlaps the gradients' transfers and the other worker's); its
+  own parameter and gradient transfers fit about as well (18%); any worker's (kept)
+  best;
+* the sender hook's fallback (:func:`fit_fallback`; 16-22% of a worker's traced steps
+  left out of the fit of each model): 9.7% (the sender rows from one run of the sender
+  configs, the others unchanged). The sender's inference rows moved from -23% to -24%
+  (Inception v1), -15% to -17% (thesis CNN), -24% (Inception v2) to -13% to -17%, -9% to
+  -12%, -8% to -12%;
+* the workers' spread (:func:`fit_worker_noise`; 0.107 pooled: one worker's compute time
+  against the other's in the same traced step): 8.3%, the largest error 15.7% (45.4%
+  before). Per model (the median over its 8 rows) Inception v1 9.2% (18.3% before),
+  Inception v2 9.8% (14.6%), thesis CNN 4.7% (11.1%); per hook the baseline 5.6%
+  (10.4%), the sender hook 9.1% (13.2%), the DAG hook 8.9% (23.0%).
+
+What limits it now: every row but one is predicted too fast. The sender hook's measured
+steps in inference are bimodal (Inception v2 with TAC: 0.85-0.97 s or 1.03-1.25 s; the
+baseline 1.05-1.29 s), while its traced steps, run one after another after the
+interleaved measured ones, are nearly all fast ones (0.73-0.87 s): the achieved orders of
+traced steps under-count the fallbacks of the measured steps (16-22% of the traced
+worker steps fell back, while about half of the measured inference steps are slow ones).
+And training is predicted 5-13% faster than even its traced steps (the simulated compute
+is within 5-10% of the traced one), a cost of the gradients' path (uplink transfers and
+the server's updates) that no fitted term carries.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -108,7 +180,8 @@ import numpy as np
 
 from commsched.errors import CommschedError
 
-__all__ = ["Overhead", "fit_compute", "fit_link"]
+__all__ = ["Overhead", "dag_gates", "fit_compute", "fit_fallback", "fit_gate", "fit_link",
+           "fit_worker_noise"]
 
 _NET = frozenset({"recv", "send"})
 
@@ -129,8 +202,19 @@ class Overhead:
         Per iteration (>= 0).
     gap_factor : float
         The executor's idle gaps between ops (> 0).
-    dag_transfer_s : float, optional
-        Per transfer under the DAG hook (>= 0), if fitted.
+    dag_gate_s : float, optional
+        Under the DAG hook, each gate's cost on the worker's executor (>= 0), if fitted
+        (:func:`dag_gates`, :func:`fit_gate`).
+    contention : float, optional
+        How much slower compute runs while a transfer is in flight (>= 0; default 0):
+        the simulator's ``contention`` (:func:`commsched.tictac.sim.iteration`).
+    sender_fallback : float, optional
+        Under the sender hook, the share of a worker's steps whose order falls back to
+        an arbitrary one (in [0, 1]; default 0; :func:`fit_fallback`).
+    worker_noise : float, optional
+        The coefficient of variation of one worker's compute time against the other
+        workers' in the same step (>= 0; default 0): the simulator's ``worker_noise``
+        (:func:`commsched.tictac.sim.run`; :func:`fit_worker_noise`).
 
     Raises
     ------
@@ -147,13 +231,19 @@ class Overhead:
     compute_factor: float
     step_s: float
     gap_factor: float = 1.0
-    dag_transfer_s: float | None = None
+    dag_gate_s: float | None = None
+    contention: float = 0.0
+    sender_fallback: float = 0.0
+    worker_noise: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "step_s", "dag_transfer_s"):
+        for name in ("transfer_s", "step_s", "dag_gate_s", "contention", "worker_noise"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
+        if not 0.0 <= self.sender_fallback <= 1.0:
+            raise CommschedError(f"overhead sender_fallback must be in [0, 1], got "
+                                 f"{self.sender_fallback!r}")
         for name in ("rate_Bps", "compute_factor", "gap_factor"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
@@ -190,22 +280,37 @@ class Overhead:
                 a["duration"] = self.compute_factor * self.gap_factor * float(a["duration"])
         return out
 
-    def for_hook(self, hook: str) -> Overhead:
-        """The overheads of a config enforced with ``hook``.
+    def for_hook(self, view: nx.DiGraph, hook: str,
+                 order: Mapping[str, float] | None = None) -> nx.DiGraph:
+        """The view of a config enforced with ``hook``, with these overheads.
 
         Parameters
         ----------
+        view : networkx.DiGraph
+            A parameter-server view (:func:`commsched.views.ps_view`).
         hook : str
             The enforcement hook (``none``, ``sender``, ``dag``).
+        order : mapping of str to float, optional
+            The order the hook enforces (recv op -> priority, lower first); needed for
+            ``dag``.
 
         Returns
         -------
-        Overhead
-            With the DAG hook's per-transfer cost for ``dag`` where fitted, else these.
+        networkx.DiGraph
+            :meth:`apply` of ``view``; for ``dag`` with ``dag_gate_s`` fitted, with the
+            hook's gates on the worker's executor (:func:`dag_gates`).
+
+        Raises
+        ------
+        CommschedError
+            For ``dag`` with ``dag_gate_s`` but no ``order``.
         """
-        if hook == "dag" and self.dag_transfer_s is not None:
-            return dataclasses.replace(self, transfer_s=self.dag_transfer_s)
-        return self
+        out = self.apply(view)
+        if hook != "dag" or self.dag_gate_s is None:
+            return out
+        if order is None:
+            raise CommschedError("the DAG hook's gates need the order it enforces")
+        return dag_gates(out, order, self.dag_gate_s)
 
     def iteration_time(self, simulated_s: float) -> float:
         """A simulated iteration time plus the per-iteration cost.
@@ -284,13 +389,17 @@ def fit_link(transfers: Sequence[int], nbytes: Sequence[float], span_s: Sequence
     return round(float(a), 12), round(float(1.0 / inv_rate), 3)
 
 
-def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
-    """``compute_factor``: the live compute time over the time oracle's, pooled.
+def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float],
+                overlap: Sequence[float] | None = None) -> tuple[float, float]:
+    """``(compute_factor, contention)``: the live compute time against the oracle's.
 
-    Over traced iterations, ``sum(live) / sum(oracle)``: every iteration weighs with its
-    compute time, so a model with longer steps counts more. No per-op cost (module
-    docstring: the data show none, and fitted beside the factor it did not transfer
-    between models).
+    Over traced iterations, ``live = compute_factor * oracle * (1 + contention *
+    overlap)``, ``overlap`` the share of the live compute time during which a transfer
+    was in flight (module docstring: the compute ops share the hosts' cores with the
+    transfers' protocol work), by least squares with both terms >= 0; every iteration
+    weighs with its compute time. Without ``overlap`` (or with none above 0):
+    ``sum(live) / sum(oracle)`` and no contention. No per-op cost (module docstring: the
+    data show none, and fitted beside the factor it did not transfer between models).
 
     Parameters
     ----------
@@ -298,11 +407,13 @@ def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
         Per traced iteration: the time oracle's summed compute time of its graph.
     live_s : sequence of float
         The live worker's summed compute time in that iteration.
+    overlap : sequence of float, optional
+        The share of that compute time during which a transfer was in flight.
 
     Returns
     -------
-    float
-        ``compute_factor``.
+    (float, float)
+        ``compute_factor`` and ``contention``.
 
     Raises
     ------
@@ -313,13 +424,231 @@ def fit_compute(oracle_s: Sequence[float], live_s: Sequence[float]) -> float:
     Examples
     --------
     >>> fit_compute([1.0, 2.0, 1.0], [1.5, 2.5, 2.0])
-    1.5
+    (1.5, 0.0)
+    >>> fit_compute([1.0, 2.0, 1.0], [1.0, 3.0, 2.0], [0.0, 0.5, 1.0])
+    (1.0, 1.0)
     """
     x = np.asarray(oracle_s, float)
     y = np.asarray(live_s, float)
-    if len(y) < 1 or len(x) != len(y) or not (np.isfinite(x).all() and np.isfinite(y).all()):
+    phi = np.zeros_like(x) if overlap is None else np.asarray(overlap, float)
+    if (len(y) < 1 or len(x) != len(y) or len(phi) != len(y)
+            or not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(phi).all())):
         raise CommschedError("fit_compute: need finite traced iterations, one oracle and one "
-                             "live time each")
+                             "live time (and overlap) each")
     if x.sum() <= 0 or y.sum() <= 0:
         raise CommschedError("fit_compute: the summed oracle or live compute time is not > 0")
-    return round(float(y.sum() / x.sum()), 9)
+    if not (phi > 0).any():
+        return round(float(y.sum() / x.sum()), 9), 0.0
+    f0, fs = _nonneg_lstsq(np.column_stack([x, x * phi]), y)
+    if f0 <= 0:
+        return round(float(y.sum() / x.sum()), 9), 0.0
+    return round(float(f0), 9), round(float(fs / f0), 9)
+
+
+def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx.DiGraph:
+    """A copy of ``view`` with the DAG hook's gates as ops of the worker's executor.
+
+    The DAG hook (:mod:`commsched.tictac.live.hooks`) requests the transfers of priority
+    group ``k + 1`` only after a gate on the worker has run: identities of every
+    transfer of group ``k``, a ``NoOp`` and the control token's send to the server, ops
+    of the worker's executor like any other. The traced steps show that executor run
+    every compute op it can before the gate (module docstring): no compute op overlaps
+    a transfer in flight. So gate ``k`` is an op of the worker's compute resource,
+    lasting ``gate_s`` (its ops, the token's round trip and the read on the server:
+    the executor has nothing else to run meanwhile), after every transfer of group
+    ``k`` and every compute op that the groups up to ``k`` make runnable (all of whose
+    ranked transfer ancestors are in them), and before every transfer of group ``k + 1``.
+    Transfers the order does not rank are not held back (the hook leaves them alone).
+
+    Parameters
+    ----------
+    view : networkx.DiGraph
+        A parameter-server view with one compute resource (:func:`commsched.views.
+        ps_view`), overheads applied.
+    order : mapping of str to float
+        Recv op -> priority (lower first; equal priorities form a group).
+    gate_s : float
+        Each gate's duration (>= 0).
+
+    Returns
+    -------
+    networkx.DiGraph
+        The copy, with ops ``dag_gate/<k>`` (kind ``compute``) and their edges; the view
+        itself when the order has fewer than two groups.
+
+    Raises
+    ------
+    CommschedError
+        If ``gate_s`` is negative or not finite, ``order`` names an op that is not a recv
+        of ``view``, or the view has no single compute resource.
+
+    References
+    ----------
+    .. [1] Hashemi, Jyothi & Campbell, "TicTac", SysML 2019, Sec. 5.1 (the DAG option:
+       no pipelining across groups, a round trip per group boundary).
+
+    Examples
+    --------
+    >>> from commsched.model.graph import new_graph, add_op
+    >>> g = new_graph({"ps0": 1, "cpu": 1})
+    >>> for v in "ab":
+    ...     add_op(g, f"r{v}", "recv", "ps0", 1.0); add_op(g, f"c{v}", "compute", "cpu", 2.0)
+    ...     g.add_edge(f"r{v}", f"c{v}")
+    >>> h = dag_gates(g, {"ra": 0, "rb": 1}, 0.5)
+    >>> sorted(h.predecessors("dag_gate/0")), list(h.successors("dag_gate/0"))
+    (['ca', 'ra'], ['rb'])
+    """
+    if not (math.isfinite(gate_s) and gate_s >= 0):
+        raise CommschedError(f"the DAG gate's duration must be finite and >= 0, got {gate_s!r}")
+    kind = nx.get_node_attributes(view, "kind")
+    unknown = [r for r in order if kind.get(r) != "recv"]
+    if unknown:
+        raise CommschedError(f"the DAG order names ops that are not recvs: {unknown[:3]}")
+    compute_res = {a["resource"] for _, a in view.nodes(data=True) if a["kind"] not in _NET}
+    if len(compute_res) != 1:
+        raise CommschedError(f"the DAG hook's gates need one compute resource, the view has "
+                             f"{sorted(compute_res)}")
+    groups = sorted(set(order.values()))
+    if len(groups) < 2:
+        return view
+    group = {r: groups.index(p) for r, p in order.items()}
+    # level: the last group an op waits for (0 if none); gate k follows the ops of level k
+    level: dict[str, int] = {}
+    for n in nx.topological_sort(view):
+        level[n] = max([group.get(n, 0), *(level[p] for p in view.predecessors(n))])
+    out = view.copy()
+    res = next(iter(compute_res))
+    gate = [f"dag_gate/{k}" for k in range(len(groups) - 1)]
+    for g in gate:
+        out.add_node(g, kind="compute", resource=res, duration=float(gate_s))
+    for n, lv in level.items():
+        if lv < len(gate) and (n in group or kind[n] not in _NET):
+            out.add_edge(n, gate[lv])
+    for r, k in group.items():
+        if k > 0:
+            out.add_edge(gate[k - 1], r)
+    return out
+
+
+def fit_gate(idle_s: Sequence[float], nbytes: Sequence[float], transfer_s: float,
+             rate_Bps: float) -> float:
+    """``dag_gate_s``: the DAG hook's cost per gate, from traced group boundaries.
+
+    At a boundary the worker's executor is idle from the last arrival of group ``k`` to
+    the first arrival of group ``k + 1``, apart from the compute ops it runs there
+    (``idle_s``: the interval less their time). The simulated worker is idle there for
+    the gate (:func:`dag_gates`) and the transfer (``transfer_s + bytes / rate_Bps``),
+    plus any wait for another worker's transfer on the server's link, which the
+    simulator adds itself. The median over the boundaries of ``idle - transfer``, at
+    least 0, leaves those waits out.
+
+    Parameters
+    ----------
+    idle_s : sequence of float
+        Per boundary, the executor's idle time.
+    nbytes : sequence of float
+        Per boundary, the bytes of the transfer that arrived at its end.
+    transfer_s, rate_Bps : float
+        The link's per-transfer cost and rate (:func:`fit_link`).
+
+    Returns
+    -------
+    float
+        ``dag_gate_s``.
+
+    Raises
+    ------
+    CommschedError
+        Without a finite boundary, or with sequences of different lengths.
+
+    Examples
+    --------
+    >>> fit_gate([0.003, 0.0025, 0.009], [1e5, 5e4, 1e5], 1e-4, 1e8)
+    0.0019
+    """
+    idle = np.asarray(idle_s, float)
+    b = np.asarray(nbytes, float)
+    ok = np.isfinite(idle) & np.isfinite(b) if len(idle) == len(b) else None
+    if ok is None or not ok.any():
+        raise CommschedError("fit_gate: need finite group boundaries, one idle time and one "
+                             "byte count each")
+    return round(max(0.0, float(np.median(idle[ok] - transfer_s - b[ok] / rate_Bps))), 12)
+
+
+def fit_fallback(end_agreement: Sequence[float]) -> float:
+    """``sender_fallback``: the share of sender-hook steps whose order fell back.
+
+    The sender hook orders the server's reads; a value produced before its request
+    arrived is answered in the order the requests arrive, the worker's arbitrary one
+    (:mod:`commsched.tictac.live.hooks`). So a worker's step either follows the
+    intended order (end agreement near 1) or an arbitrary one (near 0.5, as the
+    baseline's). A step counts as fallen back when its end agreement is nearer 0.5
+    than 1 (below 0.75).
+
+    Parameters
+    ----------
+    end_agreement : sequence of float
+        Per traced step and worker of the sender-hook configs: the end agreement of its
+        parameter transfers (:func:`commsched.tictac.live.tables.agreement`); NaN ones
+        are left out.
+
+    Returns
+    -------
+    float
+        The share below 0.75.
+
+    Raises
+    ------
+    CommschedError
+        Without a finite agreement.
+
+    Examples
+    --------
+    >>> fit_fallback([0.98, 0.95, 0.42, 0.9])
+    0.25
+    """
+    a = np.asarray(end_agreement, float)
+    a = a[np.isfinite(a)]
+    if not len(a):
+        raise CommschedError("fit_fallback: need a finite end agreement")
+    return round(float((a < 0.75).mean()), 12)
+
+
+def fit_worker_noise(compute_s: Sequence[Sequence[float]]) -> float:
+    """``worker_noise``: how much the workers' compute times differ within a step.
+
+    The synchronous barrier waits for the slowest worker, so a spread between the
+    workers of one step lengthens it (:mod:`commsched.tictac.sim`, Noise). Per traced
+    step, the workers' compute times' coefficient of variation (sample standard
+    deviation over mean); pooled as the root mean square over the steps.
+
+    Parameters
+    ----------
+    compute_s : sequence of sequence of float
+        Per traced step, every worker's compute time (steps with fewer than two finite
+        ones are left out).
+
+    Returns
+    -------
+    float
+        ``worker_noise``.
+
+    Raises
+    ------
+    CommschedError
+        Without a step of two workers.
+
+    Examples
+    --------
+    >>> round(fit_worker_noise([[0.9, 1.1], [2.0, 2.0], [1.0]]), 6)
+    0.1
+    """
+    cv = []
+    for step in compute_s:
+        x = np.asarray(step, float)
+        x = x[np.isfinite(x)]
+        if len(x) > 1 and x.mean() > 0:
+            cv.append(float(x.std(ddof=1) / x.mean()))
+    if not cv:
+        raise CommschedError("fit_worker_noise: need a traced step of two workers")
+    return round(math.sqrt(float(np.mean(np.square(cv)))), 12)

@@ -24,8 +24,8 @@ For every configured model and mode (inference, training):
    orders: the baseline as independent random orders per worker and iteration,
    ``sim_iterations`` of them, mean; TIC and TAC with their order). Then with the
    runtime overheads the oracle leaves out (:mod:`commsched.cost.overhead`: per-transfer
-   cost and measured link rate, the DAG hook's per-transfer round trip, the executor's
-   gaps, the barrier's round trip, fitted by
+   cost and measured link rate, the DAG hook's gates on the worker's executor, the
+   executor's gaps, the barrier's round trip, fitted by
    :func:`~commsched.tictac.live.analysis.fit_overhead` from the run's *traced*
    steps pooled over all models and configs; the compute speed per model and mode from
    its own traced steps, :func:`~commsched.tictac.live.analysis.workload_compute_factors`):
@@ -38,7 +38,9 @@ For every configured model and mode (inference, training):
    ``pred_error_loo``: the achieved orders with every overhead, compute speed included,
    fitted on the other models only (a check that the fit generalises). One fit for the
    runtime, nothing per model (:func:`~commsched.tictac.live.analysis.runtime_predictions`:
-   the pooled compute speed too), on the intended orders: over every model
+   the pooled compute speed, slowed while a transfer is in flight, the sender hook's
+   fallback to an arbitrary order and the workers' spread too), on the intended orders:
+   over every model
    (``pred_error_runtime``) and over the other models only (``pred_error_lomo``, what a
    user predicting a model that has not run gets). Each intended-order prediction gives
    every config its hook's overheads. ``pred_error = predicted / measured - 1`` on the

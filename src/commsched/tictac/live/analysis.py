@@ -16,7 +16,14 @@ import numpy as np
 import pandas as pd
 
 from commsched.cluster import net
-from commsched.cost.overhead import Overhead, fit_compute, fit_link
+from commsched.cost.overhead import (
+    Overhead,
+    fit_compute,
+    fit_fallback,
+    fit_gate,
+    fit_link,
+    fit_worker_noise,
+)
 from commsched.errors import CommschedError
 from commsched.progress import progress
 from commsched.tictac.live.config import LiveParams
@@ -38,10 +45,13 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       baseline's traced steps, where every request is issued at once and the server's link
       stays busy: per step, all workers' parameter transfers, their bytes and their span
       (first start to last arrival);
-    * compute (``compute_factor``): :func:`~commsched.cost.overhead.fit_compute` on every
-      traced step of every worker and config: the live worker's summed compute time over
-      the trace's (the time oracle's), no per-op cost (:mod:`commsched.cost.overhead`
-      says why, with what else we tried and its leave-one-model-out errors);
+    * compute (``compute_factor``, ``contention``):
+      :func:`~commsched.cost.overhead.fit_compute` on every traced step of every worker
+      and config: the live worker's summed compute time against the trace's (the time
+      oracle's) and the share of it during which a transfer was in flight
+      (``net_overlap`` of :func:`~commsched.tictac.live.tables.traced_steps`; one factor
+      without it), no per-op cost (:mod:`commsched.cost.overhead` says why, with what
+      else we tried and its leave-one-model-out errors);
     * ``step_s``: the median over measured steps of the shortest barrier wait of the step,
       i.e. the barrier's own round trip paid by the last worker to arrive (a measured
       component of the iteration, not a fit to the iteration time);
@@ -49,8 +59,14 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       parameter arrival, the wall time to its last op over the summed time of the ops
       run there (``tail_wall_s`` / ``tail_op_s`` of
       :func:`~commsched.tictac.live.tables.traced_steps`), pooled;
-    * ``dag_transfer_s``: :func:`~commsched.cost.overhead.fit_link` on the traced steps of
-      the configs with the ``dag`` hook (their transfers leave one after another).
+    * ``dag_gate_s``: :func:`~commsched.cost.overhead.fit_gate` on the group boundaries
+      of the traced steps of the configs with the ``dag`` hook (each priority group's
+      first arrival, with the worker executor's idle time since the arrival before it,
+      ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`);
+    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the end
+      agreement of every traced step and worker of the configs with the ``sender`` hook;
+    * ``worker_noise``: :func:`~commsched.cost.overhead.fit_worker_noise` on the workers'
+      compute times of every traced step.
 
     Parameters
     ----------
@@ -63,8 +79,8 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     Returns
     -------
     Overhead
-        :class:`commsched.cost.overhead.Overhead`; ``dag_transfer_s`` is None unless at
-        least two workloads ran the ``dag`` hook.
+        :class:`commsched.cost.overhead.Overhead`; ``dag_gate_s`` is None when no
+        traced ``dag`` step has a group boundary.
 
     Raises
     ------
@@ -88,13 +104,42 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
                         (busy["last"] - busy["first"]).tolist())
 
     transfer_s, rate = link(x[x.config == "baseline"])
-    x_dag = x[x.config.isin(dag)]
-    dag_s = link(x_dag)[0] if x_dag.groupby(["model", "mode", "config"]).ngroups > 1 else None
-    factor = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist())
+    ranked = x[x.priority.notna()] if "priority" in x else x[:0]
+    gate_s = _gate_cost(ranked[ranked.config.isin(dag)], transfer_s, rate)
+    phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
+           else None)
+    factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
+    snd = ranked[ranked.config.isin(set(steps.config[steps.hook == "sender"]))]
+    fallback = fit_fallback([
+        agreement(dict(zip(g.variable, g.end_s, strict=True)),
+                  dict(zip(g.variable, g.priority, strict=True)))
+        for _, g in snd.groupby(_STEP_WORKER)]) if len(snd) else 0.0
+    per_step = (t.groupby(["model", "mode", "config", "trace_step"]).compute_s.apply(list)
+                if "trace_step" in t else [])
+    noise = fit_worker_noise(per_step) if any(len(v) > 1 for v in per_step) else 0.0
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
-    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), dag_s)
+    return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention,
+                    fallback, noise)
+
+
+#: The columns that name one traced step of one worker in the per-transfer table.
+_STEP_WORKER = ["model", "mode", "config", "trace_step", "worker"]
+
+
+def _gate_cost(x: pd.DataFrame, transfer_s: float, rate_Bps: float) -> float | None:
+    """``dag_gate_s`` from the ranked parameter transfers of the DAG hook's traced steps
+    (:func:`~commsched.cost.overhead.fit_gate` at each priority group's first arrival);
+    None without a boundary."""
+    if "idle_s" not in x or x.empty:
+        return None
+    x = x.sort_values("end_s", kind="stable")
+    first = x.priority != x.groupby(_STEP_WORKER).priority.shift()
+    bounds = x[first & x.idle_s.notna()]
+    if bounds.empty:
+        return None
+    return fit_gate(bounds.idle_s.tolist(), bounds.bytes.tolist(), transfer_s, rate_Bps)
 
 
 def workload_compute_factors(traced: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -419,7 +464,9 @@ def analyse(steps: pd.DataFrame, xfers: pd.DataFrame, traced: pd.DataFrame,
     ov = fit_overhead(xfers, traced, steps)
     factors = workload_compute_factors(traced)
     say(f"fitted overhead: {ov}; compute factor per workload: {factors}")
-    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode])
+    own = {w.group_id: dataclasses.replace(ov, compute_factor=factors[w.model, w.mode],
+                                           contention=0.0, sender_fallback=0.0,
+                                           worker_noise=0.0)
            for w in loads}
     fitted = {w.group_id: w.predict_achieved(params.workers, own[w.group_id],
                                              achieved[w.group_id])

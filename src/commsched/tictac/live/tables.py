@@ -9,6 +9,7 @@ about order: :func:`agreement`, :func:`arrival_order_repeats`, :func:`overtaken`
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -92,7 +93,11 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
     transfers : pandas.DataFrame
         One row per traced parameter (``recv``) or gradient (``grad``) transfer: its
         variable, bytes, priority (the config's, or TAC's for the baseline,
-        :func:`~commsched.tictac.live.workload.live_reference`), start and end.
+        :func:`~commsched.tictac.live.workload.live_reference`), start and end, and for a
+        parameter transfer ``idle_s``: the worker executor's idle time since the
+        arrival before it (that interval less the compute ops' time in it; NaN for the
+        step's first arrival), what the DAG hook's gate cost is fitted on
+        (:func:`~commsched.cost.overhead.fit_gate`).
     """
     by_group = {w.group_id: w for w in loads}
     step_rows, xfer_rows = [], []
@@ -106,21 +111,40 @@ def tables(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload],
                               "barrier_s": s["barrier"], "step_s": s["work"] + s["barrier"]})
         ref = r["priorities"] or live_reference(w, r)
         for k, tr in enumerate(r["traces"]):
+            idle = _idle_before([x["end"] for x in tr["recvs"]], tr.get("ops"))
             for kind in ("recvs", "grads"):
-                for x in tr[kind]:
+                for i, x in enumerate(tr[kind]):
                     xfer_rows.append({
                         "model": w.model, "mode": w.mode, "config": r["config"],
                         "hook": cfg["enforce"],
                         "trace_step": k, "worker": r["task"], "kind": kind[:-1],
                         "variable": x["var"], "bytes": r["variables"].get(x["var"], {}).get(
                             "bytes", 0), "priority": ref.get(x["var"], math.nan),
-                        "start_s": x["start"], "end_s": x["end"]})
+                        "start_s": x["start"], "end_s": x["end"],
+                        "idle_s": idle[i] if kind == "recvs" else math.nan})
     steps = pd.DataFrame(step_rows)
     if not steps.empty:
         per = steps.groupby(["model", "mode", "config", "step"])
         steps["iteration_s"] = per["step_s"].transform("max")
         steps["straggler"] = per["barrier_s"].transform("max") / steps["iteration_s"]
     return steps, pd.DataFrame(xfer_rows)
+
+
+def _idle_before(ends: Sequence[float], ops: Sequence[Sequence[float]] | None
+                 ) -> list[float]:
+    """Per arrival, the worker executor's idle time since the arrival before it: the
+    interval less the time of the compute ops run in it (NaN for the first arrival, or
+    without the executor's timeline)."""
+    out = [math.nan] * len(ends)
+    iv = np.asarray(ops or [], dtype=float).reshape(-1, 2)
+    if not len(iv):
+        return out
+    order = sorted(range(len(ends)), key=lambda i: ends[i])
+    for prev, i in itertools.pairwise(order):
+        a, b = ends[prev], ends[i]
+        busy = float((np.clip(iv[:, 1], a, b) - np.clip(iv[:, 0], a, b)).sum())
+        out[i] = (b - a) - busy
+    return out
 
 
 def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
@@ -146,9 +170,15 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         (``step_s``), the worker's last parameter arrival (``last_recv_s``) and, after
         it, when nothing waits for the network any more, the compute thread's wall time
         to its last op (``tail_wall_s``) beside the summed time (``tail_op_s``) and number
-        (``tail_ops``) of the ops it ran there.
+        (``tail_ops``) of the ops it ran there; ``net_overlap``, the share of the compute
+        ops' time during which a transfer of the step (any worker's parameter or
+        gradient, from request to arrival; the workers' clocks aligned by their step
+        starts) was in flight.
     """
     by_group = {w.group_id: w for w in loads}
+    peers: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in results:
+        peers.setdefault((r["group"], r["config"]), []).append(r)
     rows = []
     for r in results:
         w = by_group[r["group"]]
@@ -157,6 +187,10 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
             recvs = tr["recvs"]
             last = max((x["end"] for x in recvs), default=math.nan)
             ops = np.asarray(tr.get("ops") or [], dtype=float).reshape(-1, 2)
+            flight = [(x["start"] + shift, x["end"] + shift)
+                      for p in peers[r["group"], r["config"]] if k < len(p["traces"])
+                      for shift in [(p["traces"][k].get("t0_us", 0) - tr.get("t0_us", 0)) / 1e6]
+                      for x in [*p["traces"][k]["recvs"], *p["traces"][k].get("grads", [])]]
             tail = ops[ops[:, 0] >= last] if recvs else ops[:0]
             rows.append({
                 "model": w.model, "mode": w.mode, "config": r["config"], "trace_step": k,
@@ -169,8 +203,25 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                                 if recvs else math.nan),
                 "step_s": tr.get("step_s", math.nan), "last_recv_s": last,
                 "tail_wall_s": float(tail[:, 1].max() - last) if len(tail) else math.nan,
-                "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail)})
+                "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail),
+                "net_overlap": _overlap_share(ops, flight)})
     return pd.DataFrame(rows)
+
+
+def _overlap_share(ops: np.ndarray, flight: Sequence[tuple[float, float]]) -> float:
+    """The share of the ops' summed time during which some transfer was in flight (NaN
+    without ops)."""
+    total = float((ops[:, 1] - ops[:, 0]).sum())
+    if total <= 0:
+        return math.nan
+    busy = 0.0
+    end = -math.inf
+    for a, b in sorted(flight):  # the union of the flights, interval by interval
+        a = max(a, end)
+        if b > a:
+            busy += float((np.clip(ops[:, 1], a, b) - np.clip(ops[:, 0], a, b)).sum())
+            end = b
+    return busy / total
 
 
 def arrival_order_repeats(xfers: pd.DataFrame, config: str = "baseline") -> pd.DataFrame:

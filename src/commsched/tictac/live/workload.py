@@ -25,7 +25,13 @@ from commsched.progress import progress
 from commsched.tictac import ORDERINGS
 from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.order import match_variables, variable_priorities
-from commsched.tictac.sim import compose
+from commsched.tictac.sim import (
+    NET_KINDS,
+    MultiWorker,
+    compose,
+    rank_priorities,
+    worker_noise_factors,
+)
 from commsched.tictac.sim import iteration as simulate_iteration
 from commsched.tictac.sim import run as simulate_workers
 from commsched.views import ps_view
@@ -97,7 +103,9 @@ class Workload:
 
         The baseline runs an independent random order per worker and iteration; every
         ordered config runs its ordering's priorities (:func:`commsched.tictac.sim.run`),
-        with its hook's overheads (:meth:`~commsched.cost.overhead.Overhead.for_hook`).
+        with its hook's overheads (:meth:`~commsched.cost.overhead.Overhead.for_hook`);
+        under the sender hook with ``sender_fallback`` > 0, each worker's order falls
+        back to a random one in that share of its iterations.
 
         Parameters
         ----------
@@ -116,19 +124,52 @@ class Workload:
         dict of str to float
             ``{config name: seconds}``.
         """
-        def hook_ov(c: Mapping[str, Any]) -> Overhead | None:
-            return overhead.for_hook(str(c["enforce"])) if overhead else None
-
-        by_run: dict[tuple[Overhead | None, str], float] = {}
-        for ov in dict.fromkeys(hook_ov(c) for c in self.configs):
-            mw = compose(ov.apply(self.view) if ov else self.view, n_workers)
-            for name in dict.fromkeys(str(c["order"]) for c in self.configs
-                                      if hook_ov(c) == ov):
-                res = simulate_workers(mw, self.recv_orders.get(name), iterations, seed=seed,
-                                       validate_every=max(1, iterations // 10))
+        by_run: dict[tuple[str, str], float] = {}
+        for key in dict.fromkeys(self._view_key(c, overhead) for c in self.configs):
+            hook, order = key
+            view = (overhead.for_hook(self.view, hook, self.recv_orders.get(order))
+                    if overhead else self.view)
+            mw = compose(view, n_workers)
+            if overhead and hook == "sender" and overhead.sender_fallback > 0:
+                t = self._fallback_mean(mw, self.recv_orders[order], iterations, seed,
+                                        overhead)
+            else:
+                res = simulate_workers(mw, self.recv_orders.get(order), iterations,
+                                       seed=seed, validate_every=max(1, iterations // 10),
+                                       contention=overhead.contention if overhead else 0.0,
+                                       worker_noise=overhead.worker_noise if overhead else 0.0)
                 t = float(np.mean(res.iteration_time))
-                by_run[ov, name] = ov.iteration_time(t) if ov else t
-        return {c["name"]: by_run[hook_ov(c), str(c["order"])] for c in self.configs}
+            by_run[key] = overhead.iteration_time(t) if overhead else t
+        return {c["name"]: by_run[self._view_key(c, overhead)] for c in self.configs}
+
+    @staticmethod
+    def _fallback_mean(mw: MultiWorker, order: Mapping[str, int], iterations: int,
+                       seed: int, overhead: Overhead) -> float:
+        """The mean iteration time of an order enforced by the sender hook, each worker's
+        step falling back to an arbitrary order (a random permutation, as the baseline's)
+        with probability ``overhead.sender_fallback``, independently per worker and
+        iteration (:func:`~commsched.cost.overhead.fit_fallback`); each worker's compute
+        with its noise factor, as :func:`commsched.tictac.sim.run` draws it."""
+        rng = np.random.default_rng([seed, 4])
+        fixed = rank_priorities(mw, order)
+        perm = np.broadcast_to(np.arange(mw.n_recvs, dtype=float), fixed.shape)
+        is_net = np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids])
+        op_worker = np.repeat(np.arange(mw.n_workers), mw.ops_per_worker)
+        times = []
+        for t in range(iterations):
+            fell = rng.random(mw.n_workers) < overhead.sender_fallback
+            rk = np.where(fell[:, None], rng.permuted(perm, axis=1), fixed)
+            prio = rk + 0.5 * rng.random(fixed.shape)
+            f = worker_noise_factors(overhead.worker_noise, mw.n_workers, rng)
+            d = mw.base_duration * np.where(is_net, 1.0, f[op_worker])
+            times.append(simulate_iteration(mw, prio, d, validate_schedule=t == 0,
+                                            contention=overhead.contention).iteration_time)
+        return float(np.mean(times))
+
+    def _view_key(self, c: Mapping[str, Any], overhead: Overhead | None) -> tuple[str, str]:
+        """A config's simulated view and order: ``(hook, order)``; the hook only with
+        overheads, as only they differ by hook."""
+        return (str(c["enforce"]) if overhead else "none", str(c["order"]))
 
     def predict_achieved(self, n_workers: int, overhead: Overhead,
                          achieved: Mapping[str, Sequence[np.ndarray]]) -> dict[str, float]:
@@ -137,8 +178,10 @@ class Workload:
 
         One simulated iteration per traced step of the config, every worker's recvs
         ranked by their arrival in that step, with ``overhead`` applied (its per-hook
-        variant for each config). This separates the simulator's error from the hook's:
-        the intended order is what :meth:`predict` simulates.
+        view for each config, its contention; not its sender fallback or workers'
+        spread, as the orders are the run's own and each step is simulated once). This
+        separates the simulator's error from the hook's: the intended order is what
+        :meth:`predict` simulates.
 
         Parameters
         ----------
@@ -160,8 +203,10 @@ class Workload:
         CommschedError
             If a config has no traced step (``live.trace_iterations`` is 0).
         """
-        composed = {hook: compose(overhead.for_hook(hook).apply(self.view), n_workers)
-                    for hook in dict.fromkeys(str(c["enforce"]) for c in self.configs)}
+        composed = {key: compose(overhead.for_hook(self.view, key[0],
+                                                   self.recv_orders.get(key[1])), n_workers)
+                    for key in dict.fromkeys(self._view_key(c, overhead)
+                                             for c in self.configs)}
         tie = np.random.default_rng(0).random((n_workers, len(self.view.graph["recvs"])))
         out = {}
         for c in self.configs:
@@ -169,8 +214,10 @@ class Workload:
             if not ranks:
                 raise CommschedError(f"{self.group_id} {c['name']}: no traced step to take "
                                      "the achieved order from (live.trace_iterations)")
-            mw = composed[str(c["enforce"])]
-            times = [simulate_iteration(mw, rk + 0.5 * tie).iteration_time for rk in ranks]
+            mw = composed[self._view_key(c, overhead)]
+            times = [simulate_iteration(mw, rk + 0.5 * tie,
+                                        contention=overhead.contention).iteration_time
+                     for rk in ranks]
             out[c["name"]] = overhead.iteration_time(float(np.mean(times)))
         return out
 

@@ -115,10 +115,12 @@ from __future__ import annotations
 from commsched.tictac.sim.coarsen import coarsen
 from commsched.tictac.sim.compose import NET_KINDS, MultiWorker, compose, scale_compute, worker_id
 from commsched.tictac.sim.iterate import (
+    CONTENTION_PASSES,
     Interleave,
     IterationResult,
     Method,
     RunResult,
+    channel_overlap,
     iteration,
     jitter_durations,
     rank_priorities,
@@ -128,12 +130,14 @@ from commsched.tictac.sim.iterate import (
 from commsched.tictac.sim.timeline import timeline_efficiency
 
 __all__ = [
+    "CONTENTION_PASSES",
     "NET_KINDS",
     "Interleave",
     "IterationResult",
     "Method",
     "MultiWorker",
     "RunResult",
+    "channel_overlap",
     "coarsen",
     "compose",
     "iteration",

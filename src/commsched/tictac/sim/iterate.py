@@ -21,10 +21,12 @@ from commsched.tictac.sim.decompose import decomposed_schedule
 from commsched.tictac.sim.timeline import timeline_efficiency, timeline_index
 
 __all__ = [
+    "CONTENTION_PASSES",
     "Interleave",
     "IterationResult",
     "Method",
     "RunResult",
+    "channel_overlap",
     "iteration",
     "jitter_durations",
     "rank_priorities",
@@ -157,6 +159,9 @@ class IterationResult:
         Every worker's finish time (its last op's end).
     schedule : Schedule
         The schedule of the composed graph.
+    durations : numpy.ndarray or None
+        The op durations the schedule ran with, where contention changed them (see
+        :func:`iteration`); None: the durations given.
 
     References
     ----------
@@ -165,6 +170,7 @@ class IterationResult:
 
     worker_end: np.ndarray
     schedule: Schedule
+    durations: np.ndarray | None = None
 
     @property
     def iteration_time(self) -> float:
@@ -184,6 +190,7 @@ def iteration(
     durations: np.ndarray | None = None,
     validate_schedule: bool = True,
     method: Method = "auto",
+    contention: float = 0.0,
 ) -> IterationResult:
     """Simulate one synchronous iteration of the composed cluster.
 
@@ -209,14 +216,25 @@ def iteration(
         1,000 iterations in a minute; equality with the reference is tested on random
         graphs.
 
+    contention : float, optional
+        How much slower a compute op runs while the network is busy (>= 0; default 0,
+        none): every compute op takes ``d * (1 + contention * phi)``, ``phi`` the share
+        of its run during which some shared channel carries a transfer (the hosts'
+        cores also run the transfers' protocol work). ``phi`` depends on the schedule
+        and the schedule on it, so the schedule is recomputed
+        :data:`CONTENTION_PASSES` times, each pass with the ``phi`` of the last
+        (:func:`channel_overlap`).
+
     Returns
     -------
     IterationResult
+        With ``durations`` set when ``contention`` > 0.
 
     Raises
     ------
     CommschedError
-        If ``priorities`` or ``durations`` has the wrong shape or ``method`` is unknown.
+        If ``priorities`` or ``durations`` has the wrong shape, ``method`` is unknown or
+        ``contention`` is negative.
     InvalidSchedule
         If ``validate_schedule`` and the schedule breaks a rule of the executor.
 
@@ -234,6 +252,17 @@ def iteration(
     d = mw.base_duration if durations is None else np.asarray(durations, dtype=float)
     if d.shape != mw.base_duration.shape:
         raise CommschedError(f"durations must have {mw.cg.n} entries, got {d.shape}")
+    if not (math.isfinite(contention) and contention >= 0):
+        raise CommschedError(f"contention must be finite and >= 0, got {contention!r}")
+    if contention > 0:
+        net = _net_mask(mw)
+        res = iteration(mw, p, d, False, method)
+        for k in range(CONTENTION_PASSES):
+            phi = channel_overlap(mw, res.schedule, net)
+            dk = np.where(net, d, d * (1.0 + contention * phi))
+            last = k == CONTENTION_PASSES - 1
+            res = iteration(mw, p, dk, validate_schedule and last, method)
+        return dataclasses.replace(res, durations=dk)
     cg = mw.cg
     if method == "auto" and mw.plan is not None and bool(np.all(d > 0)):
         start, end = decomposed_schedule(mw, mw.plan, p, d)
@@ -250,6 +279,70 @@ def iteration(
             check_schedule(cg, s)
     ends = np.asarray(s.end).reshape(mw.n_workers, mw.ops_per_worker).max(axis=1)
     return IterationResult(worker_end=ends, schedule=s)
+
+
+#: Schedules :func:`iteration` recomputes under contention (after the first).
+CONTENTION_PASSES = 3
+
+
+def _net_mask(mw: MultiWorker) -> np.ndarray:
+    """Which ops of the composed graph are transfers (on the shared channels)."""
+    return np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool)
+
+
+def channel_overlap(mw: MultiWorker, schedule: Schedule, net: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Per op, the share of its run during which some transfer is on a shared channel.
+
+    Parameters
+    ----------
+    mw : MultiWorker
+        The composed cluster.
+    schedule : Schedule
+        A schedule of ``mw.cg``.
+    net : numpy.ndarray, optional
+        Which ops are transfers (default: the ops of :data:`NET_KINDS`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One share in [0, 1] per op (0 for an op of zero duration), against the union of
+        every transfer's run, the op's own included.
+
+    Examples
+    --------
+    >>> from commsched.model.graph import new_graph, add_op
+    >>> from commsched.tictac.sim import compose
+    >>> g = new_graph({"ps0": 1, "cpu": 1})
+    >>> add_op(g, "r", "recv", "ps0", 1.0); add_op(g, "c", "compute", "cpu", 4.0)
+    >>> mw = compose(g, 1)
+    >>> channel_overlap(mw, iteration(mw, np.zeros((1, 1))).schedule).tolist()
+    [1.0, 0.25]
+    """
+    net = _net_mask(mw) if net is None else net
+    start, end = np.asarray(schedule.start), np.asarray(schedule.end)
+    iv = sorted(zip(start[net].tolist(), end[net].tolist(), strict=True))
+    s_u: list[float] = []
+    e_u: list[float] = []
+    for a, b in iv:  # the union of the transfers' runs
+        if s_u and a <= e_u[-1]:
+            e_u[-1] = max(e_u[-1], b)
+        else:
+            s_u.append(a)
+            e_u.append(b)
+    su, eu = np.array(s_u), np.array(e_u)
+    before = np.concatenate([[0.0], np.cumsum(eu - su)])  # busy time before each interval
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        if not len(su):
+            return np.zeros_like(t)
+        j = np.searchsorted(su, t, side="right") - 1  # the last interval begun by t
+        jj = np.maximum(j, 0)
+        return np.where(j >= 0, before[jj] + np.clip(t - su[jj], 0.0, eu[jj] - su[jj]), 0.0)
+
+    length = end - start
+    busy = busy_until(end) - busy_until(start)
+    return np.divide(busy, length, out=np.zeros_like(length), where=length > 0)
 
 
 @dataclass(frozen=True)
@@ -325,6 +418,7 @@ def run(
     interleave: Interleave = "rank",
     method: Method = "auto",
     worker_noise: float = 0.0,
+    contention: float = 0.0,
 ) -> RunResult:
     """Simulate ``n_iterations`` independent synchronous iterations.
 
@@ -361,6 +455,8 @@ def run(
     compute_scale : float, optional
         Multiplies the duration of every op that is not a recv or send (TicTac Fig. 10's
         batch factor; communication is unchanged).
+    contention : float, optional
+        Compute slowed while the network is busy (:func:`iteration`); 0 (default): not.
 
     Returns
     -------
@@ -423,10 +519,13 @@ def run(
             prio = rng_order.random((n, r))
             rk = np.argsort(np.argsort(prio, axis=1), axis=1)
         check = validate_every > 0 and t % validate_every == 0
-        res = iteration(mw, prio, d, validate_schedule=check, method=method)
+        res = iteration(mw, prio, d, validate_schedule=check, method=method,
+                        contention=contention)
         validated += check
         ends[t] = res.worker_end
         ranks[t] = rk
+        if res.durations is not None:
+            d = res.durations
         eff[t], comp[t], comm[t] = timeline_efficiency(mw, d, np.asarray(res.schedule.end), tl)
         load[t] = [float(d[c].sum()) for c in tl.channels]
     return RunResult(worker_end=ends, ranks=ranks, validated=validated, efficiency=eff,
