@@ -417,7 +417,7 @@ def water_fill_by_link(links: np.ndarray, w: np.ndarray, lid: np.ndarray, flows:
                     rate[i] = w[i] * total
                     for h in range(hops):
                         q = links[i, h]
-                        if q >= 0:
+                        if q >= 0 and q != lk:  # lk's sums are cleared below
                             wsum[q] -= w[i]
                             cnt[q] -= 1
             cnt[lk] = 0
