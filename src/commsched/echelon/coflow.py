@@ -789,8 +789,9 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
     its completion test). Keeps each Coflow's active flows in admission order, overall
     (``alist``) and by link (``elist``, from ``estart[e]``). Resumable: ``state`` =
     [now, next flow to admit, active flows, events, active Coflows, flows in ``plist``,
-    whether the rates are stale]; returns after ``stop_after`` completions or at the end (flows completed in
-    this call; -1 for a stall, -2 for a rate that is negative or not finite)."""
+    whether the rates are stale]; returns after ``stop_after`` completions or at the end
+    (flows completed in this call; -1 for a stall, -2 for a rate that is negative or not
+    finite)."""
     now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), int(state[3])
     nac, npos, stale = int(state[4]), int(state[5]), state[6] != 0.0
     n = order.shape[0]
