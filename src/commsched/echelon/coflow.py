@@ -626,6 +626,7 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
     (all False), ``wl`` and ``wcnt`` are work space."""
     nl = cap.shape[0]
     hops = links.shape[1]
+    kdead = np.zeros(hops, np.int64)  # per hop, a Coflow's flows crossing a full link there
     for q in range(npos):
         rate[plist[q]] = 0.0
     npos = 0
@@ -710,6 +711,7 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
             if k == nact[c]:
                 starved = True
                 break
+            kdead[h] = k
             dead = dead or k > 0
         if starved:
             continue
@@ -718,14 +720,23 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
             for e in range(lo, hi):
                 j = estart[e]
                 if capb[clink[e]] > 0.0:
+                    h0 = -1  # the hop at which all its flows cross it, if one: unchecked
+                    for h in range(hops):
+                        if cnth[e, h] == ecnt[e]:
+                            h0 = h
+                    clean = h0 >= 0  # no flow of the Coflow crosses a full link elsewhere
+                    for h in range(hops):
+                        if h != h0 and kdead[h] > 0:
+                            clean = False
                     for p in range(estart[e], estart[e] + ecnt[e]):
                         i = elist[p]
                         ok = True
-                        for h in range(hops):
-                            lk = links[i, h]
-                            if lk >= 0 and capb[lk] <= 0.0:
-                                ok = False
-                                break
+                        if not clean:
+                            for h in range(hops):
+                                lk = links[i, h]
+                                if h != h0 and lk >= 0 and capb[lk] <= 0.0:
+                                    ok = False
+                                    break
                         if ok:
                             wl[j] = i
                             j += 1
