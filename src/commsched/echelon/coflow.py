@@ -585,7 +585,8 @@ def _coflow_bytes(c: int, lstart: np.ndarray, elist: np.ndarray, estart: np.ndar
                   cb: np.ndarray) -> None:  # pragma: no cover - compiled
     """Coflow ``c``'s remaining bytes on each of its links (``cb``), summed again, over
     the link's active flows in admission order as :func:`_coflow_order` sums them, where
-    a flow on the link was admitted, completed or sent since the last sum (``edirty``)."""
+    a flow on the link was admitted, completed or given a rate since the last sum
+    (``edirty``; a sum of unchanged bytes would be the same float)."""
     for e in range(lstart[c], lstart[c + 1]):
         if edirty[e]:
             s = 0.0
