@@ -307,7 +307,9 @@ class CoflowOrder:
         cof = cof.reshape(-1).astype(np.int64)
         ng, nl = len(gids), len(sim.net.capacity)
         size, release = sim.size[:n].copy(), sim.release[:n].copy()
-        links = np.ascontiguousarray(sim.net.routes[sim.src[:n], sim.dst[:n]], dtype=np.int64)
+        # links and flow ids as int32 in the arrays read at every event: half the memory
+        # traffic of int64 (2^31 flows would need hundreds of GiB first)
+        links = np.ascontiguousarray(sim.net.routes[sim.src[:n], sim.dst[:n]], dtype=np.int32)
         hops = links.shape[1]
         order = np.lexsort((np.arange(n), release)).astype(np.int64)
         mstart = np.concatenate([[0], np.cumsum(np.bincount(cof, minlength=ng))]).astype(np.int64)
@@ -326,12 +328,13 @@ class CoflowOrder:
         ne = len(clink)
         estart = np.concatenate([[0], np.cumsum(np.bincount(fpos[valid], minlength=ne))]
                                 ).astype(np.int64)
-        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(estart[-1], np.int64),
+        arrays = (np.zeros(n, np.int64), np.zeros(ng, np.int64), np.zeros(estart[-1], np.int32),
                   np.zeros(ne, np.int64), np.zeros(ne), np.zeros(ne, np.int8),
                   np.zeros((ne, hops), np.int64), np.zeros(ng, np.int64), size.copy(),
-                  np.zeros(n), np.zeros(n, np.int64), finish, np.zeros(n, np.int64),
+                  np.zeros(n), np.zeros(n, np.int32), finish, np.zeros(n, np.int32),
                   np.zeros(n, np.bool_), np.zeros(ng, np.bool_), np.zeros(ng, np.int64),
-                  np.zeros(ne, np.bool_), np.zeros(ne, np.int64))
+                  np.zeros(ne, np.bool_), np.zeros(ne, np.int64),
+                  np.zeros(estart[-1], np.int32), np.zeros(ne, np.int64), np.zeros(n))
         cap = sim.net.capacity.astype(float)
         run_in_chunks(lambda stop: _coflow_run(links, fpos, cof, size, release, order, mstart,
                                                clink, lstart, estart, cap, mode, fixed, state,
@@ -582,7 +585,8 @@ def _coflow_bytes(c: int, lstart: np.ndarray, elist: np.ndarray, estart: np.ndar
                   cb: np.ndarray) -> None:  # pragma: no cover - compiled
     """Coflow ``c``'s remaining bytes on each of its links (``cb``), summed again, over
     the link's active flows in admission order as :func:`_coflow_order` sums them, where
-    a flow on the link was admitted, completed or sent since the last sum (``edirty``)."""
+    a flow on the link was admitted, completed or given a rate since the last sum
+    (``edirty``; a sum of unchanged bytes would be the same float)."""
     for e in range(lstart[c], lstart[c + 1]):
         if edirty[e]:
             s = 0.0
@@ -600,7 +604,8 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
                      cb: np.ndarray, edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
                      nac: int, mode: int, fixed: np.ndarray, cap: np.ndarray, now: float,
                      rate: np.ndarray, plist: np.ndarray, npos: int, sel: np.ndarray,
-                     live: np.ndarray) -> int:  # pragma: no cover - compiled
+                     frozen: np.ndarray, wl: np.ndarray,
+                     wcnt: np.ndarray) -> int:  # pragma: no cover - compiled
     """:func:`_coflow_order`'s rates, by Coflow (:func:`_coflow_run`'s allocation): the
     Coflows ``acts[:nac]`` (increasing index, i.e. Coflow id), each with its active flows
     ``alist[mstart[c]:mstart[c] + nact[c]]`` in admission order, its links
@@ -612,13 +617,19 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
     ``sebf`` key; MADD, once no link it needs is full), a Coflow whose flows all cross a
     link with nothing left is passed over by the back-fill without visiting its flows,
     and the back-fill water-fills on the standing lists of flows by link
-    (:func:`~commsched.sim.flow.water_fill_by_link`). ``mode``: 0 fifo, 1 sebf, 2
-    sebf-static (``fixed``: per Coflow, ``nan`` until first seen). Zeroes the rates of
-    the flows ``plist[:npos]``, writes the new ``rate`` of every flow whose rate is not
-    0, lists them in ``plist`` and returns how many; ``sel`` and ``live`` (all False)
-    are work space."""
+    (:func:`~commsched.sim.flow.water_fill_by_link`): a Coflow none of whose flows
+    crosses a link with nothing left on the lists themselves, another on the lists of its
+    other flows (``wl``, ``wcnt``: ``elist``'s layout), filtered from its links with
+    something left, so that the water-filling and the capacity it takes are summed over
+    the flows filled only, link by link in admission order. Marks dirty (``edirty``) the
+    links of the flows it gives a rate (their bytes change in the next step). ``mode``:
+    0 fifo, 1 sebf, 2 sebf-static (``fixed``: per Coflow, ``nan`` until first seen).
+    Zeroes the rates of the flows ``plist[:npos]``, writes the new ``rate`` of every flow
+    whose rate is not 0, lists them in ``plist`` and returns how many; ``sel``, ``frozen``
+    (all False), ``wl`` and ``wcnt`` are work space."""
     nl = cap.shape[0]
     hops = links.shape[1]
+    kdead = np.zeros(hops, np.int64)  # per hop, a Coflow's flows crossing a full link there
     for q in range(npos):
         rate[plist[q]] = 0.0
     npos = 0
@@ -691,59 +702,75 @@ def _coflow_allocate(links: np.ndarray, remaining: np.ndarray, size: np.ndarray,
             break
         a = order[r]
         c = acts[a]
-        m0, na = mstart[c], nact[c]
+        lo, hi = lstart[c], lstart[c + 1]
         # every flow crosses a link with nothing left when, at some hop, all of them do
         starved = False
+        dead = False  # some flow crosses one
         for h in range(hops):
             k = 0
-            for e in range(lstart[c], lstart[c + 1]):
+            for e in range(lo, hi):
                 if capb[clink[e]] <= 0.0:
                     k += cnth[e, h]
-            if k == na:
+            if k == nact[c]:
                 starved = True
                 break
+            kdead[h] = k
+            dead = dead or k > 0
         if starved:
             continue
-        m = 0
-        for p in range(m0, m0 + na):
-            i = alist[p]
-            ok = False  # a flow without links gets 0 from water-filling: left out
-            for h in range(hops):
-                lk = links[i, h]
-                if lk >= 0:
-                    if capb[lk] <= 0.0:
-                        ok = False
-                        break
-                    ok = True
-            if ok:
-                live[i] = True
-                rate[i] = 0.0
-                sel[m] = i
-                m += 1
+        fl, fc = elist, ecnt  # the flows water-filled, by link in admission order
+        if dead:  # those crossing no link with nothing left
+            for e in range(lo, hi):
+                j = estart[e]
+                if capb[clink[e]] > 0.0:
+                    h0 = -1  # the hop at which all its flows cross it, if one: unchecked
+                    for h in range(hops):
+                        if cnth[e, h] == ecnt[e]:
+                            h0 = h
+                    clean = h0 >= 0  # no flow of the Coflow crosses a full link elsewhere
+                    for h in range(hops):
+                        if h != h0 and kdead[h] > 0:
+                            clean = False
+                    for p in range(estart[e], estart[e] + ecnt[e]):
+                        i = elist[p]
+                        ok = True
+                        if not clean:
+                            for h in range(hops):
+                                lk = links[i, h]
+                                if h != h0 and lk >= 0 and capb[lk] <= 0.0:
+                                    ok = False
+                                    break
+                        if ok:
+                            wl[j] = i
+                            j += 1
+                wcnt[e] = j - estart[e]
+            fl, fc = wl, wcnt
+        m = water_fill_by_link(links, remaining, clink[lo:hi], fl, estart[lo:hi], fc[lo:hi],
+                               capb, frozen, rate, sel)
         if m == 0:
             continue
-        water_fill_by_link(links, remaining, live, clink[lstart[c]:lstart[c + 1]],
-                           elist, estart[lstart[c]:lstart[c + 1]],
-                           ecnt[lstart[c]:lstart[c + 1]], capb, rate)
-        for q in range(m):
-            i = sel[q]
-            for h in range(hops):
-                lk = links[i, h]
-                if lk >= 0:
-                    capb[lk] -= rate[i]
-        for q in range(m):
-            i = sel[q]
-            for h in range(hops):
-                lk = links[i, h]
-                if lk >= 0 and isleft[lk] and not capb[lk] > REL_TOL * left[lk]:
+        for e in range(lo, hi):  # each link's flows in admission order, as priority_fill
+            if fc[e]:
+                lk = clink[e]
+                x = capb[lk]
+                for p in range(estart[e], estart[e] + fc[e]):
+                    x -= rate[fl[p]]
+                capb[lk] = x
+                edirty[e] = 1  # its flows send
+                if isleft[lk] and not x > REL_TOL * left[lk]:
                     isleft[lk] = False
                     nleft -= 1
-            if gamma[a] == np.inf and rate[i] != 0.0:
-                plist[npos] = i
-                npos += 1
+        if gamma[a] == np.inf:
+            for q in range(m):
+                i = sel[q]
+                if rate[i] != 0.0:
+                    plist[npos] = i
+                    npos += 1
     for a in range(nac):  # MADD's rates on top of the back-fill's
         if gamma[a] < np.inf:
             c = acts[a]
+            for e in range(lstart[c], lstart[c + 1]):
+                edirty[e] = 1
             for p in range(mstart[c], mstart[c] + nact[c]):
                 i = alist[p]
                 rate[i] += remaining[i] / gamma[a]
@@ -761,22 +788,24 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
                 nact: np.ndarray, elist: np.ndarray, ecnt: np.ndarray, cb: np.ndarray,
                 edirty: np.ndarray, cnth: np.ndarray, acts: np.ndarray,
                 remaining: np.ndarray, rate: np.ndarray, plist: np.ndarray,
-                finish: np.ndarray, sel: np.ndarray, live: np.ndarray,
+                finish: np.ndarray, sel: np.ndarray, frozen: np.ndarray,
                 ctouch: np.ndarray, clst: np.ndarray,
-                etouch: np.ndarray, elst: np.ndarray,
-                stop_after: int) -> int:  # pragma: no cover - compiled
+                etouch: np.ndarray, elst: np.ndarray, wl: np.ndarray, wcnt: np.ndarray,
+                tq: np.ndarray, stop_after: int) -> int:  # pragma: no cover - compiled
     """:class:`FlowSim`'s event loop under :class:`CoflowOrder` (max-min back-fill) on a
     static set of flows (``order``: admission order, by release then id; ``cof``: each
     flow's Coflow index; ``fpos[i, h]``: the index ``e`` of flow ``i``'s hop ``h`` among
     its Coflow's links ``clink``), allocating by :func:`_coflow_allocate` and stepping
     only the flows with a rate (``plist``): a flow at rate 0 keeps its remaining bytes
     and cannot complete, so a segment's end, the completions and every remaining byte
-    count are those of :func:`~commsched.sim.flow._step` on all active flows. Keeps each
-    Coflow's active flows in admission order, overall (``alist``) and by link
-    (``elist``, from ``estart[e]``). Resumable: ``state`` = [now, next flow to admit,
-    active flows, events, active Coflows, flows in ``plist``, whether the rates are
-    stale]; returns after ``stop_after`` completions or at the end (flows completed in
-    this call; -1 for a stall, -2 for a rate that is negative or not finite)."""
+    count are those of :func:`~commsched.sim.flow._step` on all active flows (each
+    flow's time to finish, computed once for the segment's end, is kept in ``tq`` for
+    its completion test). Keeps each Coflow's active flows in admission order, overall
+    (``alist``) and by link (``elist``, from ``estart[e]``). Resumable: ``state`` =
+    [now, next flow to admit, active flows, events, active Coflows, flows in ``plist``,
+    whether the rates are stale]; returns after ``stop_after`` completions or at the end
+    (flows completed in this call; -1 for a stall, -2 for a rate that is negative or not
+    finite)."""
     now, nxt, nflows, events = state[0], int(state[1]), int(state[2]), int(state[3])
     nac, npos, stale = int(state[4]), int(state[5]), state[6] != 0.0
     n = order.shape[0]
@@ -809,7 +838,7 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
             npos = _coflow_allocate(links, remaining, size, release, alist, mstart, nact,
                                     clink, lstart, elist, estart, ecnt, cb, edirty, cnth,
                                     acts, nac, mode, fixed, cap, now, rate, plist, npos, sel,
-                                    live)
+                                    frozen, wl, wcnt)
             events += 1
             stale = False
         t_next = release[order[nxt]] if nxt < n else np.inf
@@ -820,6 +849,7 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
                 done = -2
                 break
             t = remaining[plist[q]] / r
+            tq[q] = t
             if t < dt_done:
                 dt_done = t
         if done == -2:
@@ -836,13 +866,8 @@ def _coflow_run(links: np.ndarray, fpos: np.ndarray, cof: np.ndarray, size: np.n
         kept = 0
         for q in range(npos):  # as _advance: the flows at rate 0 do not change
             i = plist[q]
-            r = rate[i]
-            before = remaining[i]
-            remaining[i] = before - r * dt
-            for h in range(hops):
-                if fpos[i, h] >= 0:
-                    edirty[fpos[i, h]] = 1
-            if now + before / r <= due or remaining[i] <= REL_TOL * size[i]:
+            remaining[i] -= rate[i] * dt
+            if now + tq[q] <= due or remaining[i] <= REL_TOL * size[i]:
                 remaining[i] = 0.0
                 rate[i] = 0.0
                 finish[i] = t_end

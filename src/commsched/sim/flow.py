@@ -293,7 +293,7 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
     saturates none, the tightest link); the flows through saturated links freeze at
     ``w * level``. A round costs O(links used) plus the flows it freezes, so a call costs
     O(flows * hops + rounds * links); links are numbered densely from 0. Groups the flows
-    by link and runs :func:`water_fill_by_link`.
+    that have a link and a positive weight by link and runs :func:`water_fill_by_link`.
 
     Parameters
     ----------
@@ -335,41 +335,49 @@ def water_fill(links: np.ndarray, idx: np.ndarray, capacity: np.ndarray, w: np.n
                     by_link[fill[lk]] = i
                     fill[lk] += 1
     lid = np.flatnonzero(cnt)
-    water_fill_by_link(links, w, live, lid, by_link, start[lid], cnt[lid], capacity, rate)
+    water_fill_by_link(links, w, lid, by_link, start[lid], cnt[lid], capacity,
+                       np.zeros(links.shape[0], np.bool_), rate, np.empty(idx.shape[0], np.int64))
 
 
 @njit(cache=True)
-def water_fill_by_link(links: np.ndarray, w: np.ndarray, live: np.ndarray, lid: np.ndarray,
-                       flows: np.ndarray, start: np.ndarray, count: np.ndarray,
-                       capacity: np.ndarray,
-                       rate: np.ndarray) -> None:  # pragma: no cover - compiled
-    """:func:`water_fill` of the flows marked ``live`` on ``max(capacity, 0)``, given by
-    link: the flows on link ``lid[k]`` (``lid`` increasing) are ``flows[start[k]:start[k]
-    + count[k]]``, in the order of :func:`water_fill`'s ``idx``; a live flow has links and
-    all of them are among ``lid``. Water-filling depends on the order of its flows only through
-    each link's flows (the order their weights are summed and they freeze in), so the
-    rates are :func:`water_fill`'s bit for bit, without its grouping of the flows by link
-    (a caller that keeps the lists standing, :func:`commsched.echelon.coflow._coflow_run`,
-    pays O(flows) per call instead of O(flows + links) plus a sort). Writes the live
-    flows' ``rate`` and clears ``live``.
+def water_fill_by_link(links: np.ndarray, w: np.ndarray, lid: np.ndarray, flows: np.ndarray,
+                       start: np.ndarray, count: np.ndarray, capacity: np.ndarray,
+                       frozen: np.ndarray, rate: np.ndarray,
+                       out: np.ndarray) -> int:  # pragma: no cover - compiled
+    """:func:`water_fill` on ``max(capacity, 0)`` of flows given by link: the flows on link
+    ``lid[k]`` (``lid`` increasing) are ``flows[start[k]:start[k] + count[k]]``, in the
+    order of :func:`water_fill`'s ``idx``, and every flow listed is filled (it has a
+    positive weight, and all its links are among ``lid`` with it in their lists).
+    Water-filling depends on the order of its flows only through each link's flows (the
+    order their weights are summed and they freeze in), so the rates are
+    :func:`water_fill`'s bit for bit, without its grouping of the flows by link (a caller
+    that keeps the lists standing, :func:`commsched.echelon.coflow._coflow_run`, pays
+    O(flows) per call instead of O(flows + links) plus a sort).
 
     Parameters
     ----------
     links : numpy.ndarray
         ``(flows, hops)`` link ids per flow, padded with -1.
     w : numpy.ndarray
-        Per-flow weight (> 0 for the live flows).
-    live : numpy.ndarray
-        Per-flow bool: the flows to water-fill; cleared.
+        Per-flow weight (> 0 for the flows listed).
     lid : numpy.ndarray
-        The links the live flows cross (others allowed), increasing.
+        The links the flows cross, increasing.
     flows, start, count : numpy.ndarray
-        The flows on link ``lid[k]``: ``flows[start[k]:start[k] + count[k]]`` (live or
-        not), in one order for all links.
+        The flows on link ``lid[k]``: ``flows[start[k]:start[k] + count[k]]``, in one
+        order for all links.
     capacity : numpy.ndarray
         Capacity per link (bytes/s; negative read as 0); not modified.
+    frozen : numpy.ndarray
+        Per-flow bool work space, all False (and left so).
     rate : numpy.ndarray
-        Output, per flow.
+        Output, per flow: the listed flows' rates.
+    out : numpy.ndarray
+        Output: the listed flows, each once, in the order they froze.
+
+    Returns
+    -------
+    int
+        The number of flows filled (written to ``out``).
     """
     nl = capacity.shape[0]
     hops = links.shape[1]
@@ -382,41 +390,42 @@ def water_fill_by_link(links: np.ndarray, w: np.ndarray, live: np.ndarray, lid: 
     full = np.empty(lid.shape[0], np.int64)
     nused = 0
     for k in range(lid.shape[0]):
-        s = 0.0
-        m = 0
-        for p in range(start[k], start[k] + count[k]):
-            i = flows[p]
-            if live[i]:
-                rate[i] = 0.0
-                s += w[i]
-                m += 1
-        if m:
+        if count[k]:
+            s = 0.0
+            for p in range(start[k], start[k] + count[k]):
+                s += w[flows[p]]
             lk = lid[k]
             used[nused] = lk
             nused += 1
             at[lk] = k
             wsum[lk] = s
-            cnt[lk] = m
+            cnt[lk] = count[k]
             cap[lk] = max(capacity[lk], 0.0)
             tol[lk] = REL_TOL * cap[lk]
     total = 0.0
+    nout = 0
     while nused:
         total, nfull, _ = _fill_round(cap, wsum, used, nused, tol, total, full)
         for lk in full[:nfull]:
             k = at[lk]
             for p in range(start[k], start[k] + count[k]):
                 i = flows[p]
-                if live[i]:
-                    live[i] = False
+                if not frozen[i]:
+                    frozen[i] = True
+                    out[nout] = i
+                    nout += 1
                     rate[i] = w[i] * total
                     for h in range(hops):
                         q = links[i, h]
-                        if q >= 0:
+                        if q >= 0 and q != lk:  # lk's sums are cleared below
                             wsum[q] -= w[i]
                             cnt[q] -= 1
             cnt[lk] = 0
             wsum[lk] = 0.0
         nused = _keep_growing(used, nused, cnt)
+    for j in range(nout):
+        frozen[out[j]] = False
+    return nout
 
 
 def priority_max_min(links: np.ndarray, capacity: np.ndarray, klass: np.ndarray,
