@@ -392,7 +392,6 @@ class Calibration:
     pair_scale: tuple[tuple[float, ...], ...] | None = None
 
 
-
 def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
               rates: np.ndarray | None = None) -> Calibration:
     """One model's runtime measurements from its two calibration results (module docstring).
