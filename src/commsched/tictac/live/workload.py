@@ -26,7 +26,6 @@ from commsched.tictac import ORDERINGS
 from commsched.tictac.live.config import LiveParams
 from commsched.tictac.live.order import match_variables, variable_priorities
 from commsched.tictac.sim import (
-    NET_KINDS,
     MultiWorker,
     compose,
     rank_priorities,
@@ -153,15 +152,13 @@ class Workload:
         rng = np.random.default_rng([seed, 4])
         fixed = rank_priorities(mw, order)
         perm = np.broadcast_to(np.arange(mw.n_recvs, dtype=float), fixed.shape)
-        is_net = np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids])
-        op_worker = np.repeat(np.arange(mw.n_workers), mw.ops_per_worker)
         times = []
         for t in range(iterations):
             fell = rng.random(mw.n_workers) < overhead.sender_fallback
             rk = np.where(fell[:, None], rng.permuted(perm, axis=1), fixed)
             prio = rk + 0.5 * rng.random(fixed.shape)
             f = worker_noise_factors(overhead.worker_noise, mw.n_workers, rng)
-            d = mw.base_duration * np.where(is_net, 1.0, f[op_worker])
+            d = mw.base_duration * np.where(mw.is_net, 1.0, f[mw.op_worker])
             times.append(simulate_iteration(mw, prio, d, validate_schedule=t == 0,
                                             contention=overhead.contention).iteration_time)
         return float(np.mean(times))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import networkx as nx
 import numpy as np
@@ -138,6 +139,17 @@ class MultiWorker:
     def n_recvs(self) -> int:
         """Recv ops of one worker."""
         return len(self.recvs)
+
+    @cached_property
+    def is_net(self) -> np.ndarray:
+        """Per op of ``cg``: whether it is a transfer (:data:`NET_KINDS`), bool."""
+        return np.array([self.graph.nodes[n]["kind"] in NET_KINDS for n in self.cg.ids],
+                        dtype=bool)
+
+    @cached_property
+    def op_worker(self) -> np.ndarray:
+        """Per op of ``cg``: the worker it belongs to."""
+        return np.repeat(np.arange(self.n_workers), self.ops_per_worker)
 
 
 @dataclass(frozen=True)

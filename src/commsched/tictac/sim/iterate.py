@@ -16,7 +16,7 @@ import numpy as np
 from commsched.errors import CommschedError
 from commsched.sim.priority import Schedule, simulate_compiled
 from commsched.sim.validate import check_schedule
-from commsched.tictac.sim.compose import NET_KINDS, MultiWorker
+from commsched.tictac.sim.compose import MultiWorker
 from commsched.tictac.sim.decompose import decomposed_schedule
 from commsched.tictac.sim.timeline import timeline_efficiency, timeline_index
 
@@ -255,11 +255,10 @@ def iteration(
     if not (math.isfinite(contention) and contention >= 0):
         raise CommschedError(f"contention must be finite and >= 0, got {contention!r}")
     if contention > 0:
-        net = _net_mask(mw)
         res = iteration(mw, p, d, False, method)
         for k in range(CONTENTION_PASSES):
-            phi = channel_overlap(mw, res.schedule, net)
-            dk = np.where(net, d, d * (1.0 + contention * phi))
+            phi = channel_overlap(mw, res.schedule)
+            dk = np.where(mw.is_net, d, d * (1.0 + contention * phi))
             last = k == CONTENTION_PASSES - 1
             res = iteration(mw, p, dk, validate_schedule and last, method)
         return dataclasses.replace(res, durations=dk)
@@ -285,13 +284,7 @@ def iteration(
 CONTENTION_PASSES = 3
 
 
-def _net_mask(mw: MultiWorker) -> np.ndarray:
-    """Which ops of the composed graph are transfers (on the shared channels)."""
-    return np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool)
-
-
-def channel_overlap(mw: MultiWorker, schedule: Schedule, net: np.ndarray | None = None
-                    ) -> np.ndarray:
+def channel_overlap(mw: MultiWorker, schedule: Schedule) -> np.ndarray:
     """Per op, the share of its run during which some transfer is on a shared channel.
 
     Parameters
@@ -299,9 +292,7 @@ def channel_overlap(mw: MultiWorker, schedule: Schedule, net: np.ndarray | None 
     mw : MultiWorker
         The composed cluster.
     schedule : Schedule
-        A schedule of ``mw.cg``.
-    net : numpy.ndarray, optional
-        Which ops are transfers (default: the ops of :data:`NET_KINDS`).
+        A schedule of ``mw.cg``; the transfers are ``mw.is_net``.
 
     Returns
     -------
@@ -319,7 +310,7 @@ def channel_overlap(mw: MultiWorker, schedule: Schedule, net: np.ndarray | None 
     >>> channel_overlap(mw, iteration(mw, np.zeros((1, 1))).schedule).tolist()
     [1.0, 0.25]
     """
-    net = _net_mask(mw) if net is None else net
+    net = mw.is_net
     start, end = np.asarray(schedule.start), np.asarray(schedule.end)
     iv = sorted(zip(start[net].tolist(), end[net].tolist(), strict=True))
     s_u: list[float] = []
@@ -484,11 +475,9 @@ def run(
         raise CommschedError(f"interleave must be rank or random, got {interleave!r}")
     if not (0.0 <= worker_noise < 10.0):
         raise CommschedError(f"worker_noise must be in [0, 10), got {worker_noise!r}")
-    is_net = np.array([mw.graph.nodes[n]["kind"] in NET_KINDS for n in mw.cg.ids], dtype=bool)
     scale = None
     if compute_scale != 1.0:
-        scale = np.where(is_net, 1.0, compute_scale)
-    op_worker = np.repeat(np.arange(mw.n_workers), mw.ops_per_worker)
+        scale = np.where(mw.is_net, 1.0, compute_scale)
     tl = timeline_index(mw)
     rng_jitter = np.random.default_rng([seed, 0])
     rng_order = np.random.default_rng([seed, 1])
@@ -508,7 +497,7 @@ def run(
         d = jitter_durations(mw, jitter, rng_jitter, scale)
         if worker_noise > 0.0:
             f = worker_noise_factors(worker_noise, n, rng_noise)
-            d = d * np.where(is_net, 1.0, f[op_worker])
+            d = d * np.where(mw.is_net, 1.0, f[mw.op_worker])
         tie = rng_tie.random((n, r))
         if fixed is not None:
             rk, prio = fixed, fixed + _TIE_WIDTH * tie
