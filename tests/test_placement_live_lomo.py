@@ -21,7 +21,6 @@ from commsched.placement.live.predict import (
     CALIB_ONE,
     CALIB_SPLIT,
     calibrate,
-    fit,
     lomo_fits,
     pooled_fit,
     predict,
@@ -97,7 +96,7 @@ def test_calibration_and_fits_recover_known_overheads():
     cal = calibrate(g, _calib(g, TRUE), 2)
     assert cal.live_op_s / cal.traced_op_s == pytest.approx(TRUE["time_factor"], rel=1e-3)
     assert len(cal.link_s) == 11 and set(cal.op_s) == set(g.nodes)
-    own = fit(g, _calib(g, TRUE), 2)
+    own = pooled_fit([cal], own_op_times=True)
     _close(own, TRUE)
     assert own.op_s == cal.op_s  # the model's own live op times
     # two models of the same runtime: the pooled fit and each one's left-out fit recover it

@@ -35,7 +35,8 @@ for everything else). The planner and the simulator use the same rates:
    (:mod:`~commsched.placement.live.predict`). The cluster is torn down on every exit
    path.
 3. **Predict.** The overheads fitted on the calibration configurations only
-   (:func:`commsched.placement.live.predict.fit`) go into the simulator, which predicts
+   (:func:`commsched.placement.live.predict.calibrate` and
+   :func:`~commsched.placement.live.predict.pooled_fit`) go into the simulator, which predicts
    every configuration's step from its placement and enforced order (with per-pair links,
    the fitted rate of the fastest pair scaled by each pair's file rate, so the simulator
    sees the ratios the links were shaped to); error = predicted /

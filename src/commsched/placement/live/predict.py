@@ -10,7 +10,8 @@ adds, and the trace was taken at another time, under another load, with two intr
 threads (the live tasks have one: a convolution takes about twice its traced time, a small
 op about its traced time). What the simulator needs is fitted on the two *calibration*
 configurations, which are none of the measured partitioner x scheduler combinations
-(:func:`fit`), all from the run itself (their FULL_TRACE steps are spread over the timed
+(:func:`calibrate`, then :func:`pooled_fit` of that one calibration with its own op
+times), all from the run itself (their FULL_TRACE steps are spread over the timed
 rounds, :func:`commsched.placement.live.job.trace_rounds`):
 
 * ``op_s``: each op's live time, its median over the FULL_TRACE steps of ``calib-one``
@@ -42,9 +43,10 @@ order's control edges added to the graph) under :func:`commsched.sim.devices.
 simulate_devices` with link contention, and adds ``step_s``.
 
 **One fit for the runtime, a model left out.** :func:`calibrate` keeps what one model's
-calibration configurations measured (:class:`Calibration`); :func:`fit` turns it into that
-model's own overheads (the above, with its ops' live times). :func:`pooled_fit` fits one set
-for the runtime from several models' calibrations, with no op's live time: every op takes
+calibration configurations measured (:class:`Calibration`); :func:`pooled_fit` of it alone,
+with ``own_op_times``, gives that model's own overheads (the above, with its ops' live
+times). Of several models' calibrations :func:`pooled_fit` fits one set for the runtime,
+with no op's live time: every op takes
 its traced time times one compute factor (the models' summed live ``calib-one`` op time
 over their summed traced time), ``op_us`` and ``step_s`` are the median over the models,
 and the link is fitted on all their transfers together. :func:`lomo_fits` gives each model
@@ -78,7 +80,7 @@ from commsched.sim.devices import (
 )
 from commsched.tictac.live.steptrace import compute_busy, transfers
 
-__all__ = ["RATE_UNIT_BPS", "Calibration", "Fit", "calibrate", "calibration_placements", "fit",
+__all__ = ["RATE_UNIT_BPS", "Calibration", "Fit", "calibrate", "calibration_placements",
            "live_cluster", "lomo_fits", "nominal_rates", "placed_fraction", "pooled_fit",
            "predict", "run_op_overhead_us", "trace_op_overhead_us"]
 
@@ -522,28 +524,6 @@ def pooled_fit(cals: Sequence[Calibration], own_op_times: bool = False) -> Fit:
     return Fit(statistics.median(c.op_us for c in cals), factor,
                statistics.median(c.step_s for c in cals), transfer_s, rate,
                cals[0].op_s if own_op_times else {}, cals[0].pair_scale)
-
-
-def fit(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
-        rates: np.ndarray | None = None) -> Fit:
-    """The overheads from one model's two calibration results (module docstring).
-
-    Parameters
-    ----------
-    g, calib, k, rates
-        As in :func:`calibrate`.
-
-    Returns
-    -------
-    Fit
-        :func:`pooled_fit` of this model's calibration with its own op live times.
-
-    Raises
-    ------
-    CommschedError
-        :func:`calibrate`'s and :func:`pooled_fit`'s errors.
-    """
-    return pooled_fit([calibrate(g, calib, k, rates)], own_op_times=True)
 
 
 def lomo_fits(cals: Mapping[str, Calibration]) -> dict[str, Fit]:
