@@ -392,13 +392,19 @@ def update_latency(updates: pd.DataFrame, exclude_job: str | None = None) -> flo
     float
         Seconds; 0 without events.
     """
+    lat = _controlled_latencies(updates, exclude_job)
+    return float(lat.median()) if len(lat) else 0.0
+
+
+def _controlled_latencies(updates: pd.DataFrame, exclude_job: str | None = None) -> pd.Series:
+    """The update latencies (s) of the controlled policies' flow events (all but
+    ``none``), without ``exclude_job``'s flows."""
     if not len(updates):
-        return 0.0
+        return pd.Series(dtype=float)
     keep = updates["policy"] != "none"
     if exclude_job is not None:
         keep &= updates["flow"].astype(str).str.split("/").str[0] != exclude_job
-    lat = updates.loc[keep, "latency_s"]
-    return float(lat.median()) if len(lat) else 0.0
+    return updates.loc[keep, "latency_s"]
 
 
 @dataclass(frozen=True)
@@ -835,7 +841,7 @@ def metrics(summary: pd.DataFrame, updates: pd.DataFrame) -> dict[str, float]:
                 df["error_lojo_abs_median"].median())
     out["echelon_live.ranking_kendall_tau"] = _kendall(list(mean_live), list(mean_sim))
     out["echelon_live.best_policy_same"] = float(mean_live.idxmin() == mean_sim.idxmin())
-    lat = updates[updates["policy"] != "none"]["latency_s"] if len(updates) else pd.Series()
+    lat = _controlled_latencies(updates)
     if len(lat):
         out["echelon_live.update_latency_median_ms"] = 1e3 * float(lat.median())
         out["echelon_live.update_latency_p95_ms"] = 1e3 * float(lat.quantile(0.95))
