@@ -14,8 +14,9 @@ rule runs as ``python -m``. Each one
    into one line on stderr and exit status 2 (:func:`run_interruptible` for live drivers,
    where Ctrl-C tears a cluster down and exits 130).
 
-Drivers that read traces take :func:`add_trace_options`; drivers with a ``metrics`` step
-that summarizes their own tables take :func:`add_table_options` and run that step with
+Drivers that read traces take :func:`add_trace_options`; drivers whose steps each write
+a table from the config's traces, with a ``metrics`` step that summarizes those tables,
+take :func:`add_step_options` (config, traces and tables) and run that step with
 :func:`metrics_step`; live drivers that cannot run here write
 :func:`write_skipped` tables instead.
 
@@ -61,7 +62,7 @@ __all__ = [
     "KindFigureConfig",
     "SectionParams",
     "add_config_options",
-    "add_table_options",
+    "add_step_options",
     "add_trace_options",
     "config_section",
     "load_section",
@@ -380,12 +381,15 @@ def trace_file(trace_dir: str | Path, name: str) -> str:
     return str(Path(trace_dir) / f"{name}.json.gz")
 
 
-def add_table_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, ...]) -> None:
-    """Add the step ``what`` (one of ``steps`` or ``metrics``), ``--table CSV``,
-    ``--tables WHAT=CSV ...`` and ``--metrics CSV`` to ``p``.
+def add_step_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, ...],
+                     section: str, traces: str) -> None:
+    """Add the options of a step driver to ``p``: the config section
+    (:func:`add_config_options`), the traces (:func:`add_trace_options`), the step
+    ``what`` (one of ``steps`` or ``metrics``), ``--table CSV``, ``--tables WHAT=CSV ...``
+    and ``--metrics CSV``.
 
-    For a driver whose steps each write one ``--table`` and whose ``metrics`` step
-    summarizes those tables (:func:`metrics_step`).
+    For a driver whose steps each write one ``--table`` from the config's traces and
+    whose ``metrics`` step summarizes those tables (:func:`metrics_step`).
 
     Parameters
     ----------
@@ -396,7 +400,13 @@ def add_table_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, .
         a table is named by in ``--tables``.
     steps : tuple of str
         The steps that write a table.
+    section : str
+        The config section the driver reads (:func:`add_config_options`).
+    traces : str
+        The traces the config names, for the help texts (:func:`add_trace_options`).
     """
+    add_config_options(p, section)
+    add_trace_options(p, traces)
     p.add_argument(what, choices=[*steps, "metrics"])
     p.add_argument("--table", help="result table to write (CSV)")
     p.add_argument("--tables", nargs="+", metavar=f"{what.upper()}=CSV",
@@ -406,17 +416,17 @@ def add_table_options(p: argparse.ArgumentParser, what: str, steps: tuple[str, .
 
 def metrics_step(args: argparse.Namespace, what: str, steps: tuple[str, ...],
                  headline: Callable[[dict[str, pd.DataFrame]], Mapping[str, float]]) -> bool:
-    """Run the ``metrics`` step of :func:`add_table_options` (summarize ``--tables``), or
+    """Run the ``metrics`` step of :func:`add_step_options` (summarize ``--tables``), or
     check that another step has its ``--table``.
 
     Parameters
     ----------
     args : argparse.Namespace
-        Parsed arguments of :func:`add_table_options`.
+        Parsed arguments of :func:`add_step_options`.
     what : str
-        As given to :func:`add_table_options`.
+        As given to :func:`add_step_options`.
     steps : tuple of str
-        As given to :func:`add_table_options`: the names ``--tables`` may use.
+        As given to :func:`add_step_options`: the names ``--tables`` may use.
     headline : callable
         ``{step: table}`` to ``{metric: value}``.
 

@@ -127,9 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         option, an unreadable table).
     """
     p = driver.parser("commsched.pace.experiments.sim", __doc__)
-    driver.add_config_options(p, "pace_sim")
-    driver.add_trace_options(p, "the config's traces (named <trace>.json.gz)")
-    driver.add_table_options(p, "experiment", EXPERIMENTS)
+    driver.add_step_options(p, "experiment", EXPERIMENTS, "pace_sim",
+                            "the config's traces (named <trace>.json.gz)")
     args = p.parse_args(argv)
 
     def body() -> None:

@@ -167,9 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0, or 2 after a one-line error on stderr (bad config, trace or table).
     """
     p = driver.parser(__name__, __doc__)
-    driver.add_config_options(p, "tictac")
-    driver.add_trace_options(p, "the config's traces")
-    driver.add_table_options(p, "figure", FIGURES)
+    driver.add_step_options(p, "figure", FIGURES, "tictac", "the config's traces")
     args = p.parse_args(argv)
 
     def body() -> None:
