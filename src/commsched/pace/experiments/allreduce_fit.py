@@ -59,11 +59,8 @@ def metrics(fits: pd.DataFrame) -> dict[str, float]:
     """
     out: dict[str, float] = {}
     for r in fits.itertuples():
-        key = f"comm.allreduce.w{r.workers}"
-        out[f"{key}.a_s"] = r.a_s
-        out[f"{key}.b_s_per_byte"] = r.b_s_per_byte
-        out[f"{key}.r2"] = r.r2
-        out[f"{key}.busbw_Bps"] = r.busbw_Bps
+        for col in ("a_s", "b_s_per_byte", "r2", "busbw_Bps"):
+            out[f"comm.allreduce.w{r.workers}.{col}"] = getattr(r, col)
     ws = sorted(int(w) for w in fits["workers"])
     slope = dict(zip(fits["workers"].astype(int), fits["b_s_per_byte"], strict=True))
     for n, m in itertools.pairwise(ws):
