@@ -452,6 +452,8 @@ def run(
     Returns
     -------
     RunResult
+        Per iteration: every worker's finish time, recv ranks, efficiency and busy
+        times, and the shared channels' load.
 
     Raises
     ------
