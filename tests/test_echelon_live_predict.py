@@ -2,7 +2,8 @@
 jobs and flow records: collectives on one communication thread
 (``JobSpec.serial_collectives``), a flow's latency after its last byte
 (``JobGraph.flow_latency``), the kernel's FIFO for policy ``none`` (:func:`kernel_fifo`),
-the controller's delayed htb enforcement (:class:`EnforcedPolicy`), the per-message
+the controller's delayed htb enforcement (:class:`EnforcedPolicy`), a sender's lanes
+(:func:`send_lanes`, :func:`limit_lanes`), the per-message
 overhead fitted from flow records (:func:`fit_overheads`) and the leave-one-job-out fit and
 prediction (:func:`fit_held_out`, :func:`predict_held_out`: the held-out job's records never
 enter them)."""
@@ -19,11 +20,12 @@ from commsched.echelon.experiments.live import (
     fit_held_out,
     fit_overheads,
     kernel_fifo,
+    limit_lanes,
     predict,
     predict_held_out,
 )
 from commsched.echelon.jobs import JobGraph, JobSpec, build_job
-from commsched.echelon.live.jobs import LiveJob, simulator_profile
+from commsched.echelon.live.jobs import SENDERS, LiveJob, send_lanes, simulator_profile
 from commsched.echelon.live.runner import JobPlacement
 from commsched.echelon.live.tc import FLOOR_SHARE, EnforcedPolicy
 from commsched.echelon.live.topology import network
@@ -175,6 +177,37 @@ def test_predict_models_each_policy_back_end() -> None:
     assert jct[("none", None)]["pp"] > jct[("fair", None)]["pp"]
     # a late controller cannot give the pipeline its priority at once
     assert jct[("sebf", 0.01)]["pp"] > jct[("sebf", None)]["pp"]
+
+
+def test_send_lanes_leave_the_backward_sends_what_the_forward_ones_did_not_take() -> None:
+    job = LiveJob("p", "gpipe", world=4, blocks=4, micro_batches=8)
+    # every stage's forward sends take SENDERS lanes; the middle stages' gradients get 7 - 4
+    assert send_lanes(job, 7) == {(1, 0): 7 - SENDERS, (2, 1): 7 - SENDERS}
+    assert send_lanes(job, 2 * SENDERS) == {}
+    assert send_lanes(LiveJob("p", "gpipe", world=3, blocks=3, micro_batches=2), 3) == {(1, 0): 1}
+    assert send_lanes(LiveJob("d", "dp-allreduce"), 1) == {}
+
+
+def test_limit_lanes_serialises_the_flows_beyond_the_lanes() -> None:
+    prof = LayerProfile("toy", fwd=(0.0, 0.0), bwd=(0.0, 0.0), params=(4, 4), act=(1.0, 0))
+
+    def act_flows(lanes: int | None) -> pd.DataFrame:
+        g = build_job(JobSpec("p", "gpipe", hosts=(0, 1), micro_batches=4, iterations=2), prof)
+        if lanes is not None:
+            limit_lanes(g, {(0, 1): lanes})
+        fl = run_jobs([g], big_switch(2, 1.0), "fair").flows
+        return fl[fl["src"] == 0].sort_values(["iteration", "release"])
+    free = act_flows(None)
+    assert free.groupby("iteration")["release"].nunique().tolist() == [1, 1]  # all at once
+    one = act_flows(1)
+    for _, f in one.groupby("iteration"):  # one lane: each waits for the one before
+        assert np.allclose(f["release"].to_numpy()[1:], f["finish"].to_numpy()[:-1])
+        assert f["finish"].diff().dropna().tolist() == pytest.approx([1.0] * 3)
+    two = act_flows(2)
+    first = two[two["iteration"] == 0]
+    assert (first["release"] == 0.0).sum() == 2
+    with pytest.raises(CommschedError, match="no lane"):
+        limit_lanes(build_job(JobSpec("p", "gpipe", hosts=(0, 1)), prof), {(0, 1): 0})
 
 
 def test_enforced_policy_leaks_a_packet_per_message_boundary() -> None:

@@ -62,10 +62,10 @@ from commsched.cluster import net
 from commsched.cluster.net import parse_rate
 from commsched.cluster.torchrun import LAUNCHERS
 from commsched.echelon.cluster_sim import ClusterRun, run_jobs
-from commsched.echelon.jobs import build_job
+from commsched.echelon.jobs import JobGraph, build_job
 from commsched.echelon.live.controller import POLICIES
-from commsched.echelon.live.jobs import LiveJob, profile_compute, simulator_profile
-from commsched.echelon.live.runner import JobPlacement, run_live
+from commsched.echelon.live.jobs import LiveJob, profile_compute, send_lanes, simulator_profile
+from commsched.echelon.live.runner import TAGS_PER_PROCESS, JobPlacement, run_live
 from commsched.echelon.live.tc import GSO_BYTES, EnforcedPolicy
 from commsched.echelon.live.topology import network
 from commsched.echelon.live.worker import BACKENDS
@@ -76,7 +76,7 @@ from commsched.sim.flow import Policy, View, max_min
 
 __all__ = ["FIGURE_KINDS", "HELD_OUT_COLUMNS", "FigureConfig", "HeldOutFit", "Params",
            "analyse", "arranged_profiles", "fit_held_out", "fit_overheads", "kernel_fifo",
-           "messages", "metrics", "predict", "predict_held_out", "skipped_reason",
+           "limit_lanes", "messages", "metrics", "predict", "predict_held_out", "skipped_reason",
            "summarize", "traced_profiles", "update_latency"]
 
 TABLES = ("jobs", "iterations", "flows", "updates", "summary")
@@ -563,6 +563,48 @@ def predict_held_out(params: Params, t: Mapping[str, pd.DataFrame], core_Bps: fl
     return pd.DataFrame(rows)
 
 
+def limit_lanes(g: JobGraph, lanes: Mapping[tuple[int, int], int]) -> None:
+    """Let at most ``lanes[(src, dst)]`` flows of ``g`` from host ``src`` to ``dst`` be in
+    flight at once, per iteration (in place): the ``k``-th such flow (creation order) is
+    released only once the ``(k - L)``-th is done, as a live sender waits for an idle lane
+    (:func:`commsched.echelon.live.jobs.send_lanes`; lanes are assumed freed in the order
+    they were taken).
+
+    Parameters
+    ----------
+    g : JobGraph
+        The job graph; its flows' predecessors gain the earlier flows.
+    lanes : mapping of (int, int) to int
+        Per host pair, the lanes (>= 1); pairs not named are not limited.
+
+    Raises
+    ------
+    CommschedError
+        A pair has fewer than one lane.
+
+    Examples
+    --------
+    >>> from commsched.echelon.jobs import JobSpec, build_job
+    >>> from commsched.echelon.profile import LayerProfile
+    >>> p = LayerProfile("m", (1.0, 1.0), (1.0, 1.0), (4, 4), (8, 8))
+    >>> g = build_job(JobSpec("p", "gpipe", (0, 1), micro_batches=3), p)
+    >>> limit_lanes(g, {(0, 1): 2})
+    >>> g.preds[("f", 2)][-1]
+    ('f', 0)
+    """
+    if any(n < 1 for n in lanes.values()):
+        raise CommschedError(f"limit_lanes: a host pair has no lane ({dict(lanes)})")
+    seen: dict[tuple[int, int, int], list[int]] = {}
+    for f, (src, dst, it) in enumerate(zip(g.flow_src, g.flow_dst, g.flow_iter, strict=True)):
+        n = lanes.get((src, dst))
+        if n is None:
+            continue
+        mine = seen.setdefault((it, src, dst), [])
+        if len(mine) >= n:
+            g.preds[("f", f)].append(("f", mine[-n]))
+        mine.append(f)
+
+
 def kernel_fifo(message_bytes: np.ndarray) -> Policy:
     """The kernel's own sharing of a link (policy ``none``: one htb class, one FIFO) as a
     flow policy: max-min fair with each flow weighted by the bytes of one of its messages.
@@ -671,6 +713,9 @@ def predict(jobs: Sequence[JobPlacement], profiles: Mapping[str, Any], core_Bps:
         g = build_job(jp.job.spec(hosts), profiles[jp.job.name])
         if arranged is not None:
             g.flow_offset = build_job(jp.job.spec(hosts), arranged[jp.job.name]).flow_offset
+        if overheads is not None:
+            limit_lanes(g, {(hosts[a], hosts[b]): n for (a, b), n
+                            in send_lanes(jp.job, TAGS_PER_PROCESS).items()})
         n = {k: messages(grp.label, jp.job.world) for k, grp in enumerate(g.groups)}
         size = {k: 0.0 for k in n}
         for f, k in enumerate(g.flow_group):
