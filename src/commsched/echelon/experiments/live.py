@@ -30,19 +30,22 @@ time beyond its bytes at the path rate) as each flow's latency; a sender's lanes
 (:func:`limit_lanes`: no more flows in flight to a peer than
 :func:`~commsched.echelon.live.jobs.send_lanes` gives it; on the reference run this took
 the in-sample median error from 9.9 to 9.0% and the leave-one-job-out one from 7.6 to
-7.9%; the ring collectives' lockstep, a ring flow pausing until its predecessor's
-message arrived, was tried as well and left out: 9.0 -> 9.8% and 7.9 -> 7.7%, worse or
-no better on the two earlier runs); policy ``none`` as the
+7.9%); each job's start after the phase's go (:func:`start_offsets`, 35-65 ms; 9.0 ->
+9.0% and 7.9 -> 7.8%); policy ``none`` as the
 kernel's FIFO (:func:`kernel_fifo`: shares by message bytes); every other policy as the
 controller enforces it (:class:`~commsched.echelon.live.tc.EnforcedPolicy`: decisions in
 force after the measured median update latency, htb classes and borrowing, and one 64 KiB
 GSO packet of a held flow at each message boundary of a favoured one); the flows'
 EchelonFlow offsets are the ones the live flows carried (:func:`arranged_profiles`).
-``error = predicted / measured - 1`` of each job's JCT; ``predicted_fluid_jct_s``: the same jobs
-with the policy as it asks and no overhead. Leave one job out (:func:`predict_held_out`):
-each job predicted with nothing of its own records, from its profile measured before the
-run and overheads fitted on the other jobs (:func:`fit_held_out`), as a user would predict
-a job that has not run yet; ``error_lojo_median``.
+Tried and left out (README, "EchelonFlow live", with the numbers): the ring collectives'
+lockstep (a ring flow pausing until its predecessor's message arrived), the transport's
+own per-message cost (0.3-0.4 ms) in place of the fitted latency, and no packet leak for
+single-message flows. ``error = predicted / measured - 1`` of each job's JCT;
+``predicted_fluid_jct_s``: the same jobs with the policy as it asks and no overhead.
+Leave one job out (:func:`predict_held_out`): each job predicted with nothing of its own
+records, from its profile measured before the run and overheads and start fitted on the
+other jobs (:func:`fit_held_out`), as a user would predict a job that has not run yet;
+``error_lojo_median``.
 
 Without root, without htb/u32, or with ``enabled: false`` nothing runs: every table says
 ``skipped: <reason>`` and the metrics are empty, so the claims stay pending. Run as
