@@ -187,6 +187,7 @@ def test_send_lanes_leave_the_backward_sends_what_the_forward_ones_did_not_take(
     assert send_lanes(job, 2 * SENDERS) == {}
     assert send_lanes(LiveJob("p", "gpipe", world=3, blocks=3, micro_batches=2), 3) == {(1, 0): 1}
     assert send_lanes(LiveJob("d", "dp-allreduce"), 1) == {}
+    assert send_lanes(LiveJob("p", "1f1b", world=3, blocks=3, micro_batches=4), 3) == {}
 
 
 def test_limit_lanes_serialises_the_flows_beyond_the_lanes() -> None:

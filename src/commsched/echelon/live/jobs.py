@@ -354,12 +354,14 @@ def send_lanes(job: LiveJob, tags: int) -> dict[tuple[int, int], int]:
 
     A rank has ``tags`` tags; a lane is opened on demand while a tag is free, stays bound
     to its peer for the rest of the run, and a flow waits for an idle lane to its peer.
-    A pipeline stage sends first forward (the warm-up's forwards: up to ``min(M,``
-    :data:`SENDERS` ``)`` activations in flight, each taking longer on the core than a
-    micro-batch's forward), so its lanes to the next stage are opened first and the
-    previous stage gets what is left: the middle stages of the configured 3-stage job
-    send their gradients on 3 lanes (4 micro-batches; the flow records' tags show the
-    same). Collectives have one flow per communication thread in flight: never limited.
+    A GPipe stage sends every forward first (up to ``min(M,`` :data:`SENDERS` ``)``
+    activations in flight, each taking longer on the core than a micro-batch's forward),
+    so its lanes to the next stage are opened first and the previous stage gets what is
+    left: the middle stage of the configured 3-stage job sends its 4 gradients on 3 lanes
+    (the flow records' tags show the same). A 1F1B stage interleaves its forward and
+    backward sends, so which peer's lanes open first depends on the network: not
+    modelled (no limit). Collectives have one flow per communication thread in flight:
+    never limited.
 
     Parameters
     ----------
@@ -372,14 +374,14 @@ def send_lanes(job: LiveJob, tags: int) -> dict[tuple[int, int], int]:
     -------
     dict of (int, int) to int
         ``(rank, peer) -> lanes``, only where fewer than the flows that would be in
-        flight at once (empty for collectives).
+        flight at once (empty for collectives and 1F1B).
 
     Examples
     --------
     >>> send_lanes(LiveJob("p", "gpipe", world=3, blocks=6, micro_batches=4), 7)
     {(1, 0): 3}
     """
-    if not job.pipeline:
+    if job.paradigm != "gpipe":
         return {}
     want = min(job.micro_batches, SENDERS)
     out = {}
