@@ -2,7 +2,8 @@
 jobs and flow records: collectives on one communication thread
 (``JobSpec.serial_collectives``), a flow's latency after its last byte
 (``JobGraph.flow_latency``), the kernel's FIFO for policy ``none`` (:func:`kernel_fifo`),
-the controller's delayed htb enforcement (:class:`EnforcedPolicy`), the per-message
+the controller's delayed htb enforcement (:class:`EnforcedPolicy`), a sender's lanes
+(:func:`send_lanes`, :func:`limit_lanes`), the per-message
 overhead fitted from flow records (:func:`fit_overheads`) and the leave-one-job-out fit and
 prediction (:func:`fit_held_out`, :func:`predict_held_out`: the held-out job's records never
 enter them)."""
@@ -19,11 +20,13 @@ from commsched.echelon.experiments.live import (
     fit_held_out,
     fit_overheads,
     kernel_fifo,
+    limit_lanes,
     predict,
     predict_held_out,
+    start_offsets,
 )
 from commsched.echelon.jobs import JobGraph, JobSpec, build_job
-from commsched.echelon.live.jobs import LiveJob, simulator_profile
+from commsched.echelon.live.jobs import SENDERS, LiveJob, send_lanes, simulator_profile
 from commsched.echelon.live.runner import JobPlacement
 from commsched.echelon.live.tc import FLOOR_SHARE, EnforcedPolicy
 from commsched.echelon.live.topology import network
@@ -177,6 +180,49 @@ def test_predict_models_each_policy_back_end() -> None:
     assert jct[("sebf", 0.01)]["pp"] > jct[("sebf", None)]["pp"]
 
 
+def test_send_lanes_leave_the_backward_sends_what_the_forward_ones_did_not_take() -> None:
+    job = LiveJob("p", "gpipe", world=4, blocks=4, micro_batches=8)
+    # every stage's forward sends take SENDERS lanes; the middle stages' gradients get 7 - 4
+    assert send_lanes(job, 7) == {(1, 0): 7 - SENDERS, (2, 1): 7 - SENDERS}
+    assert send_lanes(job, 2 * SENDERS) == {}
+    assert send_lanes(LiveJob("p", "gpipe", world=3, blocks=3, micro_batches=2), 3) == {(1, 0): 1}
+    assert send_lanes(LiveJob("d", "dp-allreduce"), 1) == {}
+    assert send_lanes(LiveJob("p", "1f1b", world=3, blocks=3, micro_batches=4), 3) == {}
+
+
+def test_limit_lanes_serialises_the_flows_beyond_the_lanes() -> None:
+    prof = LayerProfile("toy", fwd=(0.0, 0.0), bwd=(0.0, 0.0), params=(4, 4), act=(1.0, 0))
+
+    def act_flows(lanes: int | None) -> pd.DataFrame:
+        g = build_job(JobSpec("p", "gpipe", hosts=(0, 1), micro_batches=4, iterations=2), prof)
+        if lanes is not None:
+            limit_lanes(g, {(0, 1): lanes})
+        fl = run_jobs([g], big_switch(2, 1.0), "fair").flows
+        return fl[fl["src"] == 0].sort_values(["iteration", "release"])
+    free = act_flows(None)
+    assert free.groupby("iteration")["release"].nunique().tolist() == [1, 1]  # all at once
+    one = act_flows(1)
+    for _, f in one.groupby("iteration"):  # one lane: each waits for the one before
+        assert np.allclose(f["release"].to_numpy()[1:], f["finish"].to_numpy()[:-1])
+        assert f["finish"].diff().dropna().tolist() == pytest.approx([1.0] * 3)
+    two = act_flows(2)
+    first = two[two["iteration"] == 0]
+    assert (first["release"] == 0.0).sum() == 2
+    with pytest.raises(CommschedError, match="no lane"):
+        limit_lanes(build_job(JobSpec("p", "gpipe", hosts=(0, 1)), prof), {(0, 1): 0})
+
+
+def test_predict_starts_each_job_at_its_offset() -> None:
+    job = LiveJob("z", "dp-allreduce", width=16, blocks=2, batch=6, iterations=2)
+    jobs = [JobPlacement(job, (0, 1, 0))]
+    prof = {"z": simulator_profile(job, [1e-3, 1e-3], [1e-3, 1e-3])}
+    at0 = predict(jobs, prof, 1e5, 1e6, "fair", {"z": 0.0}, 0.0).jobs_table()
+    late = predict(jobs, prof, 1e5, 1e6, "fair", {"z": 0.0}, 0.0, starts={"z": 0.5}).jobs_table()
+    # alone, a job that starts 0.5 s later ends 0.5 s later: its JCT after the go
+    assert late.loc[0, "arrival_s"] == 0.5
+    assert late.loc[0, "jct_s"] == pytest.approx(at0.loc[0, "jct_s"])
+
+
 def test_enforced_policy_leaks_a_packet_per_message_boundary() -> None:
     net = network([0, 1], 1000.0, 100.0)
     floor = 100.0 * FLOOR_SHARE
@@ -232,12 +278,15 @@ def _alone() -> dict[str, LayerProfile]:
 
 
 def _records(scale: dict[str, float], extra: dict[str, float], latency: dict[str, float],
-             seed: int = 0) -> dict[str, pd.DataFrame]:
+             seed: int = 0, start: dict[str, float] | None = None) -> dict[str, pd.DataFrame]:
     """:func:`analyse`-like tables of the three jobs: every computation takes ``scale[job]``
     times its profile before the run, every flow its bytes at the path rate plus
     ``extra[job]`` per message (and a random wait >= 0: contention), every controlled
-    flow event ``latency[job]`` (policy ``none``'s events: 9 s, never counted)."""
+    flow event ``latency[job]`` (policy ``none``'s events: 9 s, never counted); in each
+    of 3 phases (repeats) a job's first computation starts ``start[job]`` (default 0.05 s)
+    times 1, 2, 3 after the go, its flows at 1 s."""
     rng = np.random.default_rng(seed)
+    start = start or {jp.job.name: 0.05 for jp in LOJO_JOBS}
     alone = _alone()
     tasks, flows, ups = [], [], []
     for jp in LOJO_JOBS:
@@ -252,15 +301,18 @@ def _records(scale: dict[str, float], extra: dict[str, float], latency: dict[str
             labels = ([("fwd", sum(p.fwd))] if j.paradigm == "dp-allreduce"
                       else [(f"fwd{b}", x) for b, x in enumerate(p.fwd)])
             labels += [(f"bwd{b}", x) for b, x in enumerate(p.bwd)]
-        for _ in range(3):
-            tasks += [{"job": j.name, "label": lab, "duration_s": s * x} for lab, x in labels]
+        for rep in range(3):
+            tasks += [{"job": j.name, "repeat": rep, "policy": "sebf", "label": lab,
+                       "start_s": start[j.name] * (rep + 1) + i, "duration_s": s * x}
+                      for i, (lab, x) in enumerate(labels)]
         group = {"gpipe": "act0", "fsdp": "allgather", "dp-allreduce": "allreduce0"}[j.paradigm]
         n = {"gpipe": 1, "fsdp": 2, "dp-allreduce": 4}[j.paradigm]
         for k in range(30):
             src, dst = k % 3, (k + 1) % 3
             rate = CORE if jp.racks[src] != jp.racks[dst] else HOST
             wait = 0.0 if k < 3 else float(rng.uniform(0.0, 0.05))
-            flows.append({"job": j.name, "group": group, "src": src, "dst": dst,
+            flows.append({"job": j.name, "repeat": k % 3, "policy": "sebf", "group": group,
+                          "src": src, "dst": dst,
                           "bytes": 500.0, "start": 1.0,
                           "finish": 1.0 + 500.0 / rate + n * extra[j.name] + wait})
             for policy, lat in (("none", 9.0), ("sebf", latency[j.name])):
@@ -272,14 +324,18 @@ def _records(scale: dict[str, float], extra: dict[str, float], latency: dict[str
 
 def test_fit_held_out_recovers_the_other_jobs_parameters() -> None:
     t = _records({"pp": 2.0, "fs": 3.0, "dp": 5.0}, {"pp": 0.001, "fs": 0.01, "dp": 0.02},
-                 {"pp": 1e-4, "fs": 0.004, "dp": 0.008})
+                 {"pp": 1e-4, "fs": 0.004, "dp": 0.008},
+                 start={"pp": 0.001, "fs": 0.02, "dp": 0.03})
     fit = fit_held_out(t, LOJO_JOBS, "pp", _alone(), CORE, HOST, quantile=0.0)
     # the others' scales 3 and 5 (median 4), their lowest per-message cost (10 ms), their
-    # updates (as many of 4 as of 8 ms): nothing of pp's 2x, 1 ms or 0.1 ms, each of which
-    # would move the fit
+    # updates (as many of 4 as of 8 ms), the median of their starts (20, 40, 60 and 30,
+    # 60, 90 ms): nothing of pp's 2x, 1 ms, 0.1 ms or 1-3 ms, each of which would move it
     assert fit.compute_scale == pytest.approx(4.0)
     assert fit.message_overhead_s == pytest.approx(0.01)
     assert fit.update_s == pytest.approx(0.006)
+    assert fit.start_s == pytest.approx(0.05)
+    # in-sample, each job's own median start
+    assert start_offsets(t) == pytest.approx({"pp": 0.002, "fs": 0.04, "dp": 0.06})
     fit = fit_held_out(t, LOJO_JOBS, "dp", _alone(), CORE, HOST, quantile=0.0)
     assert fit.compute_scale == pytest.approx(2.5)
     assert fit.message_overhead_s == pytest.approx(0.001)
@@ -294,9 +350,10 @@ def test_held_out_job_records_never_enter_its_prediction() -> None:
     t = _records(base, {"pp": 0.02, "fs": 0.01, "dp": 0.005},
                  {"pp": 0.004, "fs": 0.004, "dp": 0.008})
     # fs's records changed every way that would move a fit on them: its compute, its
-    # flows' cost per message (below the others'), its flow events
+    # flows' cost per message (below the others'), its flow events, its start
     u = _records({**base, "fs": 9.0}, {"pp": 0.02, "fs": 0.0, "dp": 0.005},
-                 {"pp": 0.004, "fs": 0.3, "dp": 0.008}, seed=1)
+                 {"pp": 0.004, "fs": 0.3, "dp": 0.008}, seed=1,
+                 start={"pp": 0.05, "fs": 0.3, "dp": 0.05})
     for k, col in (("tasks", "job"), ("flows", "job"), ("updates", "flow")):
         of_fs = u[k][col].astype(str).str.split("/").str[0] == "fs"
         keep = t[k][col].astype(str).str.split("/").str[0] != "fs"

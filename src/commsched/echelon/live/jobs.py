@@ -75,12 +75,15 @@ __all__ = [
     "reference",
     "run_on_loopback",
     "run_rank",
+    "send_lanes",
     "simulator_profile",
     "stage_blocks",
 ]
 
 #: The paradigms a live job can run (names of :data:`commsched.echelon.jobs.PARADIGMS`).
 LIVE_PARADIGMS = ("gpipe", "1f1b", "fsdp", "dp-allreduce")
+#: Sender threads of a pipeline stage (its activations and gradients in flight at once).
+SENDERS = 4
 
 
 @dataclass(frozen=True)
@@ -345,6 +348,54 @@ def flow_meta(job: LiveJob, profile: LayerProfile) -> dict[tuple[int, str, int, 
     return out
 
 
+def send_lanes(job: LiveJob, tags: int) -> dict[tuple[int, int], int]:
+    """How many flows each rank of ``job`` can have in flight to each peer: its lanes
+    (:class:`~commsched.echelon.live.transport.TaggedTransport`) to that peer.
+
+    A rank has ``tags`` tags; a lane is opened on demand while a tag is free, stays bound
+    to its peer for the rest of the run, and a flow waits for an idle lane to its peer.
+    A GPipe stage sends every forward first (up to ``min(M,`` :data:`SENDERS` ``)``
+    activations in flight, each taking longer on the core than a micro-batch's forward),
+    so its lanes to the next stage are opened first and the previous stage gets what is
+    left: the middle stage of the configured 3-stage job sends its 4 gradients on 3 lanes
+    (the flow records' tags show the same). A 1F1B stage interleaves its forward and
+    backward sends, so which peer's lanes open first depends on the network: not
+    modelled (no limit). Collectives have one flow per communication thread in flight:
+    never limited.
+
+    Parameters
+    ----------
+    job : LiveJob
+        The job.
+    tags : int
+        Tags per process (:data:`commsched.echelon.live.runner.TAGS_PER_PROCESS`).
+
+    Returns
+    -------
+    dict of (int, int) to int
+        ``(rank, peer) -> lanes``, only where fewer than the flows that would be in
+        flight at once (empty for collectives and 1F1B).
+
+    Examples
+    --------
+    >>> send_lanes(LiveJob("p", "gpipe", world=3, blocks=6, micro_batches=4), 7)
+    {(1, 0): 3}
+    """
+    if job.paradigm != "gpipe":
+        return {}
+    want = min(job.micro_batches, SENDERS)
+    out = {}
+    for s in range(job.world):
+        left = tags
+        for peer in (s + 1, s - 1):  # forward sends open their lanes first
+            if 0 <= peer < job.world:
+                got = min(want, left)
+                left -= got
+                if got < want:
+                    out[(s, peer)] = got
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # One rank.
 
@@ -517,7 +568,7 @@ def _pipeline(c: _Ctx) -> None:
     params = {b: p for b, p in enumerate(init_params(job)) if b in mine}
     mb = job.batch // M
     order = _stage_order(job.paradigm, S, s, M)
-    with ThreadPoolExecutor(4, thread_name_prefix="send") as pool:
+    with ThreadPoolExecutor(SENDERS, thread_name_prefix="send") as pool:
         for it in range(job.iterations):
             x, y = _data(job, it)
             ps = {b: p.clone().requires_grad_() for b, p in params.items()}
