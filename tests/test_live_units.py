@@ -475,16 +475,31 @@ def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
         w.predict_achieved(2, ov, {"baseline": ranks})
 
 
+def _live_compute(oracle: float, phi: float, f0: float, s: float) -> float:
+    """The live compute time of ``oracle`` seconds of ops run at ``1 / f0`` of the oracle's
+    speed, at ``1 / (f0 (1 + s))`` for the share ``phi`` of the live time."""
+    return f0 * oracle / ((1 - phi) + phi / (1 + s))
+
+
 def test_fit_compute_recovers_a_known_factor():
     # 4 traced steps whose live compute is 1.8 x the oracle's: recovered, whatever the
     # step sizes; no per-op cost in the model (Overhead.apply scales every compute op)
     oracle = [0.2, 0.5, 0.3, 0.9]
     assert fit_compute(oracle, [1.8 * x for x in oracle]) == (pytest.approx(1.8), 0.0)
-    # live = 1.2 x oracle x (1 + 0.9 x overlap): both recovered, whatever the sizes
+    # compute at 1 / 1.2 of the oracle's speed, at 1 / (1.2 x 1.9) while a transfer is in
+    # flight, for the share phi of the live time: both recovered, whatever the sizes
     phi = [0.0, 0.3, 1.0, 0.6]
-    got = fit_compute(oracle, [1.2 * x * (1 + 0.9 * p) for x, p in zip(oracle, phi,
-                                                                         strict=True)], phi)
-    assert got == (pytest.approx(1.2), pytest.approx(0.9))
+    live = [_live_compute(x, p, 1.2, 0.9) for x, p in zip(oracle, phi, strict=True)]
+    assert fit_compute(oracle, live, phi) == (pytest.approx(1.2), pytest.approx(0.9))
+    # the simulator's stretch of oracle times, d (1 + s phi_op), read back: an op fully in
+    # flight and one fully quiet, summed as one traced step, and the quiet one alone
+    quiet, busy = 0.3, 0.2
+    live_s = 1.2 * (quiet + busy * 1.9)
+    assert fit_compute([quiet + busy, quiet], [live_s, 1.2 * quiet],
+                       [1.2 * busy * 1.9 / live_s, 0.0]) == (pytest.approx(1.2),
+                                                             pytest.approx(0.9))
+    # compute faster in flight than quiet: no contention, one factor
+    assert fit_compute([1.0, 1.0], [2.0, 1.0], [0.0, 1.0]) == (pytest.approx(1.5), 0.0)
     g = new_graph({"cpu": 1})
     add_op(g, "c", "compute", "cpu", 0.1)
     assert Overhead(0.0, 1.0, 2.0, 0.0, gap_factor=1.5).apply(g).nodes["c"]["duration"] == (
@@ -496,7 +511,7 @@ def test_fit_compute_recovers_a_known_factor():
 
 
 def test_contention_fit_leaves_the_held_out_model():
-    # m1 and m2: live compute = 1.2 x oracle x (1 + 0.8 x overlap), overlaps 0.1-0.9;
+    # m1 and m2: compute factor 1.2, contention 0.8 (_live_compute), overlaps 0.1-0.9;
     # m3 runs 3 x its oracle whatever the overlap: leaving it out recovers 1.2 and 0.8
     xrows, trows, srows = [], [], []
     for model, oracle, f0, s in (("m1", 0.5, 1.2, 0.8), ("m2", 0.2, 1.2, 0.8),
@@ -507,7 +522,8 @@ def test_contention_fit_leaves_the_held_out_model():
                        "bytes": 1e6, "start_s": 0.0, "end_s": (i + 1) * 0.011}
                       for i in range(3)]
             trows.append({"model": model, "mode": "train", "config": "baseline",
-                          "compute_s": f0 * oracle * (1 + s * phi), "oracle_compute_s": oracle,
+                          "compute_s": _live_compute(oracle, phi, f0, s),
+                          "oracle_compute_s": oracle,
                           "net_overlap": phi})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
@@ -559,11 +575,64 @@ def test_fit_gate_takes_the_median_boundary_less_the_transfer():
         fit_gate([math.nan], [1.0], 0.0, 1e8)
 
 
-def test_fallback_and_worker_noise_fits_recover_known_values():
-    # 8 sender steps, 2 of them in an arbitrary order (agreement near 0.5)
-    assert fit_fallback([0.99, 0.95, 0.45, 0.9, 0.97, 0.6, 0.88, math.nan, 1.0]) == 0.25
+def _sender_steps(rng: np.random.Generator, model: str, mode: str, share: float,
+                  speed: float, n: int = 60) -> list[dict[str, object]]:
+    """Measured steps of a baseline (work ~ N(mean, 3%)) and a sender config whose steps
+    fall back to the baseline's time with probability ``share``, else run ``speed`` x it."""
+    mean = {"infer": 1.0, "train": 2.0}[mode]
+    base = rng.normal(mean, 0.03 * mean, n)
+    snd = rng.normal(mean, 0.03 * mean, n) * np.where(rng.random(n) < share, 1.0, speed)
+    return [{"model": model, "mode": mode, "config": c, "hook": h, "step": k, "worker": 0,
+             "work_s": float(v), "barrier_s": 0.002}
+            for c, h, vals in (("baseline", "none", base), ("tac-sender", "sender", snd))
+            for k, v in enumerate(vals)]
+
+
+def test_fallback_fit_reads_the_measured_steps_bimodality():
+    rng = np.random.default_rng(1)
+    # two models whose sender steps fall back 30% of the time, 25% faster otherwise
+    st = pd.DataFrame([r for m in ("m1", "m2") for r in _sender_steps(rng, m, "infer", 0.3,
+                                                                       0.75, 200)])
+    pairs = [(d.work_s[d.config == "tac-sender"], d.work_s[d.config == "baseline"])
+             for _, d in st.groupby("model")]
+    assert fit_fallback(pairs) == pytest.approx(0.3, abs=0.05)
+    # a mode whose order gains nothing (speed 1) says nothing about the share: drawn with
+    # 90% fallbacks, it leaves the estimate where the informative configs put it
+    flat = pd.DataFrame(_sender_steps(rng, "m1", "train", 0.9, 1.0, 200))
+    flat_pair = (flat.work_s[flat.config == "tac-sender"],
+                 flat.work_s[flat.config == "baseline"])
+    assert fit_fallback([*pairs, flat_pair]) == pytest.approx(fit_fallback(pairs), abs=0.05)
+    # nearly every step falls back, or none does
+    for share, lo, hi in ((0.9, 0.8, 1.0), (0.0, 0.0, 0.05)):
+        d = pd.DataFrame(_sender_steps(rng, "m1", "infer", share, 0.7, 200))
+        assert lo <= fit_fallback([(d.work_s[d.config == "tac-sender"],
+                                    d.work_s[d.config == "baseline"])]) <= hi
     with pytest.raises(CommschedError, match="fit_fallback"):
-        fit_fallback([math.nan])
+        fit_fallback([([1.0], [1.0, math.nan])])
+
+
+def test_fallback_fit_leaves_the_held_out_model():
+    # m1 and m2 fall back 30% of their sender steps, m3 90%: leaving m3 out reads m1 and
+    # m2's share, and m3's steps never enter
+    rng = np.random.default_rng(2)
+    st = pd.DataFrame([r for m, share in (("m1", 0.3), ("m2", 0.3), ("m3", 0.9))
+                       for r in _sender_steps(rng, m, "infer", share, 0.75, 150)])
+    x = pd.DataFrame([{"model": m, "mode": "infer", "config": "baseline", "trace_step": 0,
+                       "worker": 0, "kind": "recv", "variable": f"v{i}", "bytes": 1e6,
+                       "start_s": 0.0, "end_s": (i + 1) * 0.011}
+                      for m in ("m1", "m2", "m3") for i in range(3)])
+    t = pd.DataFrame([{"model": m, "mode": "infer", "config": "baseline", "compute_s": 1.0,
+                       "oracle_compute_s": 1.0} for m in ("m1", "m2", "m3")])
+    held = fit_overhead(x, t, st, exclude_model="m3").sender_fallback
+    assert held == pytest.approx(0.3, abs=0.06)
+    assert fit_overhead(x, t, st).sender_fallback > held + 0.1  # m3 pulls it up
+    st.loc[st.model == "m3", "work_s"] *= 5.0  # m3's steps change: the held-out fit does not
+    assert fit_overhead(x, t, st, exclude_model="m3").sender_fallback == held
+    no_sender = st[st.hook != "sender"]
+    assert fit_overhead(x, t, no_sender).sender_fallback == 0.0
+
+
+def test_worker_noise_fit_recovers_a_known_value():
     # two workers' compute 1 +- c: coefficient of variation c sqrt(2), each step alike
     rng = np.random.default_rng(0)
     steps = [[m * (1 + 0.05), m * (1 - 0.05)] for m in rng.uniform(0.2, 2.0, 20)]

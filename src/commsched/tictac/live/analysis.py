@@ -63,8 +63,10 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       of the traced steps of the configs with the ``dag`` hook (each priority group's
       first arrival, with the worker executor's idle time since the arrival before it,
       ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`);
-    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the end
-      agreement of every traced step and worker of the configs with the ``sender`` hook;
+    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the
+      *measured* work times of every config with the ``sender`` hook, each beside its
+      model and mode's baseline (the measured steps fall back more often than the traced
+      ones, which run one after another: :mod:`commsched.cost.overhead`);
     * ``worker_noise``: :func:`~commsched.cost.overhead.fit_worker_noise` on the workers'
       compute times of every traced step.
 
@@ -109,11 +111,7 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
            else None)
     factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
-    snd = ranked[ranked.config.isin(set(steps.config[steps.hook == "sender"]))]
-    fallback = fit_fallback([
-        agreement(dict(zip(g.variable, g.end_s, strict=True)),
-                  dict(zip(g.variable, g.priority, strict=True)))
-        for _, g in snd.groupby(_STEP_WORKER)]) if len(snd) else 0.0
+    fallback = _fallback(st)
     per_step = (t.groupby(["model", "mode", "config", "trace_step"]).compute_s.apply(list)
                 if "trace_step" in t else [])
     noise = fit_worker_noise(per_step) if any(len(v) > 1 for v in per_step) else 0.0
@@ -126,6 +124,16 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
 
 #: The columns that name one traced step of one worker in the per-transfer table.
 _STEP_WORKER = ["model", "mode", "config", "trace_step", "worker"]
+
+
+def _fallback(steps: pd.DataFrame) -> float:
+    """``sender_fallback`` from the measured work times of the sender-hook configs, each
+    beside its model and mode's baseline (:func:`~commsched.cost.overhead.fit_fallback`);
+    0 without a sender config."""
+    pairs = [(d.work_s[d.config == c].tolist(), d.work_s[d.config == "baseline"].tolist())
+             for _, d in steps.groupby(["model", "mode"])
+             for c in sorted(set(d.config[d.hook == "sender"]))]
+    return fit_fallback(pairs) if pairs else 0.0
 
 
 def _gate_cost(x: pd.DataFrame, transfer_s: float, rate_Bps: float) -> float | None:
