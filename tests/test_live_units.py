@@ -23,9 +23,11 @@ from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCl
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
 from commsched.cost.overhead import (
+    DISPATCH,
     Overhead,
     dag_gates,
     fit_compute,
+    fit_dispatch,
     fit_fallback,
     fit_gate,
     fit_worker_noise,
@@ -410,13 +412,17 @@ def test_the_held_out_model_leaves_every_pooled_fit():
                               "variable": f"v{i}", "bytes": size, "start_s": 0.0, "end_s": t})
             trows.append({"model": model, "mode": "train", "config": "baseline",
                           "compute_s": k * oracle * (1 + step),
-                          "oracle_compute_s": oracle * (1 + step)})
+                          "oracle_compute_s": oracle * (1 + step), "oracle_ops": 100 * n,
+                          "first_recv_s": 100 * n * (1e-4 if model == "m3" else 1e-5)})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
     x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
     held = fit_overhead(x, t, st, exclude_model="m3")
     assert held.compute_factor == pytest.approx(1.5)
     assert held.transfer_s == pytest.approx(1e-3) and held.rate_Bps == pytest.approx(1e8)
+    assert held.dispatch_s == pytest.approx(1e-5)  # m3 dispatches 10 x slower
+    assert fit_overhead(x, t, st).dispatch_s > 2e-5
+    assert fit_overhead(x, t.drop(columns="first_recv_s"), st).dispatch_s == 0.0
     # m3's steps weigh by their compute time: (1.5 (0.5 + 1) + 1.5 (0.2 + 0.4) + 4 (0.3 +
     # 0.6)) / (1.5 + 0.6 + 0.9)
     pooled = fit_overhead(x, t, st)
@@ -565,6 +571,34 @@ def test_dag_gates_serialise_the_workers_compute_and_transfers():
         ov.for_hook(g, "dag")
 
 
+def test_dispatch_delays_every_request_by_the_executors_ops():
+    # first requests at 10 us per op of the step's graph (two models, NaN left out)
+    assert fit_dispatch([0.01, 0.04, math.nan, 0.0005], [1000, 4000, 10, 50]) == (
+        pytest.approx(1e-5))
+    with pytest.raises(CommschedError, match="fit_dispatch"):
+        fit_dispatch([math.nan], [10])
+    # r (1 s) -> c (2 s): 3 s; the dispatch of 2 ops x 0.25 s comes first on the worker's
+    # executor and holds the request back: 3.5 s, c after it as well
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(g, "r", "recv", "net:ps0", 1.0, bytes=8)
+    add_op(g, "c", "compute", "cpu", 2.0)
+    add_op(g, "d", "compute", "cpu", 0.0)
+    g.add_edges_from([("r", "c"), ("c", "d")])
+    ov = Overhead(0.0, 8.0, 1.0, 0.0)
+    prio = np.zeros((1, 1))
+    assert iteration(compose(ov.apply(g), 1), prio).iteration_time == pytest.approx(3.0)
+    h = dataclasses.replace(ov, dispatch_s=0.25).apply(g)
+    assert h.nodes[DISPATCH]["duration"] == pytest.approx(0.5)
+    assert iteration(compose(h, 1), prio).iteration_time == pytest.approx(3.5)
+    gates = dataclasses.replace(ov, dispatch_s=0.25, dag_gate_s=0.1).for_hook(
+        g, "dag", {"r": 0})
+    assert gates.has_node(DISPATCH)  # one group: no gate, the dispatch stays
+    with pytest.raises(CommschedError, match="dispatch"):
+        two = g.copy()
+        add_op(two, "e", "compute", "gpu", 1.0)
+        dataclasses.replace(ov, dispatch_s=0.25).apply(two)
+
+
 def test_fit_gate_takes_the_median_boundary_less_the_transfer():
     # gates of 2 ms; transfers 1e5 B at 100 MB/s + 0.1 ms; one boundary waited 10 ms
     # more for another worker's transfer: the median leaves it out
@@ -677,6 +711,7 @@ def test_traced_steps_read_the_executor_tail():
                            "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
     row = traced_steps([r], [w]).iloc[0]
     assert row.last_recv_s == 0.6 and row.step_s == 0.85
+    assert row.first_recv_s == 0.0  # the first request's start (fit_dispatch)
     assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
     assert row.tail_ops == 2
     # transfers in flight [0.0, 0.1] and [0.5, 0.6]: of the ops' 0.2 s, 0.05 overlap

@@ -180,10 +180,23 @@ import numpy as np
 
 from commsched.errors import CommschedError
 
-__all__ = ["Overhead", "dag_gates", "fit_compute", "fit_fallback", "fit_gate", "fit_link",
-           "fit_worker_noise"]
+__all__ = ["DISPATCH", "Overhead", "dag_gates", "fit_compute", "fit_dispatch", "fit_fallback",
+           "fit_gate", "fit_link", "fit_worker_noise"]
 
 _NET = frozenset({"recv", "send"})
+
+#: The op :meth:`Overhead.apply` adds for the executor's dispatch before the first request
+#: (a colon never appears in TensorFlow's op names).
+DISPATCH = "dispatch:requests"
+
+
+def _compute_resource(view: nx.DiGraph, what: str) -> str:
+    """The view's one compute resource (``what`` needs it), or a one-line error."""
+    res = {a["resource"] for _, a in view.nodes(data=True) if a["kind"] not in _NET}
+    if len(res) != 1:
+        raise CommschedError(f"{what} need(s) one compute resource, the view has "
+                             f"{sorted(res)}")
+    return next(iter(res))
 
 
 @dataclass(frozen=True)
@@ -215,6 +228,11 @@ class Overhead:
         The coefficient of variation of one worker's compute time against the other
         workers' in the same step (>= 0; default 0): the simulator's ``worker_noise``
         (:func:`commsched.tictac.sim.run`; :func:`fit_worker_noise`).
+    dispatch_s : float, optional
+        Per op of the worker's graph, the time its executor takes at the step's start
+        before it requests the first parameter (>= 0; default 0; :func:`fit_dispatch`):
+        :meth:`apply` puts an op of ``dispatch_s`` times the view's compute op count on
+        the worker's compute resource before every transfer it requests.
 
     Raises
     ------
@@ -235,9 +253,11 @@ class Overhead:
     contention: float = 0.0
     sender_fallback: float = 0.0
     worker_noise: float = 0.0
+    dispatch_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("transfer_s", "step_s", "dag_gate_s", "contention", "worker_noise"):
+        for name in ("transfer_s", "step_s", "dag_gate_s", "contention", "worker_noise",
+                     "dispatch_s"):
             v = getattr(self, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise CommschedError(f"overhead {name} must be finite and >= 0, got {v!r}")
@@ -261,7 +281,14 @@ class Overhead:
         -------
         networkx.DiGraph
             The copy: ``recv``/``send`` of ``b`` bytes take ``transfer_s + b / rate_Bps``,
-            other ops ``compute_factor * gap_factor * d``.
+            other ops ``compute_factor * gap_factor * d``; with ``dispatch_s`` > 0, the op
+            :data:`DISPATCH` (``dispatch_s`` times the number of compute ops, on the
+            compute resource) precedes every ``recv``.
+
+        Raises
+        ------
+        CommschedError
+            With ``dispatch_s`` > 0 and a view without a single compute resource.
 
         Examples
         --------
@@ -271,6 +298,9 @@ class Overhead:
         >>> h = Overhead(0.5, 100.0, 1.5, 0.0).apply(g)
         >>> h.nodes["r"]["duration"], h.nodes["c"]["duration"], g.nodes["c"]["duration"]
         (10.5, 3.0, 2.0)
+        >>> h = Overhead(0.5, 100.0, 1.5, 0.0, dispatch_s=0.25).apply(g)
+        >>> h.nodes[DISPATCH]["duration"], list(h.successors(DISPATCH))
+        (0.25, ['r'])
         """
         out = view.copy()
         for _, a in out.nodes(data=True):
@@ -278,6 +308,13 @@ class Overhead:
                 a["duration"] = self.transfer_s + int(a.get("bytes", 0)) / self.rate_Bps
             else:
                 a["duration"] = self.compute_factor * self.gap_factor * float(a["duration"])
+        if self.dispatch_s > 0:
+            res = _compute_resource(view, "the executor's dispatch")
+            ops = sum(1 for _, a in view.nodes(data=True) if a["kind"] not in _NET)
+            out.add_node(DISPATCH, kind="compute", resource=res,
+                         duration=self.dispatch_s * ops)
+            out.add_edges_from((DISPATCH, n) for n, a in view.nodes(data=True)
+                               if a["kind"] == "recv")
         return out
 
     def for_hook(self, view: nx.DiGraph, hook: str,
@@ -515,10 +552,7 @@ def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx
     unknown = [r for r in order if kind.get(r) != "recv"]
     if unknown:
         raise CommschedError(f"the DAG order names ops that are not recvs: {unknown[:3]}")
-    compute_res = {a["resource"] for _, a in view.nodes(data=True) if a["kind"] not in _NET}
-    if len(compute_res) != 1:
-        raise CommschedError(f"the DAG hook's gates need one compute resource, the view has "
-                             f"{sorted(compute_res)}")
+    res = _compute_resource(view, "the DAG hook's gates")
     groups = sorted(set(order.values()))
     if len(groups) < 2:
         return view
@@ -528,7 +562,6 @@ def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx
     for n in nx.topological_sort(view):
         level[n] = max([group.get(n, 0), *(level[p] for p in view.predecessors(n))])
     out = view.copy()
-    res = next(iter(compute_res))
     gate = [f"dag_gate/{k}" for k in range(len(groups) - 1)]
     for g in gate:
         out.add_node(g, kind="compute", resource=res, duration=float(gate_s))
@@ -539,6 +572,47 @@ def dag_gates(view: nx.DiGraph, order: Mapping[str, float], gate_s: float) -> nx
         if k > 0:
             out.add_edge(gate[k - 1], r)
     return out
+
+
+def fit_dispatch(first_s: Sequence[float], ops: Sequence[float]) -> float:
+    """``dispatch_s``: the worker executor's time per op before its first request.
+
+    At a step's start the worker's executor runs the ops queued before its ``Recv`` ops
+    and only then requests the parameters: in the traced steps the first request
+    starts later the more ops the worker's graph has (module docstring). Over traced
+    steps, ``first = dispatch_s * ops`` by least squares through the origin.
+
+    Parameters
+    ----------
+    first_s : sequence of float
+        Per traced step and worker, its first parameter request's start, from the step's
+        start (non-finite ones are left out).
+    ops : sequence of float
+        The number of compute ops of that step's graph (the view's).
+
+    Returns
+    -------
+    float
+        ``dispatch_s`` (>= 0).
+
+    Raises
+    ------
+    CommschedError
+        Without a finite step of a positive op count, or with sequences of different
+        lengths.
+
+    Examples
+    --------
+    >>> fit_dispatch([0.01, 0.04, 0.02, float("nan")], [1000, 4000, 2000, 10])
+    1e-05
+    """
+    f = np.asarray(first_s, float)
+    n = np.asarray(ops, float)
+    ok = (np.isfinite(f) & np.isfinite(n) & (n > 0)) if len(f) == len(n) else None
+    if ok is None or not ok.any():
+        raise CommschedError("fit_dispatch: need traced steps with a finite first request and "
+                             "a positive op count each")
+    return round(max(0.0, float(f[ok] @ n[ok] / (n[ok] @ n[ok]))), 12)
 
 
 def fit_gate(idle_s: Sequence[float], nbytes: Sequence[float], transfer_s: float,

@@ -19,6 +19,7 @@ from commsched.cluster import net
 from commsched.cost.overhead import (
     Overhead,
     fit_compute,
+    fit_dispatch,
     fit_fallback,
     fit_gate,
     fit_link,
@@ -68,7 +69,11 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       model and mode's baseline (the measured steps fall back more often than the traced
       ones, which run one after another: :mod:`commsched.cost.overhead`);
     * ``worker_noise``: :func:`~commsched.cost.overhead.fit_worker_noise` on the workers'
-      compute times of every traced step.
+      compute times of every traced step;
+    * ``dispatch_s``: :func:`~commsched.cost.overhead.fit_dispatch` on the baseline's
+      traced steps: each worker's first parameter request (``first_recv_s`` of
+      :func:`~commsched.tictac.live.tables.traced_steps`) against its view's compute op
+      count (``oracle_ops``); 0 without that column.
 
     Parameters
     ----------
@@ -118,8 +123,12 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
+    first = (t[(t.config == "baseline") & t.first_recv_s.notna()] if "first_recv_s" in t
+             else t[:0])
+    dispatch = (fit_dispatch(first.first_recv_s.tolist(), first.oracle_ops.tolist())
+                if len(first) else 0.0)
     return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention,
-                    fallback, noise)
+                    fallback, noise, dispatch)
 
 
 #: The columns that name one traced step of one worker in the per-transfer table.
