@@ -236,8 +236,12 @@ What limits it now: the largest errors are Inception v2 training with the DAG ho
 (-10.4%), its inference baseline (+7.4%) and the CNN's TIC sender inference (+7.9%).
 The DAG hook's gates cost more in training: the median idle time per group boundary is
 1.55-1.82 ms in Inception training against 0.47-0.57 ms in its inference (the pooled
-fit 0.66-0.74 ms), so the DAG training rows stay -3.9% and -10.4% (a gate cost per mode
-would move the inference DAG rows the other way; not tried in the pipeline). The hooks'
+fit 0.66-0.74 ms), so the DAG training rows stay -3.9% and -10.4%. Tried and not kept: a
+gate cost per mode, each fitted on the other models' boundaries of that mode (0.5-0.6 ms
+in inference, 1.5-1.8 ms in training), moved the six DAG rows (Inception v1 inference,
+training, the CNN's, Inception v2's) from -2.7%, -3.9%, +1.9%, +3.0%, -6.5%, -10.4% to
+-8.4%, +5.9%, +1.5%, +4.5%, -8.5%, -4.3%: the training gates' extra idle time is not the
+gate's own cost alone (the ops each boundary makes runnable differ by mode). The hooks'
 own start delay above is not modelled. The fallback share differs between models (the
 CNN's 0.30 against 0.38-0.55), and the pooled share puts the CNN's sender inference rows
 4-8% slow. And the traced steps carry FULL_TRACE's per-op bookkeeping, while the measured
