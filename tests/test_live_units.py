@@ -23,9 +23,11 @@ from commsched.cluster.emulated import ClusterConfig, ClusterInterrupted, HostCl
 from commsched.cluster.procs import ProcRecord, alive, start_time
 from commsched.cluster.state import RunState, list_runs
 from commsched.cost.overhead import (
+    DISPATCH,
     Overhead,
     dag_gates,
     fit_compute,
+    fit_dispatch,
     fit_fallback,
     fit_gate,
     fit_worker_noise,
@@ -410,13 +412,17 @@ def test_the_held_out_model_leaves_every_pooled_fit():
                               "variable": f"v{i}", "bytes": size, "start_s": 0.0, "end_s": t})
             trows.append({"model": model, "mode": "train", "config": "baseline",
                           "compute_s": k * oracle * (1 + step),
-                          "oracle_compute_s": oracle * (1 + step)})
+                          "oracle_compute_s": oracle * (1 + step), "oracle_ops": 100 * n,
+                          "first_recv_s": 100 * n * (1e-4 if model == "m3" else 1e-5)})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
     x, t, st = pd.DataFrame(xrows), pd.DataFrame(trows), pd.DataFrame(srows)
     held = fit_overhead(x, t, st, exclude_model="m3")
     assert held.compute_factor == pytest.approx(1.5)
     assert held.transfer_s == pytest.approx(1e-3) and held.rate_Bps == pytest.approx(1e8)
+    assert held.dispatch_s == pytest.approx(1e-5)  # m3 dispatches 10 x slower
+    assert fit_overhead(x, t, st).dispatch_s > 2e-5
+    assert fit_overhead(x, t.drop(columns="first_recv_s"), st).dispatch_s == 0.0
     # m3's steps weigh by their compute time: (1.5 (0.5 + 1) + 1.5 (0.2 + 0.4) + 4 (0.3 +
     # 0.6)) / (1.5 + 0.6 + 0.9)
     pooled = fit_overhead(x, t, st)
@@ -475,16 +481,31 @@ def test_achieved_ranks_follow_arrivals_and_drive_the_prediction():
         w.predict_achieved(2, ov, {"baseline": ranks})
 
 
+def _live_compute(oracle: float, phi: float, f0: float, s: float) -> float:
+    """The live compute time of ``oracle`` seconds of ops run at ``1 / f0`` of the oracle's
+    speed, at ``1 / (f0 (1 + s))`` for the share ``phi`` of the live time."""
+    return f0 * oracle / ((1 - phi) + phi / (1 + s))
+
+
 def test_fit_compute_recovers_a_known_factor():
     # 4 traced steps whose live compute is 1.8 x the oracle's: recovered, whatever the
     # step sizes; no per-op cost in the model (Overhead.apply scales every compute op)
     oracle = [0.2, 0.5, 0.3, 0.9]
     assert fit_compute(oracle, [1.8 * x for x in oracle]) == (pytest.approx(1.8), 0.0)
-    # live = 1.2 x oracle x (1 + 0.9 x overlap): both recovered, whatever the sizes
+    # compute at 1 / 1.2 of the oracle's speed, at 1 / (1.2 x 1.9) while a transfer is in
+    # flight, for the share phi of the live time: both recovered, whatever the sizes
     phi = [0.0, 0.3, 1.0, 0.6]
-    got = fit_compute(oracle, [1.2 * x * (1 + 0.9 * p) for x, p in zip(oracle, phi,
-                                                                         strict=True)], phi)
-    assert got == (pytest.approx(1.2), pytest.approx(0.9))
+    live = [_live_compute(x, p, 1.2, 0.9) for x, p in zip(oracle, phi, strict=True)]
+    assert fit_compute(oracle, live, phi) == (pytest.approx(1.2), pytest.approx(0.9))
+    # the simulator's stretch of oracle times, d (1 + s phi_op), read back: an op fully in
+    # flight and one fully quiet, summed as one traced step, and the quiet one alone
+    quiet, busy = 0.3, 0.2
+    live_s = 1.2 * (quiet + busy * 1.9)
+    assert fit_compute([quiet + busy, quiet], [live_s, 1.2 * quiet],
+                       [1.2 * busy * 1.9 / live_s, 0.0]) == (pytest.approx(1.2),
+                                                             pytest.approx(0.9))
+    # compute faster in flight than quiet: no contention, one factor
+    assert fit_compute([1.0, 1.0], [2.0, 1.0], [0.0, 1.0]) == (pytest.approx(1.5), 0.0)
     g = new_graph({"cpu": 1})
     add_op(g, "c", "compute", "cpu", 0.1)
     assert Overhead(0.0, 1.0, 2.0, 0.0, gap_factor=1.5).apply(g).nodes["c"]["duration"] == (
@@ -496,7 +517,7 @@ def test_fit_compute_recovers_a_known_factor():
 
 
 def test_contention_fit_leaves_the_held_out_model():
-    # m1 and m2: live compute = 1.2 x oracle x (1 + 0.8 x overlap), overlaps 0.1-0.9;
+    # m1 and m2: compute factor 1.2, contention 0.8 (_live_compute), overlaps 0.1-0.9;
     # m3 runs 3 x its oracle whatever the overlap: leaving it out recovers 1.2 and 0.8
     xrows, trows, srows = [], [], []
     for model, oracle, f0, s in (("m1", 0.5, 1.2, 0.8), ("m2", 0.2, 1.2, 0.8),
@@ -507,7 +528,8 @@ def test_contention_fit_leaves_the_held_out_model():
                        "bytes": 1e6, "start_s": 0.0, "end_s": (i + 1) * 0.011}
                       for i in range(3)]
             trows.append({"model": model, "mode": "train", "config": "baseline",
-                          "compute_s": f0 * oracle * (1 + s * phi), "oracle_compute_s": oracle,
+                          "compute_s": _live_compute(oracle, phi, f0, s),
+                          "oracle_compute_s": oracle,
                           "net_overlap": phi})
             srows.append({"model": model, "mode": "train", "config": "baseline",
                           "hook": "none", "step": step, "worker": 0, "barrier_s": 0.002})
@@ -549,6 +571,34 @@ def test_dag_gates_serialise_the_workers_compute_and_transfers():
         ov.for_hook(g, "dag")
 
 
+def test_dispatch_delays_every_request_by_the_executors_ops():
+    # first requests at 10 us per op of the step's graph (two models, NaN left out)
+    assert fit_dispatch([0.01, 0.04, math.nan, 0.0005], [1000, 4000, 10, 50]) == (
+        pytest.approx(1e-5))
+    with pytest.raises(CommschedError, match="fit_dispatch"):
+        fit_dispatch([math.nan], [10])
+    # r (1 s) -> c (2 s): 3 s; the dispatch of 2 ops x 0.25 s comes first on the worker's
+    # executor and holds the request back: 3.5 s, c after it as well
+    g = new_graph({"net:ps0": 1, "cpu": 1})
+    add_op(g, "r", "recv", "net:ps0", 1.0, bytes=8)
+    add_op(g, "c", "compute", "cpu", 2.0)
+    add_op(g, "d", "compute", "cpu", 0.0)
+    g.add_edges_from([("r", "c"), ("c", "d")])
+    ov = Overhead(0.0, 8.0, 1.0, 0.0)
+    prio = np.zeros((1, 1))
+    assert iteration(compose(ov.apply(g), 1), prio).iteration_time == pytest.approx(3.0)
+    h = dataclasses.replace(ov, dispatch_s=0.25).apply(g)
+    assert h.nodes[DISPATCH]["duration"] == pytest.approx(0.5)
+    assert iteration(compose(h, 1), prio).iteration_time == pytest.approx(3.5)
+    gates = dataclasses.replace(ov, dispatch_s=0.25, dag_gate_s=0.1).for_hook(
+        g, "dag", {"r": 0})
+    assert gates.has_node(DISPATCH)  # one group: no gate, the dispatch stays
+    with pytest.raises(CommschedError, match="dispatch"):
+        two = g.copy()
+        add_op(two, "e", "compute", "gpu", 1.0)
+        dataclasses.replace(ov, dispatch_s=0.25).apply(two)
+
+
 def test_fit_gate_takes_the_median_boundary_less_the_transfer():
     # gates of 2 ms; transfers 1e5 B at 100 MB/s + 0.1 ms; one boundary waited 10 ms
     # more for another worker's transfer: the median leaves it out
@@ -559,11 +609,64 @@ def test_fit_gate_takes_the_median_boundary_less_the_transfer():
         fit_gate([math.nan], [1.0], 0.0, 1e8)
 
 
-def test_fallback_and_worker_noise_fits_recover_known_values():
-    # 8 sender steps, 2 of them in an arbitrary order (agreement near 0.5)
-    assert fit_fallback([0.99, 0.95, 0.45, 0.9, 0.97, 0.6, 0.88, math.nan, 1.0]) == 0.25
+def _sender_steps(rng: np.random.Generator, model: str, mode: str, share: float,
+                  speed: float, n: int = 60) -> list[dict[str, object]]:
+    """Measured steps of a baseline (work ~ N(mean, 3%)) and a sender config whose steps
+    fall back to the baseline's time with probability ``share``, else run ``speed`` x it."""
+    mean = {"infer": 1.0, "train": 2.0}[mode]
+    base = rng.normal(mean, 0.03 * mean, n)
+    snd = rng.normal(mean, 0.03 * mean, n) * np.where(rng.random(n) < share, 1.0, speed)
+    return [{"model": model, "mode": mode, "config": c, "hook": h, "step": k, "worker": 0,
+             "work_s": float(v), "barrier_s": 0.002}
+            for c, h, vals in (("baseline", "none", base), ("tac-sender", "sender", snd))
+            for k, v in enumerate(vals)]
+
+
+def test_fallback_fit_reads_the_measured_steps_bimodality():
+    rng = np.random.default_rng(1)
+    # two models whose sender steps fall back 30% of the time, 25% faster otherwise
+    st = pd.DataFrame([r for m in ("m1", "m2") for r in _sender_steps(rng, m, "infer", 0.3,
+                                                                       0.75, 200)])
+    pairs = [(d.work_s[d.config == "tac-sender"], d.work_s[d.config == "baseline"])
+             for _, d in st.groupby("model")]
+    assert fit_fallback(pairs) == pytest.approx(0.3, abs=0.05)
+    # a mode whose order gains nothing (speed 1) says nothing about the share: drawn with
+    # 90% fallbacks, it leaves the estimate where the informative configs put it
+    flat = pd.DataFrame(_sender_steps(rng, "m1", "train", 0.9, 1.0, 200))
+    flat_pair = (flat.work_s[flat.config == "tac-sender"],
+                 flat.work_s[flat.config == "baseline"])
+    assert fit_fallback([*pairs, flat_pair]) == pytest.approx(fit_fallback(pairs), abs=0.05)
+    # nearly every step falls back, or none does
+    for share, lo, hi in ((0.9, 0.8, 1.0), (0.0, 0.0, 0.05)):
+        d = pd.DataFrame(_sender_steps(rng, "m1", "infer", share, 0.7, 200))
+        assert lo <= fit_fallback([(d.work_s[d.config == "tac-sender"],
+                                    d.work_s[d.config == "baseline"])]) <= hi
     with pytest.raises(CommschedError, match="fit_fallback"):
-        fit_fallback([math.nan])
+        fit_fallback([([1.0], [1.0, math.nan])])
+
+
+def test_fallback_fit_leaves_the_held_out_model():
+    # m1 and m2 fall back 30% of their sender steps, m3 90%: leaving m3 out reads m1 and
+    # m2's share, and m3's steps never enter
+    rng = np.random.default_rng(2)
+    st = pd.DataFrame([r for m, share in (("m1", 0.3), ("m2", 0.3), ("m3", 0.9))
+                       for r in _sender_steps(rng, m, "infer", share, 0.75, 150)])
+    x = pd.DataFrame([{"model": m, "mode": "infer", "config": "baseline", "trace_step": 0,
+                       "worker": 0, "kind": "recv", "variable": f"v{i}", "bytes": 1e6,
+                       "start_s": 0.0, "end_s": (i + 1) * 0.011}
+                      for m in ("m1", "m2", "m3") for i in range(3)])
+    t = pd.DataFrame([{"model": m, "mode": "infer", "config": "baseline", "compute_s": 1.0,
+                       "oracle_compute_s": 1.0} for m in ("m1", "m2", "m3")])
+    held = fit_overhead(x, t, st, exclude_model="m3").sender_fallback
+    assert held == pytest.approx(0.3, abs=0.06)
+    assert fit_overhead(x, t, st).sender_fallback > held + 0.1  # m3 pulls it up
+    st.loc[st.model == "m3", "work_s"] *= 5.0  # m3's steps change: the held-out fit does not
+    assert fit_overhead(x, t, st, exclude_model="m3").sender_fallback == held
+    no_sender = st[st.hook != "sender"]
+    assert fit_overhead(x, t, no_sender).sender_fallback == 0.0
+
+
+def test_worker_noise_fit_recovers_a_known_value():
     # two workers' compute 1 +- c: coefficient of variation c sqrt(2), each step alike
     rng = np.random.default_rng(0)
     steps = [[m * (1 + 0.05), m * (1 - 0.05)] for m in rng.uniform(0.2, 2.0, 20)]
@@ -608,6 +711,7 @@ def test_traced_steps_read_the_executor_tail():
                            "ops": [[0.0, 0.05], [0.6, 0.7], [0.75, 0.8]]})
     row = traced_steps([r], [w]).iloc[0]
     assert row.last_recv_s == 0.6 and row.step_s == 0.85
+    assert row.first_recv_s == 0.0  # the first request's start (fit_dispatch)
     assert row.tail_wall_s == pytest.approx(0.2) and row.tail_op_s == pytest.approx(0.15)
     assert row.tail_ops == 2
     # transfers in flight [0.0, 0.1] and [0.5, 0.6]: of the ops' 0.2 s, 0.05 overlap

@@ -19,6 +19,7 @@ from commsched.cluster import net
 from commsched.cost.overhead import (
     Overhead,
     fit_compute,
+    fit_dispatch,
     fit_fallback,
     fit_gate,
     fit_link,
@@ -63,10 +64,16 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
       of the traced steps of the configs with the ``dag`` hook (each priority group's
       first arrival, with the worker executor's idle time since the arrival before it,
       ``idle_s`` of :func:`~commsched.tictac.live.tables.tables`);
-    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the end
-      agreement of every traced step and worker of the configs with the ``sender`` hook;
+    * ``sender_fallback``: :func:`~commsched.cost.overhead.fit_fallback` on the
+      *measured* work times of every config with the ``sender`` hook, each beside its
+      model and mode's baseline (the measured steps fall back more often than the traced
+      ones, which run one after another: :mod:`commsched.cost.overhead`);
     * ``worker_noise``: :func:`~commsched.cost.overhead.fit_worker_noise` on the workers'
-      compute times of every traced step.
+      compute times of every traced step;
+    * ``dispatch_s``: :func:`~commsched.cost.overhead.fit_dispatch` on the baseline's
+      traced steps: each worker's first parameter request (``first_recv_s`` of
+      :func:`~commsched.tictac.live.tables.traced_steps`) against its view's compute op
+      count (``oracle_ops``); 0 without that column.
 
     Parameters
     ----------
@@ -109,23 +116,33 @@ def fit_overhead(xfers: pd.DataFrame, traced: pd.DataFrame, steps: pd.DataFrame,
     phi = (t.net_overlap.tolist() if "net_overlap" in t and t.net_overlap.notna().all()
            else None)
     factor, contention = fit_compute(t.oracle_compute_s.tolist(), t.compute_s.tolist(), phi)
-    snd = ranked[ranked.config.isin(set(steps.config[steps.hook == "sender"]))]
-    fallback = fit_fallback([
-        agreement(dict(zip(g.variable, g.end_s, strict=True)),
-                  dict(zip(g.variable, g.priority, strict=True)))
-        for _, g in snd.groupby(_STEP_WORKER)]) if len(snd) else 0.0
+    fallback = _fallback(st)
     per_step = (t.groupby(["model", "mode", "config", "trace_step"]).compute_s.apply(list)
                 if "trace_step" in t else [])
     noise = fit_worker_noise(per_step) if any(len(v) > 1 for v in per_step) else 0.0
     tail = t[t.tail_ops > 0] if "tail_ops" in t else t[:0]
     gap = float(tail.tail_wall_s.sum() / tail.tail_op_s.sum()) if len(tail) else 1.0
     step_s = float(st.groupby(["model", "mode", "config", "step"]).barrier_s.min().median())
+    first = (t[(t.config == "baseline") & t.first_recv_s.notna()] if "first_recv_s" in t
+             else t[:0])
+    dispatch = (fit_dispatch(first.first_recv_s.tolist(), first.oracle_ops.tolist())
+                if len(first) else 0.0)
     return Overhead(transfer_s, rate, factor, step_s, max(gap, 1.0), gate_s, contention,
-                    fallback, noise)
+                    fallback, noise, dispatch)
 
 
 #: The columns that name one traced step of one worker in the per-transfer table.
 _STEP_WORKER = ["model", "mode", "config", "trace_step", "worker"]
+
+
+def _fallback(steps: pd.DataFrame) -> float:
+    """``sender_fallback`` from the measured work times of the sender-hook configs, each
+    beside its model and mode's baseline (:func:`~commsched.cost.overhead.fit_fallback`);
+    0 without a sender config."""
+    pairs = [(d.work_s[d.config == c].tolist(), d.work_s[d.config == "baseline"].tolist())
+             for _, d in steps.groupby(["model", "mode"])
+             for c in sorted(set(d.config[d.hook == "sender"]))]
+    return fit_fallback(pairs) if pairs else 0.0
 
 
 def _gate_cost(x: pd.DataFrame, transfer_s: float, rate_Bps: float) -> float | None:

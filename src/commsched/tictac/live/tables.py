@@ -164,7 +164,8 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         One row per traced step and worker: the worker's compute time and op count
         (``compute_s``, ``compute_ops``,
         :func:`commsched.tictac.live.steptrace.compute_busy`) and its parameter transfers
-        (``recvs``, ``recv_bytes``, ``recv_span_s`` = first start to last arrival),
+        (``recvs``, ``recv_bytes``, ``recv_span_s`` = first start to last arrival,
+        ``first_recv_s`` = the first request's start from the step's start),
         beside the trace's (the time oracle's) compute time and op count; from the
         executor's timeline (the compute ops' intervals, where recorded): the step's span
         (``step_s``), the worker's last parameter arrival (``last_recv_s``) and, after
@@ -201,6 +202,7 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                                   for x in recvs),
                 "recv_span_s": (max(x["end"] for x in recvs) - min(x["start"] for x in recvs)
                                 if recvs else math.nan),
+                "first_recv_s": min((x["start"] for x in recvs), default=math.nan),
                 "step_s": tr.get("step_s", math.nan), "last_recv_s": last,
                 "tail_wall_s": float(tail[:, 1].max() - last) if len(tail) else math.nan,
                 "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail),
