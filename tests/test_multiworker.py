@@ -26,6 +26,7 @@ from commsched.tictac.sim import (
     rank_priorities,
     run,
     timeline_efficiency,
+    union_busy,
     worker_id,
     worker_noise_factors,
 )
@@ -552,3 +553,18 @@ def test_contention_slows_compute_while_a_transfer_is_on_the_channel():
     assert (two.iteration_time > 2.0).all()
     with pytest.raises(CommschedError, match="contention"):
         iteration(mw, prio, contention=-1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 6)), max_size=8),
+       st.lists(st.tuples(st.integers(0, 24), st.integers(0, 6)), min_size=1, max_size=6))
+def test_union_busy_counts_each_instant_once(flights, ops):
+    """Per op, the busy time equals a count over unit steps of the instants some flight
+    covers (integer endpoints, so the count is exact), however the flights overlap."""
+    fs = np.array([a for a, _ in flights], dtype=float)
+    fe = np.array([a + d for a, d in flights], dtype=float)
+    os_ = np.array([a for a, _ in ops], dtype=float)
+    oe = np.array([a + d for a, d in ops], dtype=float)
+    want = [sum(any(a <= t < b for a, b in zip(fs, fe, strict=True))
+                for t in range(int(s), int(e))) for s, e in zip(os_, oe, strict=True)]
+    assert union_busy(fs, fe, os_, oe).tolist() == want

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from commsched.tictac.live.workload import Workload, live_reference, oracle_compute
+from commsched.tictac.sim import union_busy
 
 __all__ = [
     "agreement",
@@ -216,14 +217,8 @@ def _overlap_share(ops: np.ndarray, flight: Sequence[tuple[float, float]]) -> fl
     total = float((ops[:, 1] - ops[:, 0]).sum())
     if total <= 0:
         return math.nan
-    busy = 0.0
-    end = -math.inf
-    for a, b in sorted(flight):  # the union of the flights, interval by interval
-        a = max(a, end)
-        if b > a:
-            busy += float((np.clip(ops[:, 1], a, b) - np.clip(ops[:, 0], a, b)).sum())
-            end = b
-    return busy / total
+    fl = np.asarray(flight, dtype=float).reshape(-1, 2)
+    return float(union_busy(fl[:, 0], fl[:, 1], ops[:, 0], ops[:, 1]).sum()) / total
 
 
 def arrival_order_repeats(xfers: pd.DataFrame, config: str = "baseline") -> pd.DataFrame:

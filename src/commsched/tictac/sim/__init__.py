@@ -125,6 +125,7 @@ from commsched.tictac.sim.iterate import (
     jitter_durations,
     rank_priorities,
     run,
+    union_busy,
     worker_noise_factors,
 )
 from commsched.tictac.sim.timeline import timeline_efficiency
@@ -146,6 +147,7 @@ __all__ = [
     "run",
     "scale_compute",
     "timeline_efficiency",
+    "union_busy",
     "worker_id",
     "worker_noise_factors",
 ]

@@ -284,6 +284,51 @@ def iteration(
 CONTENTION_PASSES = 3
 
 
+def union_busy(flight_start: np.ndarray, flight_end: np.ndarray, start: np.ndarray,
+               end: np.ndarray) -> np.ndarray:
+    """Per interval, the time during which some flight is in progress.
+
+    Parameters
+    ----------
+    flight_start, flight_end : numpy.ndarray
+        The flights (e.g. transfers' runs), as start and end times; they may overlap.
+    start, end : numpy.ndarray
+        The intervals to measure (e.g. ops' runs), ``start <= end``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Per interval, the length of its intersection with the union of the flights.
+
+    Examples
+    --------
+    >>> union_busy(np.array([0.0, 1.0]), np.array([2.0, 3.0]), np.array([1.0, 5.0]),
+    ...            np.array([4.0, 6.0])).tolist()
+    [2.0, 0.0]
+    """
+    s_u: list[float] = []
+    e_u: list[float] = []
+    for a, b in sorted(zip(np.asarray(flight_start).tolist(), np.asarray(flight_end).tolist(),
+                           strict=True)):  # the union of the flights, interval by interval
+        if s_u and a <= e_u[-1]:
+            e_u[-1] = max(e_u[-1], b)
+        else:
+            s_u.append(a)
+            e_u.append(b)
+    su, eu = np.array(s_u), np.array(e_u)
+    before = np.concatenate([[0.0], np.cumsum(eu - su)])  # busy time before each interval
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        if not len(su):
+            return np.zeros_like(t)
+        j = np.searchsorted(su, t, side="right") - 1  # the last interval begun by t
+        jj = np.maximum(j, 0)
+        return np.where(j >= 0, before[jj] + np.clip(t - su[jj], 0.0, eu[jj] - su[jj]), 0.0)
+
+    start, end = np.asarray(start, dtype=float), np.asarray(end, dtype=float)
+    return busy_until(end) - busy_until(start)
+
+
 def channel_overlap(mw: MultiWorker, schedule: Schedule) -> np.ndarray:
     """Per op, the share of its run during which some transfer is on a shared channel.
 
@@ -312,27 +357,8 @@ def channel_overlap(mw: MultiWorker, schedule: Schedule) -> np.ndarray:
     """
     net = mw.is_net
     start, end = np.asarray(schedule.start), np.asarray(schedule.end)
-    iv = sorted(zip(start[net].tolist(), end[net].tolist(), strict=True))
-    s_u: list[float] = []
-    e_u: list[float] = []
-    for a, b in iv:  # the union of the transfers' runs
-        if s_u and a <= e_u[-1]:
-            e_u[-1] = max(e_u[-1], b)
-        else:
-            s_u.append(a)
-            e_u.append(b)
-    su, eu = np.array(s_u), np.array(e_u)
-    before = np.concatenate([[0.0], np.cumsum(eu - su)])  # busy time before each interval
-
-    def busy_until(t: np.ndarray) -> np.ndarray:
-        if not len(su):
-            return np.zeros_like(t)
-        j = np.searchsorted(su, t, side="right") - 1  # the last interval begun by t
-        jj = np.maximum(j, 0)
-        return np.where(j >= 0, before[jj] + np.clip(t - su[jj], 0.0, eu[jj] - su[jj]), 0.0)
-
+    busy = union_busy(start[net], end[net], start, end)
     length = end - start
-    busy = busy_until(end) - busy_until(start)
     return np.divide(busy, length, out=np.zeros_like(length), where=length > 0)
 
 
