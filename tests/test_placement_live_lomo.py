@@ -265,3 +265,24 @@ def test_an_op_time_trace_of_other_threads_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "threads 2/1" in err and "run 1/1" in err
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_reuse_refuses_job_results_of_another_plan(tmp_path):
+    dev = read_devices(DEVICES)
+    g = _chain(8, 10)
+    configs = {"a": driver.plan_configs(g, {**TINY, "partitioners": ["hashing", "heft"]},
+                                        dev, DEVS)}
+    # the plan as the job saw it (JSON: pairs become lists)
+    plan = json.loads(json.dumps({"models": [{"name": "a", "configs": [
+        {"name": c["name"], "placed": c["placed"], "control": c["control"],
+         "slow": c["slow"]} for c in configs["a"]]}]}))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "result.json").write_text(json.dumps({"results": [
+        {"model": "a", "name": c["name"]} for c in configs["a"]]}))
+    assert len(driver._reused(tmp_path, configs)) == len(configs["a"])
+    moved = plan["models"][0]["configs"][-1]["placed"]
+    v = next(iter(moved))
+    moved[v] = DEVS[1] if moved[v] == DEVS[0] else DEVS[0]
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(CommschedError, match="another plan"):
+        driver._reused(tmp_path, configs)

@@ -254,10 +254,22 @@ def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, dead
 
 def _reused(workdir: Path, configs: Mapping[str, Sequence[Mapping[str, Any]]]
             ) -> list[dict[str, Any]]:
-    """The job results an earlier run left in ``workdir`` (``--reuse``)."""
+    """The job results an earlier run left in ``workdir`` (``--reuse``), checked against
+    the plan it ran (``plan.json``): every configuration placed, ordered and slowed as
+    ``configs`` (planned from ``--trace-dir``) has it."""
     path = workdir / "result.json"
     if not path.exists():
         raise CommschedError(f"{path}: no job results to reuse")
+    plan_path = workdir / "plan.json"
+    ran = {(m["name"], c["name"]): c for m in json.loads(plan_path.read_text())["models"]
+           for c in m["configs"]} if plan_path.exists() else {}
+    for m, cs in configs.items():
+        for c in cs:
+            x = ran.get((m, c["name"]))
+            if x is not None and (x["placed"] != c["placed"] or x["slow"] != c["slow"]
+                                  or x["control"] != [list(e) for e in c["control"]]):
+                raise CommschedError(f"{plan_path}: {m} {c['name']} ran another plan than "
+                                     "the traces of --trace-dir give")
     results = list(json.loads(path.read_text())["results"])
     have = {(r.get("model"), r["name"]) for r in results}
     missing = [f"{m} {c['name']}" for m, cs in configs.items() for c in cs

@@ -31,12 +31,13 @@ rounds, :func:`commsched.placement.live.job.trace_rounds`):
   ``calib-split`` (nearly every edge crosses a link). The rate is not fitted: most
   calibration tensors are small enough to pass in the shaper's burst, so their spans
   hardly see the rate (the RNN's, all below 60 kB, fitted 148-156 MB/s on a 125 MB/s
-  link, and a model of large tensors predicted from them was 20% short). A transfer lasts from the later of
-  the receiver's request and the producer's end (all tasks share the machine's clock) to
-  the tensor's arrival; transfers that overlap another one on a host link they share
-  are left out (their time is queueing), and each transfer's median over the traced
-  steps is kept (the timed steps are medians too; the shortest, kept before, fitted the
-  least loaded moment and underpredicted the transfer-heavy configurations).
+  link; the CNN predicted from that fit was a median 21-23% short, 9-10% with the shaped
+  rate). A transfer lasts from the later of the receiver's request and the producer's end
+  (all tasks share the machine's clock) to the tensor's arrival; transfers that overlap
+  another one on a host link they share are left out (their time is queueing), and each
+  transfer's median over the traced steps is kept (the timed steps are medians too; the
+  shortest, kept before, fitted the least loaded moment and underpredicted the
+  transfer-heavy configurations).
 
   Where every pair has one rate (host links shaped by ``tbf`` on both ends), each device
   has one outgoing and one incoming port: a transfer holds its sender's outgoing and its
