@@ -54,7 +54,8 @@ DEVICES = ROOT / "tests" / "data" / "live2-devices.csv"  # speeds 100, 50; 4 GB 
 TINY = {"enabled": True, "traces": ["thesis_cnn-infer-b8"], "device_csv": str(DEVICES),
         "slow_min_us": 100, "partitioners": ["hashing", "heft"], "schedulers": ["fifo", "pct"],
         "bandwidth": "1gbit", "burst": "64kb", "latency": "10ms",
-        "warmup": 1, "steps": 3, "trace_steps": 1, "calib_trace_steps": 2, "seed": 0,
+        "warmup": 1, "steps": 3, "trace_steps": 1, "calib_trace_steps": 2,
+        "time_trace_iterations": 2, "seed": 0,
         "step_timeout_s": 30, "timeout_s": 150}
 
 

@@ -1,6 +1,7 @@
 """Live placement, one fit for the runtime (issue 27 item 6): each model's calibration
 measured (:func:`~commsched.placement.live.predict.calibrate`), pooled over models and left
-out of its own leave-one-model-out fit; synthetic step stats of known overheads, no cluster.
+out of its own leave-one-model-out fit; the op times of a trace taken with the live
+threads; host ports; synthetic step stats of known overheads, no cluster.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -20,10 +22,12 @@ from commsched.placement.live.mapping import device_names
 from commsched.placement.live.predict import (
     CALIB_ONE,
     CALIB_SPLIT,
+    Fit,
     calibrate,
     lomo_fits,
     pooled_fit,
     predict,
+    with_op_times,
 )
 from commsched.results import read_table
 
@@ -33,6 +37,8 @@ DEVS = device_names({"ps": ["-"], "worker": ["-"]})
 #: the runtime's overheads the synthetic runs are made of
 TRUE = {"op_us": 20.0, "time_factor": 2.5, "step_s": 0.004, "transfer_s": 3e-4,
         "rate_Bps": 1e8}
+#: the links' nominal rates (every pair alike: the rate the fit takes, not fits)
+RATES = np.full((2, 2), TRUE["rate_Bps"])
 
 
 def _chain(n: int, seed: int) -> object:
@@ -93,7 +99,7 @@ def _close(f: object, p: dict) -> None:
 
 def test_calibration_and_fits_recover_known_overheads():
     g = _chain(12, 0)
-    cal = calibrate(g, _calib(g, TRUE), 2)
+    cal = calibrate(g, _calib(g, TRUE), 2, RATES)
     assert cal.live_op_s / cal.traced_op_s == pytest.approx(TRUE["time_factor"], rel=1e-3)
     assert len(cal.link_s) == 11 and set(cal.op_s) == set(g.nodes)
     own = pooled_fit([cal], own_op_times=True)
@@ -101,13 +107,13 @@ def test_calibration_and_fits_recover_known_overheads():
     assert own.op_s == cal.op_s  # the model's own live op times
     # two models of the same runtime: the pooled fit and each one's left-out fit recover it
     h = _chain(30, 1)
-    cals = {"g": cal, "h": calibrate(h, _calib(h, TRUE), 2)}
+    cals = {"g": cal, "h": calibrate(h, _calib(h, TRUE), 2, RATES)}
     _close(pooled_fit(list(cals.values())), TRUE)
     for m, f in lomo_fits(cals).items():
         _close(f, TRUE)
         assert f.op_s == {}, m  # no op's live time: every op its traced time x the factor
     # the pooled factor is the summed live op time over the summed traced time
-    slow = calibrate(h, _calib(h, {**TRUE, "time_factor": 4.0}), 2)
+    slow = calibrate(h, _calib(h, {**TRUE, "time_factor": 4.0}), 2, RATES)
     both = pooled_fit([cal, slow])
     assert both.time_factor == pytest.approx(
         (cal.live_op_s + slow.live_op_s) / (cal.traced_op_s + slow.traced_op_s))
@@ -117,14 +123,14 @@ def test_calibration_and_fits_recover_known_overheads():
 def test_the_held_out_models_data_never_enters_its_fit():
     gs = {"a": _chain(10, 2), "b": _chain(14, 3), "c": _chain(8, 4)}
     runtimes = {"a": TRUE, "b": {**TRUE, "time_factor": 1.5, "step_s": 0.01},
-                "c": {**TRUE, "op_us": 40.0, "rate_Bps": 5e7}}
-    cals = {m: calibrate(g, _calib(g, runtimes[m]), 2) for m, g in gs.items()}
+                "c": {**TRUE, "op_us": 40.0, "transfer_s": 1e-3}}
+    cals = {m: calibrate(g, _calib(g, runtimes[m]), 2, RATES) for m, g in gs.items()}
     lomo = lomo_fits(cals)
     assert set(lomo) == {"a", "b", "c"}
     assert lomo["a"] == pooled_fit([cals["b"], cals["c"]])
     # a wildly different run of model a changes every fit but a's own
     wild = {**TRUE, "time_factor": 9.0, "op_us": 500.0, "step_s": 0.5, "transfer_s": 0.01}
-    other = lomo_fits({**cals, "a": calibrate(gs["a"], _calib(gs["a"], wild), 2)})
+    other = lomo_fits({**cals, "a": calibrate(gs["a"], _calib(gs["a"], wild), 2, RATES)})
     assert other["a"] == lomo["a"]
     assert other["b"] != lomo["b"] and other["c"] != lomo["c"]
     # the prediction of a left-out model uses only its trace (op times x the others' factor)
@@ -136,22 +142,25 @@ def test_the_held_out_models_data_never_enters_its_fit():
 
 def test_pooling_refuses_what_cannot_be_pooled():
     g = _chain(6, 5)
-    cal = calibrate(g, _calib(g, TRUE), 2)
+    cal = calibrate(g, _calib(g, TRUE), 2, RATES)
     with pytest.raises(CommschedError, match="no calibration"):
         pooled_fit([])
     with pytest.raises(CommschedError, match="one model's"):
         pooled_fit([cal, cal], own_op_times=True)
     with pytest.raises(CommschedError, match="different links"):
         pooled_fit([cal, replace(cal, pair_scale=((1.0, 0.5), (0.5, 1.0)))])
-    with pytest.raises(CommschedError, match="fewer than two transfers"):
-        pooled_fit([replace(cal, link_bytes=(1.0,), link_s=(1e-3,))])
+    with pytest.raises(CommschedError, match="different links"):
+        pooled_fit([cal, replace(cal, rate_Bps=5e7)])
+    with pytest.raises(CommschedError, match="no transfer alone"):
+        pooled_fit([replace(cal, link_bytes=(), link_s=())])
 
 
 TINY = {"enabled": True, "traces": ["thesis_cnn-infer-b8"],
         "device_csv": str(DEVICES), "slow_min_us": 100,
         "partitioners": ["hashing"], "schedulers": ["fifo"], "bandwidth": "1gbit",
         "burst": "64kb", "latency": "10ms", "warmup": 1, "steps": 3, "trace_steps": 1,
-        "calib_trace_steps": 2, "seed": 0, "step_timeout_s": 30, "timeout_s": 150}
+        "calib_trace_steps": 2, "time_trace_iterations": 2, "seed": 0, "step_timeout_s": 30,
+        "timeout_s": 150}
 
 
 @pytest.mark.parametrize(("change", "match"), [
@@ -212,3 +221,68 @@ def test_the_driver_predicts_each_model_left_out_from_the_others_only():
     assert m1["placement_live.median_abs_error"] == pytest.approx(
         combos[combos["model"] == "a"]["error"].abs().median())  # the first model's
     assert "placement_live.b.lomo_fit.time_factor" in m1
+
+
+def test_op_times_come_from_a_trace_taken_with_the_live_threads():
+    g = _chain(5, 8)
+    g.graph["meta"].update(intra_threads=2, inter_threads=1)
+    timed = _chain(5, 9)  # same op names, other times
+    timed.graph["meta"].update(intra_threads=1, inter_threads=1, model="m")
+    h = with_op_times(g, timed, 1)
+    assert list(h.nodes) == list(g.nodes) and list(h.edges) == list(g.edges)
+    assert all(h.nodes[v]["duration"] == timed.nodes[v]["duration"] for v in h.nodes)
+    assert all(h.nodes[v]["out_bytes"] == g.nodes[v]["out_bytes"] for v in h.nodes)
+    assert g.nodes["op0"]["duration"] != h.nodes["op0"]["duration"]  # g itself unchanged
+    with pytest.raises(CommschedError, match="threads 2/1"):
+        with_op_times(g, g, 1)
+    with pytest.raises(CommschedError, match="ops differ"):
+        with_op_times(g, nx.relabel_nodes(timed, {"op4": "other"}), 1)
+
+
+def test_host_links_serialise_every_transfer_out_of_a_device():
+    """With every pair alike each device has one port each way (``tbf`` host links): two
+    tensors sent from one device to two others queue; with per-pair links they overlap."""
+    g = new_graph({"cpu": 1}, meta={"iterations": 1, "step_wall_s": [0.01], "sum_op_s": [0.01]})
+    for v, b in (("a", 1_000_000), ("b", 8), ("c", 8)):
+        add_op(g, v, "compute", "cpu", 1e-3, samples=[1e-3], out_bytes=b, is_gradient=False,
+               op_type="MatMul")
+    g.add_edge("a", "b", control=False, bytes=0)
+    g.add_edge("a", "c", control=False, bytes=0)
+    f = Fit(op_us=0.0, time_factor=1.0, step_s=0.0, transfer_s=0.0, rate_Bps=1e8)
+    placement = np.array([0, 1, 2])
+    x = 1e6 / 1e8  # one transfer: 10 ms
+    ports = predict(g, placement, [], {}, 3, f)
+    pairs = predict(g, placement, [], {}, 3, replace(f, pair_scale=((1.0,) * 3,) * 3))
+    assert pairs == pytest.approx(2e-3 + x)
+    assert ports == pytest.approx(2e-3 + 2 * x)
+
+
+def test_an_op_time_trace_of_other_threads_is_an_error(tmp_path, capsys):
+    # the committed traces have two intra-op threads; the live tasks run one
+    assert driver.main(["--config-json", json.dumps(TINY), "--op-time-dir",
+                        str(ROOT / "data" / "traces"), "--table", str(tmp_path / "t.csv"),
+                        "--metrics", str(tmp_path / "m.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "threads 2/1" in err and "run 1/1" in err
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_reuse_refuses_job_results_of_another_plan(tmp_path):
+    dev = read_devices(DEVICES)
+    g = _chain(8, 10)
+    configs = {"a": driver.plan_configs(g, {**TINY, "partitioners": ["hashing", "heft"]},
+                                        dev, DEVS)}
+    # the plan as the job saw it (JSON: pairs become lists)
+    plan = json.loads(json.dumps({"models": [{"name": "a", "configs": [
+        {"name": c["name"], "placed": c["placed"], "control": c["control"],
+         "slow": c["slow"]} for c in configs["a"]]}]}))
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "result.json").write_text(json.dumps({"results": [
+        {"model": "a", "name": c["name"]} for c in configs["a"]]}))
+    assert len(driver._reused(tmp_path, configs)) == len(configs["a"])
+    moved = plan["models"][0]["configs"][-1]["placed"]
+    v = next(iter(moved))
+    moved[v] = DEVS[1] if moved[v] == DEVS[0] else DEVS[0]
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(CommschedError, match="another plan"):
+        driver._reused(tmp_path, configs)

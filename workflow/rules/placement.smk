@@ -182,11 +182,42 @@ ALL_TARGETS.append(PLACEMENT_LIVE_TABLE)
 METRICS_TABLES.append(PLACEMENT_LIVE_METRICS)
 
 
+PLACEMENT_LIVE_TIMES = "results/placement_live/traces"
+
+
+rule placement_live_trace:
+    """One model of placement_live.traces traced as the live tasks run it (one intra-op and
+    one inter-op thread, each op's minimum over time_trace_iterations steps: the load's
+    preemptions of the long ops drop out): the op times the live prediction starts from.
+    The plans keep the planning traces (TRACE_DIR, the thesis' Ch. 7 graphs)."""
+    output:
+        graph=f"{PLACEMENT_LIVE_TIMES}/{{model}}-{{mode}}-b{{batch}}.json.gz",
+    wildcard_constraints:
+        model="[a-z0-9_]+",
+        mode="train|infer",
+        batch="[0-9]+",
+    params:
+        iters=PLACEMENT_LIVE["time_trace_iterations"],
+        seed=TRACE["seed"],
+        raw=f"{PLACEMENT_LIVE_TIMES}/raw",
+    threads: workflow.cores
+    log:
+        "logs/placement/live_trace_{model}-{mode}-b{batch}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "commsched trace --model {wildcards.model} --mode {wildcards.mode} "
+        "--batch {wildcards.batch} --warmup 2 --iters {params.iters} --intra-threads 1 "
+        "--inter-threads 1 --seed {params.seed} --out {output.graph} "
+        "--raw-out {params.raw} > {log} 2>&1"
+
+
 rule placement_live:
     """Every partitioner x scheduler placed on a TensorFlow cluster of emulated hosts, timed,
     and predicted by the thesis' simulator; always tears down."""
     input:
         traces=[f"{TRACE_DIR}/{t}.json.gz" for t in PLACEMENT_LIVE["traces"]],
+        times=[f"{PLACEMENT_LIVE_TIMES}/{t}.json.gz" for t in PLACEMENT_LIVE["traces"]],
         devices=PLACEMENT_LIVE["device_csv"],
     output:
         table=PLACEMENT_LIVE_TABLE,
@@ -194,6 +225,7 @@ rule placement_live:
     params:
         cfg=PLACEMENT_LIVE_CONFIG_JSON,
         trace_dir=lambda w, input: os.path.dirname(input.traces[0]),
+        time_dir=PLACEMENT_LIVE_TIMES,
         workdir="results/placement_live/run",
     threads: workflow.cores
     log:
@@ -204,5 +236,6 @@ rule placement_live:
         CONDA_ENV
     shell:
         "python -m commsched.placement.experiments.live --config-json '{params.cfg}' "
-        "--trace-dir {params.trace_dir} --workdir {params.workdir} "
+        "--trace-dir {params.trace_dir} --op-time-dir {params.time_dir} "
+        "--workdir {params.workdir} "
         "--table {output.table} --metrics {output.metrics} > {log} 2>&1"

@@ -18,7 +18,10 @@ choice is delegated to a ready queue (:class:`ReadyQueue`) made by a scheduler
 
 Transfers do not contend for links (as in the thesis). ``link_contention=True`` (our
 extension, off by default) serialises the transfers of each directed device pair in the
-order their send nodes end.
+order their send nodes end; with ``host_ports=True`` as well, each device has one
+outgoing and one incoming port instead (a full-duplex host link), so the transfers leaving
+a device and those entering one are serialised whatever their peers (a transfer starts
+when its sender's outgoing and its receiver's incoming port are both free and holds both).
 
 Outputs (:class:`DeviceSchedule`): start and end of every executed node, makespan (Eq. 2.1),
 busy time per device (the utilisation Gantt of Fig. 7.9), the number of executable nodes
@@ -332,7 +335,7 @@ class DeviceSchedule:
 
 def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
                      link_contention: bool = False, record_memory: bool = False,
-                     ) -> DeviceSchedule:
+                     host_ports: bool = False) -> DeviceSchedule:
     """Simulate ``eg`` with one ready queue per device; see the module docstring.
 
     Parameters
@@ -348,6 +351,10 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
     record_memory : bool, optional
         Also keep the memory series (every change); the peak per device is always
         computed.
+    host_ports : bool, optional
+        With ``link_contention``: serialise per device port (all transfers out of a
+        device, all transfers into one) rather than per directed pair (our extension: the
+        live placement's emulated hosts, each behind one shaped full-duplex link).
 
     Returns
     -------
@@ -356,7 +363,7 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
     Raises
     ------
     ValueError
-        ``len(queues) != eg.n_devices``.
+        ``len(queues) != eg.n_devices``, or ``host_ports`` without ``link_contention``.
     InvalidSchedule
         A node never became executable (the graph has a cycle).
 
@@ -364,20 +371,38 @@ def simulate_devices(eg: ExecGraph, queues: Sequence[ReadyQueue],
     ----------
     .. [1] Laich, B.Sc. thesis, Stuttgart 2017, Sec. 3.2 (lowest local clock decides),
        Sec. 5.1 (devices run one node at a time), Eq. 2.1 (makespan).
+
+    Examples
+    --------
+    Device 0 sends one tensor to device 1 and one to device 2 (3 time units each): per
+    pair they overlap, through device 0's one outgoing port the second waits.
+
+    >>> eg = ExecGraph.build(n_devices=3, device=[0, 0, 1, 0, 2],
+    ...                      duration=[1.0, 0.0, 0.0, 0.0, 0.0], kind=[0, 1, 2, 1, 2],
+    ...                      origin=[0] * 5, tensor=[3.0, 0.0, 3.0, 0.0, 3.0],
+    ...                      edges=[(0, 1, 0.0), (1, 2, 3.0), (0, 3, 0.0), (3, 4, 3.0)],
+    ...                      traffic=6.0)
+    >>> fifo = lambda: [FifoQueue() for _ in range(3)]
+    >>> simulate_devices(eg, fifo(), link_contention=True).makespan
+    4.0
+    >>> simulate_devices(eg, fifo(), link_contention=True, host_ports=True).makespan
+    7.0
     """
     if len(queues) != eg.n_devices:
         raise ValueError(f"need {eg.n_devices} ready queues, got {len(queues)}")
+    if host_ports and not link_contention:
+        raise ValueError("host_ports serialises transfers: it needs link_contention")
     enabled = gc.isenabled()
     gc.disable()  # the loop allocates many small tuples and no cycles
     try:
-        return _simulate(eg, queues, link_contention, record_memory)
+        return _simulate(eg, queues, link_contention, record_memory, host_ports)
     finally:
         if enabled:
             gc.enable()
 
 
 def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool,
-              record_memory: bool) -> DeviceSchedule:
+              record_memory: bool, host_ports: bool) -> DeviceSchedule:
     n, ndev = eg.n, eg.n_devices
     device, duration = eg.device, eg.duration
     sp, si, sd = eg.succ_ptr, eg.succ_idx, eg.succ_delay
@@ -469,10 +494,12 @@ def _simulate(eg: ExecGraph, queues: Sequence[ReadyQueue], link_contention: bool
                     continue
                 arrive = t + delay
                 if link_contention:
-                    key = (d, device[j])
-                    begin = max(t, link_free.get(key, 0.0))
+                    # a directed pair's link, or the sender's out and the receiver's in port
+                    out, into = ((d, -1), (-1, device[j])) if host_ports \
+                        else ((d, device[j]),) * 2
+                    begin = max(t, link_free.get(out, 0.0), link_free.get(into, 0.0))
                     arrive = begin + delay
-                    link_free[key] = arrive
+                    link_free[out] = link_free[into] = arrive
                 heapq.heappush(events, (arrive, seq, -j - 1))
                 seq += 1
     if done != n:

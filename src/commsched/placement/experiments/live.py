@@ -34,7 +34,10 @@ for everything else). The planner and the simulator use the same rates:
    transfers, bytes allocated). Two calibration configurations per model run first
    (:mod:`~commsched.placement.live.predict`). The cluster is torn down on every exit
    path.
-3. **Predict.** The overheads fitted on the calibration configurations only
+3. **Predict.** From each graph with the op times of a trace taken with the live
+   tasks' threads (``--op-time-dir``: rule ``placement_live_trace``, one intra-op and
+   one inter-op thread; the plans keep the planning trace's, the thesis' Ch. 7 graph),
+   the overheads fitted on the calibration configurations only
    (:func:`commsched.placement.live.predict.calibrate` and
    :func:`~commsched.placement.live.predict.pooled_fit`) go into the simulator, which predicts
    every configuration's step from its placement and enforced order (with per-pair links,
@@ -65,8 +68,9 @@ the tables hold one row ``skipped: <reason>`` and the metrics table is empty; an
 configuration is still planned first, so bad input (a missing trace, a device memory that
 cannot hold a colocation group) is a one-line error everywhere. Run as
 ``python -m commsched.placement.experiments.live --config-json '{...}' --trace-dir DIR
---table T.csv --metrics M.csv``; ``--reuse`` re-analyses the job results an earlier run
-left in ``--workdir``.
+--op-time-dir DIR --table T.csv --metrics M.csv``; ``--reuse`` re-analyses the job results
+an earlier run left in ``--workdir`` (the plans come from ``--trace-dir`` alone, so a run's
+results can be re-analysed with other op-time traces).
 """
 
 from __future__ import annotations
@@ -114,12 +118,17 @@ from commsched.placement.live.predict import (
     pooled_fit,
     predict,
     trace_op_overhead_us,
+    with_op_times,
 )
 from commsched.placement.model import Options
 from commsched.placement.run import run_all
 from commsched.placement.traced import problem_from_trace
 
-__all__ = ["main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
+__all__ = ["THREADS", "main", "measured_memory", "plan_configs", "rankings", "skipped_reason"]
+
+#: Intra-op and inter-op threads of every live task (one op at a time, like a thesis
+#: device); the op-time traces (``--op-time-dir``) must have been taken with as many.
+THREADS = 1
 
 
 def skipped_reason(section: Mapping[str, Any], per_pair: bool = False) -> str | None:
@@ -245,10 +254,22 @@ def _run_client(c: EmulatedCluster, plan: Mapping[str, Any], workdir: Path, dead
 
 def _reused(workdir: Path, configs: Mapping[str, Sequence[Mapping[str, Any]]]
             ) -> list[dict[str, Any]]:
-    """The job results an earlier run left in ``workdir`` (``--reuse``)."""
+    """The job results an earlier run left in ``workdir`` (``--reuse``), checked against
+    the plan it ran (``plan.json``): every configuration placed, ordered and slowed as
+    ``configs`` (planned from ``--trace-dir``) has it."""
     path = workdir / "result.json"
     if not path.exists():
         raise CommschedError(f"{path}: no job results to reuse")
+    plan_path = workdir / "plan.json"
+    ran = {(m["name"], c["name"]): c for m in json.loads(plan_path.read_text())["models"]
+           for c in m["configs"]} if plan_path.exists() else {}
+    for m, cs in configs.items():
+        for c in cs:
+            x = ran.get((m, c["name"]))
+            if x is not None and (x["placed"] != c["placed"] or x["slow"] != c["slow"]
+                                  or x["control"] != [list(e) for e in c["control"]]):
+                raise CommschedError(f"{plan_path}: {m} {c['name']} ran another plan than "
+                                     "the traces of --trace-dir give")
     results = list(json.loads(path.read_text())["results"])
     have = {(r.get("model"), r["name"]) for r in results}
     missing = [f"{m} {c['name']}" for m, cs in configs.items() for c in cs
@@ -405,7 +426,9 @@ def _error_metrics(combos: pd.DataFrame, prefix: str) -> dict[str, float]:
 def _table(graphs: Mapping[str, Any], configs: Mapping[str, Sequence[Mapping[str, Any]]],
            results: Sequence[Mapping[str, Any]], dev: Devices, rates: np.ndarray,
            per_pair: bool, say: Callable[[str], None]) -> tuple[pd.DataFrame, dict[str, float]]:
-    """The run's table and metrics; ``rates``, ``per_pair``: :func:`nominal_rates`'s.
+    """The run's table and metrics; ``rates``, ``per_pair``: :func:`nominal_rates`'s;
+    ``graphs``: the planning traces with the op times the prediction uses
+    (:func:`commsched.placement.live.predict.with_op_times`).
 
     Every model's configurations are predicted three ways: with its own calibration
     (``predicted_s``, ``error``: its ops' live times), with one fit over every model's
@@ -417,8 +440,7 @@ def _table(graphs: Mapping[str, Any], configs: Mapping[str, Sequence[Mapping[str
     by_model: dict[str, dict[str, Any]] = {m: {} for m in graphs}
     for r in results:
         by_model[r["model"]][r["name"]] = r
-    cals = {m: calibrate(g, by_model[m], k, rates if per_pair else None)
-            for m, g in graphs.items()}
+    cals = {m: calibrate(g, by_model[m], k, rates) for m, g in graphs.items()}
     own = {m: pooled_fit([c], own_op_times=True) for m, c in cals.items()}
     runtime = pooled_fit(list(cals.values()))
     lomo = lomo_fits(cals)
@@ -489,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = driver.parser(__name__, __doc__)
     driver.add_config_options(p, "placement_live")
     p.add_argument("--trace-dir", default="data/traces", help="folder of the traced graphs")
+    p.add_argument("--op-time-dir", help="folder of the same graphs traced with the live "
+                   "tasks' threads, whose op times the prediction uses (default: --trace-dir)")
     driver.add_workdir_options(p, "plan, client log, job results", "results/placement_live/run")
     p.add_argument("--table", required=True, help="per-configuration table (CSV)")
     p.add_argument("--metrics", required=True, help="metrics table (CSV)")
@@ -500,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if section["enabled"]:  # bad input is an error also where the run is skipped
             graphs = {m: load_trace(driver.trace_file(args.trace_dir, m))
                       for m in section["traces"]}
+            timed = {m: g if args.op_time_dir is None else with_op_times(
+                         g, load_trace(driver.trace_file(args.op_time_dir, m)), THREADS)
+                     for m, g in graphs.items()}
             dev = read_devices(section["device_csv"])
             k = dev.n
             if not 2 <= k <= 8:
@@ -517,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return
         t = time.perf_counter()
         cfg = ClusterConfig(n_ps=1, n_workers=k - 1, bandwidth=section["bandwidth"],
-                            burst=section["burst"], latency=section["latency"], threads=1,
+                            burst=section["burst"], latency=section["latency"], threads=THREADS,
                             pair_rates=tuple(tuple(map(float, r)) for r in rates)
                             if per_pair else None)
         hwm: dict[str, float] = {}
@@ -534,13 +561,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 plan = {"models": [_plan_model(m, g, configs[m]) for m, g in graphs.items()],
                         "target": c.targets[0], "devices": device_names(c.spec),
                         "warmup": section["warmup"], "steps": section["steps"],
-                        "timeout_s": section["step_timeout_s"], "threads": 1}
+                        "timeout_s": section["step_timeout_s"], "threads": THREADS}
                 load = os.getloadavg()[0]
                 results = _run_client(c, plan, Path(args.workdir), deadline, driver.say)
                 hwm = _vm_hwm(c)
                 loads = {"placement_live.load_start": load,
                          "placement_live.load_end": os.getloadavg()[0]}
-        table, values = _table(graphs, configs, results, dev, rates, per_pair, driver.say)
+        table, values = _table(timed, configs, results, dev, rates, per_pair, driver.say)
         values.update(loads)
         for host, b in hwm.items():
             values[f"placement_live.vm_hwm_mib.{host}"] = b / 2**20

@@ -6,9 +6,11 @@ each op of a slower device down (:func:`commsched.placement.live.mapping.slowdow
 the prediction slows exactly those ops by the same factor (:func:`simulate`). The
 calibration configurations run at host speed on every device (no slow-down: they measure
 the runtime, not the devices). The traced times leave out what the distributed runtime
-adds, and the trace was taken at another time, under another load, with two intra-op
-threads (the live tasks have one: a convolution takes about twice its traced time, a small
-op about its traced time). What the simulator needs is fitted on the two *calibration*
+adds. The op times the prediction starts from are those of a trace taken as the live
+tasks run (one intra-op and one inter-op thread, each op's minimum over
+``time_trace_iterations`` steps: :func:`with_op_times`), not the planning trace's (two
+intra-op threads: a convolution about twice as fast as live, a small op about as fast).
+What the simulator needs is fitted on the two *calibration*
 configurations, which are none of the measured partitioner x scheduler combinations
 (:func:`calibrate`, then :func:`pooled_fit` of that one calibration with its own op
 times), all from the run itself (their FULL_TRACE steps are spread over the timed
@@ -23,14 +25,29 @@ rounds, :func:`commsched.placement.live.job.trace_rounds`):
   the op count (:func:`run_op_overhead_us`);
 * ``step_s``: per step, the session's round trips, ``calib-one``'s median step minus its
   simulated makespan;
-* ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``, fitted
-  (:func:`commsched.cost.overhead.fit_link`) on the ``RecvTensor`` spans of
-  ``calib-split`` (nearly every edge crosses a link): a transfer lasts from the later of
-  the receiver's request and the producer's end (all tasks share the machine's clock) to
-  the tensor's arrival; transfers that overlap another one on a host link they share
-  are left out (their time is queueing), and each transfer's median over the traced
-  steps is kept (the timed steps are medians too; the shortest, kept before, fitted the
-  least loaded moment and underpredicted the transfer-heavy configurations).
+* ``transfer_s`` and ``rate_Bps``: per transfer, ``transfer_s + bytes / rate_Bps``;
+  ``rate_Bps`` is the rate the links are shaped to (nominal, the fastest pair's), and
+  ``transfer_s`` the median of ``span - bytes / rate_Bps`` over the ``RecvTensor`` spans of
+  ``calib-split`` (nearly every edge crosses a link). The rate is not fitted: most
+  calibration tensors are small enough to pass in the shaper's burst, so their spans
+  hardly see the rate (the RNN's, all below 60 kB, fitted 148-156 MB/s on a 125 MB/s
+  link; the CNN predicted from that fit was a median 21-23% short, 9-10% with the shaped
+  rate). A transfer lasts from the later of the receiver's request and the producer's end
+  (all tasks share the machine's clock) to the tensor's arrival; transfers that overlap
+  another one on a host link they share are left out (their time is queueing), and each
+  transfer's median over the traced steps is kept (the timed steps are medians too; the
+  shortest, kept before, fitted the least loaded moment and underpredicted the
+  transfer-heavy configurations).
+
+  Where every pair has one rate (host links shaped by ``tbf`` on both ends), each device
+  has one outgoing and one incoming port: a transfer holds its sender's outgoing and its
+  receiver's incoming port for its whole ``transfer_s + bytes / rate_Bps``
+  (:func:`commsched.sim.devices.simulate_devices` with ``host_ports``), so the transfers
+  into or out of one host queue whatever their peers; with per-pair rates (``htb`` class
+  per peer) each directed pair is a link of its own. Measured in the job results: a
+  ``RecvTensor``'s span grows with the transfers in flight beside it (the RNN's
+  ``calib-split``, median 0.17 ms alone, 0.41 ms beside 3-10 others, 12 ms beside 30 or
+  more), which per-pair links (where its three hosts' transfers overlap freely) miss.
 
   With per-pair link rates (a device file whose rates differ, :func:`nominal_rates`),
   each transfer's bytes are first divided by its pair's nominal rate over the fastest
@@ -49,7 +66,7 @@ times). Of several models' calibrations :func:`pooled_fit` fits one set for the 
 with no op's live time: every op takes
 its traced time times one compute factor (the models' summed live ``calib-one`` op time
 over their summed traced time), ``op_us`` and ``step_s`` are the median over the models,
-and the link is fitted on all their transfers together. :func:`lomo_fits` gives each model
+and the per-transfer cost on all their transfers together. :func:`lomo_fits` gives each model
 the pooled fit of the *other* models (leave-one-model-out): what a user predicting a model
 that has never run on the cluster would have, from its trace alone.
 """
@@ -64,7 +81,6 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from commsched.cost.overhead import fit_link
 from commsched.errors import CommschedError
 from commsched.placement.live.mapping import canonical_device, device_index, relative_speeds
 from commsched.placement.model import TYPES, Cluster, Options, Problem
@@ -82,7 +98,7 @@ from commsched.tictac.live.steptrace import compute_busy, transfers
 
 __all__ = ["RATE_UNIT_BPS", "Calibration", "Fit", "calibrate", "calibration_placements",
            "live_cluster", "lomo_fits", "nominal_rates", "placed_fraction", "pooled_fit",
-           "predict", "run_op_overhead_us", "trace_op_overhead_us"]
+           "predict", "run_op_overhead_us", "trace_op_overhead_us", "with_op_times"]
 
 #: Bytes per second of one unit of a device file's transfer rate. The live problem is in
 #: microseconds and bytes (:func:`commsched.placement.traced.problem_from_trace`), so a
@@ -98,7 +114,8 @@ class Fit:
     """The runtime's overheads (module docstring); times in seconds, rate in bytes/s.
 
     ``op_s`` maps an op to its live time; an op it lacks takes its traced time times
-    ``time_factor``. ``pair_scale`` (k x k, None: every pair alike) is each directed
+    ``time_factor``. ``rate_Bps`` is the fastest pair's nominal rate. ``pair_scale`` (k x
+    k, None: every pair alike, each device behind one full-duplex port) is each directed
     pair's nominal rate over the fastest pair's; pair ``(i, j)`` moves
     ``rate_Bps * pair_scale[i][j]`` bytes per second.
     """
@@ -228,6 +245,56 @@ def trace_op_overhead_us(g: nx.DiGraph) -> float:
     return max(0.0, (wall - ops) / g.number_of_nodes() * 1e6)
 
 
+def with_op_times(g: nx.DiGraph, timed: nx.DiGraph, threads: int) -> nx.DiGraph:
+    """The planning trace ``g`` with every op's time taken from ``timed``.
+
+    The live tasks run with ``threads`` intra-op and inter-op threads; the planning trace
+    (the thesis' Ch. 7 graph) was taken with two intra-op threads, so its large ops are up
+    to twice as fast as live. ``timed`` is the same graph traced as the tasks run
+    (:func:`commsched.trace.tf.trace_model` with ``threads`` threads, each op's minimum
+    over many steps), whose op times the prediction starts from; the planning graph's
+    node order, edges, bytes and metadata stay (the job's placements index them).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+        The planning trace.
+    timed : networkx.DiGraph
+        The same model traced with the live tasks' threads.
+    threads : int
+        The live tasks' intra-op and inter-op threads.
+
+    Returns
+    -------
+    networkx.DiGraph
+        A copy of ``g`` with ``timed``'s ``duration`` on every op.
+
+    Raises
+    ------
+    CommschedError
+        If ``timed`` was traced with other threads or has other ops than ``g``.
+
+    References
+    ----------
+    Laich 2017, Sec. 2.2 (an op's time is its work over the device's speed: the time
+    oracle must be the device's, here one TensorFlow task of ``threads`` threads).
+    """
+    meta = timed.graph.get("meta", {})
+    got = (meta.get("intra_threads"), meta.get("inter_threads"))
+    if got != (threads, threads):
+        raise CommschedError(f"op-time trace of {meta.get('model')}: traced with intra/inter "
+                             f"threads {got[0]}/{got[1]}, the live tasks run {threads}/"
+                             f"{threads}")
+    if set(timed.nodes) != set(g.nodes):
+        diff = sorted(set(timed.nodes) ^ set(g.nodes))
+        raise CommschedError(f"op-time trace of {meta.get('model')}: its ops differ from the "
+                             f"planning trace's ({len(diff)} differ, e.g. {diff[0]!r})")
+    h = g.copy()
+    for v in h.nodes:
+        h.nodes[v]["duration"] = float(timed.nodes[v]["duration"])
+    return h
+
+
 def run_op_overhead_us(steps: Sequence[Mapping[str, Sequence[Mapping[str, Any]]]],
                        ops: Collection[str]) -> float:
     """Per-op executor cost of a live run: (span - summed op time) / ops, median over steps.
@@ -345,7 +412,7 @@ def simulate(g: nx.DiGraph, placement: np.ndarray, control: Sequence[tuple[int, 
     c = live_cluster([1.0] * k, [np.inf] * k, f.rates(k))
     eg = _with_latency(insert_send_recv(p, c, placement, 0.0), f.transfer_s * 1e6)
     s = simulate_devices(eg, DEVICE_SCHEDULERS["fifo"](eg, c, Options(send_ops=0.0)),
-                         link_contention=True)
+                         link_contention=True, host_ports=f.pair_scale is None)
     check_device_schedule(eg, s)
     return s
 
@@ -381,7 +448,7 @@ class Calibration:
     factor, :attr:`Fit.time_factor`); ``op_us``: per-op
     executor cost; ``step_s``: per-step cost; ``link_bytes`` / ``link_s``: the
     ``calib-split`` transfers alone on their links, bytes (over the pair's relative rate)
-    and median span; ``pair_scale`` as in :class:`Fit`.
+    and median span; ``rate_Bps`` and ``pair_scale`` as in :class:`Fit`.
     """
 
     op_s: Mapping[str, float]
@@ -391,11 +458,12 @@ class Calibration:
     step_s: float
     link_bytes: tuple[float, ...]
     link_s: tuple[float, ...]
+    rate_Bps: float
     pair_scale: tuple[tuple[float, ...], ...] | None = None
 
 
 def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
-              rates: np.ndarray | None = None) -> Calibration:
+              rates: np.ndarray) -> Calibration:
     """One model's runtime measurements from its two calibration results (module docstring).
 
     Parameters
@@ -406,9 +474,10 @@ def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
         The job's results of ``calib-one`` and ``calib-split`` by name.
     k : int
         Devices.
-    rates : numpy.ndarray, optional
-        The links' nominal rates (k x k, :func:`nominal_rates`) where they differ per
-        pair; None: every pair alike.
+    rates : numpy.ndarray
+        The links' nominal rates in bytes per second (k x k, :func:`nominal_rates`; the
+        diagonal is ignored). Pairs that all have one rate: host links, one port per
+        device each way (``pair_scale`` None).
 
     Returns
     -------
@@ -417,8 +486,8 @@ def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
     Raises
     ------
     CommschedError
-        If a calibration result is missing or, with ``rates``, a transfer between devices
-        the cluster lacks.
+        If a calibration result is missing or, with per-pair rates, a transfer between
+        devices the cluster lacks.
 
     References
     ----------
@@ -436,11 +505,12 @@ def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
             live.setdefault(n["node_name"], []).append(n["op_end_rel_micros"] / 1e6)
     op_s = {v: statistics.median(x) for v, x in live.items()}
     traced_sum = sum(float(g.nodes[v]["duration"]) for v in op_s)
+    off = ~np.eye(k, dtype=bool)
+    nominal = np.asarray(rates, dtype=float)[off]
     scale = None
-    if rates is not None:
-        off = ~np.eye(k, dtype=bool)
+    if (nominal != nominal[0]).any():
         scale = np.ones((k, k))
-        scale[off] = np.asarray(rates, dtype=float)[off] / np.asarray(rates)[off].max()
+        scale[off] = nominal / nominal.max()
     index = device_index(k)
     spans: dict[tuple[str, str], list[float]] = {}
     pair_of: dict[tuple[str, str], float] = {}
@@ -474,7 +544,7 @@ def calibrate(g: nx.DiGraph, calib: Mapping[str, Mapping[str, Any]], k: int,
     sim_one = simulate(g, one, [], {}, k, alone).makespan / 1e6
     step_s = max(0.0, statistics.median(calib[CALIB_ONE]["steps_s"]) - sim_one)
     return Calibration(op_s, sum(op_s.values()), traced_sum, op_us, step_s, nbytes, span,
-                       pair_scale)
+                       float(nominal.max()), pair_scale)
 
 
 def pooled_fit(cals: Sequence[Calibration], own_op_times: bool = False) -> Fit:
@@ -492,16 +562,15 @@ def pooled_fit(cals: Sequence[Calibration], own_op_times: bool = False) -> Fit:
     -------
     Fit
         ``time_factor``: the models' summed live ``calib-one`` op time over their summed
-        traced time; ``op_us`` and ``step_s``: the median over the models; ``transfer_s``
-        and ``rate_Bps``: :func:`commsched.cost.overhead.fit_link` on every model's
-        ``calib-split`` transfers together.
+        traced time; ``op_us`` and ``step_s``: the median over the models; ``rate_Bps``:
+        the links' nominal rate; ``transfer_s``: the median of ``span - bytes /
+        rate_Bps`` over every model's ``calib-split`` transfers together (at least 0).
 
     Raises
     ------
     CommschedError
         No calibration, ``own_op_times`` with several, calibrations of different links,
-        or fewer than two transfers alone on their links (or times that do not grow with
-        their bytes).
+        or no transfer alone on its link.
 
     References
     ----------
@@ -511,14 +580,14 @@ def pooled_fit(cals: Sequence[Calibration], own_op_times: bool = False) -> Fit:
         raise CommschedError("no calibration to fit the runtime overheads on")
     if own_op_times and len(cals) != 1:
         raise CommschedError("own op times are one model's: pool them over one calibration")
-    if len({c.pair_scale for c in cals}) != 1:
+    if len({(c.rate_Bps, c.pair_scale) for c in cals}) != 1:
         raise CommschedError("calibrations of different links cannot be pooled")
-    span = [x for c in cals for x in c.link_s]
-    if len(span) < 2:
-        raise CommschedError(f"{CALIB_SPLIT}: fewer than two transfers alone on their links "
-                             "to fit the link on")
-    transfer_s, rate = fit_link([1] * len(span), [x for c in cals for x in c.link_bytes],
-                                span)
+    rate = cals[0].rate_Bps
+    over = [x - b / rate for c in cals for x, b in zip(c.link_s, c.link_bytes, strict=True)]
+    if not over:
+        raise CommschedError(f"{CALIB_SPLIT}: no transfer alone on its link to fit the "
+                             "per-transfer cost on")
+    transfer_s = max(0.0, float(statistics.median(over)))
     traced = sum(c.traced_op_s for c in cals)
     factor = sum(c.live_op_s for c in cals) / traced if traced > 0 else 1.0
     return Fit(statistics.median(c.op_us for c in cals), factor,
