@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
-from commsched.placement.compiled import COMPILED, simulate_scheduler
+from commsched.placement.compiled import COMPILED, simulate_published, simulate_scheduler
 from commsched.placement.model import (
     Cluster,
     Options,
@@ -140,12 +140,14 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
              eg: ExecGraph | None = None) -> tuple[ExecGraph, DeviceSchedule, float]:
     """Insert send/receive nodes, simulate with scheduler ``name`` and validate.
 
-    Under ``published-code`` the published simulator's loop runs
-    (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
-    from ``opts.seed``); it has no link contention. Under ``thesis`` the thesis' schedulers
-    run compiled (:func:`~commsched.placement.compiled.simulate_scheduler`, the schedule
-    their ready queues give in :func:`~commsched.sim.devices.simulate_devices`); a
-    scheduler added to the registry without a kernel runs through its queues.
+    Under ``published-code`` the published simulator's loop runs compiled
+    (:func:`~commsched.placement.compiled.simulate_published`, the schedule of
+    :func:`~commsched.sim.devices.simulate_lowest_clock` with the Java hash-set orders
+    drawn from ``opts.seed``); it has no link contention. Under ``thesis`` the thesis'
+    schedulers run compiled (:func:`~commsched.placement.compiled.simulate_scheduler`,
+    the schedule their ready queues give in
+    :func:`~commsched.sim.devices.simulate_devices`). A scheduler added to the registry
+    without a kernel runs through the Python loop and its queues or chooser.
 
     Parameters
     ----------
@@ -192,11 +194,14 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     t0 = time.perf_counter()
     if eg is None:
         eg = insert_send_recv(p, c, placement.device, opts.send_ops)
-    if published:
+    compiled = DEVICE_SCHEDULERS.canonical(name) in COMPILED
+    if published and compiled:
+        s = simulate_published(eg, c, name, opts, placement.order, record_memory)
+    elif published:
         s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
                                   identity_hashes(eg.n, opts.seed),
                                   source_order=placement.order, record_memory=record_memory)
-    elif DEVICE_SCHEDULERS.canonical(name) in COMPILED:
+    elif compiled:
         s = simulate_scheduler(eg, c, name, opts, link_contention, record_memory)
     else:
         s = simulate_devices(eg, make(eg, c, opts),
