@@ -265,6 +265,92 @@ def _java_upward_ranks(p: Problem, c: Cluster, key: Sequence[float]) -> list[flo
     return rank
 
 
+@njit(cache=True)
+def _heft_published_run(nodes: np.ndarray, unit: np.ndarray, unit_mem: np.ndarray,
+                        unit_type: np.ndarray, type_ok: np.ndarray, memory: np.ndarray,
+                        pp: np.ndarray, pi: np.ndarray, size: np.ndarray, ops: np.ndarray,
+                        speed: np.ndarray, rate: np.ndarray,
+                        ) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover
+    """The device loop of :func:`_heft_published` over ``nodes`` (rank order); returns
+    the units in the order they were assigned, their devices, and the first unit that fits
+    nowhere (-1: none). Each device's slots are kept sorted by start (``starts``,
+    ``ends``; one slot per start time): the gap search begins at the first slot that
+    starts after the earliest start, the slot before it giving the end it waits for."""
+    n, ndev, nu = unit.shape[0], speed.shape[0], unit_mem.shape[0]
+    unit_dev = np.full(nu, -1, dtype=np.int64)
+    assigned = np.empty(nu, dtype=np.int64)
+    na = 0
+    used = np.zeros(ndev)
+    finish = np.full(n, -1.0)
+    cap = max(16, 2 * n // max(ndev, 1))
+    starts = np.empty((ndev, cap))
+    ends = np.empty((ndev, cap))
+    count = np.zeros(ndev, dtype=np.int64)
+    for v in nodes:
+        u = unit[v]
+        fixed = unit_dev[u]
+        best_d, best_a, best_b = -1, 0.0, 0.0
+        for d in range(ndev):
+            if fixed >= 0:
+                if d != fixed:
+                    continue
+            elif not type_ok[unit_type[u], d] or not used[d] + unit_mem[u] <= memory[d]:
+                continue
+            # earliest start: the minimum over predecessors placed on other devices
+            est, changed = np.inf, False
+            for k in range(pp[v], pp[v + 1]):
+                q = pi[k]
+                dq = unit_dev[unit[q]]
+                if dq < 0 or dq == d:
+                    continue
+                t = finish[q] + size[q] / rate[d, dq]
+                if t < est:
+                    est, changed = t, True
+            if not changed:
+                est = 0.0
+            dur = ops[v] / speed[d]
+            m = count[d]
+            i = np.searchsorted(starts[d, :m], est, side="right")
+            last_end = ends[d, i - 1] if i > 0 else 0.0
+            gap = False
+            for k in range(i, m):
+                a = max(last_end, est)
+                if starts[d, k] - a >= dur:
+                    gap = True
+                    break
+                last_end = ends[d, k]
+            if not gap:
+                a = max(last_end, est)
+            b = a + dur
+            if best_d < 0 or b < best_b:
+                best_d, best_a, best_b = d, a, b
+        if best_d < 0:
+            return assigned[:na], unit_dev, u
+        if fixed < 0:
+            unit_dev[u] = best_d
+            used[best_d] += unit_mem[u]
+            assigned[na] = u
+            na += 1
+        d, a = best_d, best_a
+        finish[v] = best_b
+        m = count[d]
+        i = np.searchsorted(starts[d, :m], a)
+        if i < m and starts[d, i] == a:
+            continue  # a Java TreeSet keeps the first slot of a start time
+        if m == starts.shape[1]:
+            grown = np.empty((ndev, 2 * m))
+            grown[:, :m] = starts
+            starts = grown
+            grown = np.empty((ndev, 2 * m))
+            grown[:, :m] = ends
+            ends = grown
+        starts[d, i + 1:m + 1] = starts[d, i:m].copy()
+        ends[d, i + 1:m + 1] = ends[d, i:m].copy()
+        starts[d, i], ends[d, i] = a, best_b
+        count[d] = m + 1
+    return assigned[:na], unit_dev, -1
+
+
 def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
     """HEFT as the published Java code partitions (read from its ``HeftPartitioning``).
 
@@ -276,7 +362,8 @@ def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
     where a predecessor on the same device (rate 0 in the Java tables, so an infinite
     time) or not yet placed counts for nothing, and 0 when none counts. The slot: the
     first gap between slots (in start order, slots starting together counted once) that
-    starts after the earliest start and holds the node, else after the last slot.
+    starts after the earliest start and holds the node, else after the last slot. The
+    loop over nodes and devices runs compiled (:func:`_heft_published_run`).
     """
     st = _State(p, c, opts)
     assert st.hash is not None
@@ -291,51 +378,20 @@ def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
         return 1 if rank[b] > rank[a] else -1
 
     nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
-    finish = np.full(p.n, -1.0)
-    slots: list[dict[float, float]] = [{} for _ in range(c.n)]  # start -> end, by device
-
-    def slot(v: int, d: int) -> tuple[float, float]:
-        est, changed = math.inf, False
-        for q in p.pred[v]:
-            dq = int(st.place[q])
-            if dq < 0 or dq == d:
-                continue
-            t = finish[q] + float(p.size[q]) / float(c.rate[d, dq])
-            if t < est:
-                est, changed = t, True
-        if not changed:
-            est = 0.0
-        dur = float(p.ops[v]) / float(c.speed[d])
-        last_end = 0.0
-        for a in sorted(slots[d]):
-            if a > est:
-                t = max(last_end, est)
-                if a - t >= dur:
-                    return t, t + dur
-            last_end = slots[d][a]
-        t = max(last_end, est)
-        return t, t + dur
-
-    def take(v: int, d: int, a: float, b: float) -> None:
-        slots[d].setdefault(a, b)  # a Java TreeSet keeps the first slot of a start time
-        finish[v] = b
-
-    for v in nodes:
-        u = int(p.unit[v])
-        if st.unit_dev[u] >= 0:
-            d = int(st.unit_dev[u])
-            take(v, d, *slot(v, d))
-            continue
-        mask = st.feasible([u])
-        best: tuple[float, float, int] | None = None
-        for e in np.nonzero(mask)[0].tolist():
-            a, b = slot(v, e)
-            if best is None or b < best[1]:
-                best = (a, b, e)
-        if best is None:
-            raise st.fail(u)
-        st.assign(u, best[2])
-        take(v, best[2], best[0], best[1])
+    pred_len = np.fromiter((len(x) for x in p.pred), dtype=np.int64, count=p.n)
+    pp = np.zeros(p.n + 1, dtype=np.int64)
+    np.cumsum(pred_len, out=pp[1:])
+    pi = np.fromiter(itertools.chain.from_iterable(p.pred), dtype=np.int64, count=int(pp[-1]))
+    type_ok = np.stack([st.type_mask[t] for t in range(4)])
+    assigned, unit_dev, failed = _heft_published_run(
+        np.asarray(nodes, dtype=np.int64), p.unit, p.unit_mem,
+        np.asarray(p.unit_constraint, dtype=np.int64), type_ok, c.memory, pp, pi,
+        np.asarray(p.size, dtype=float), np.asarray(p.ops, dtype=float),
+        np.asarray(c.speed, dtype=float), np.asarray(c.rate, dtype=float))
+    for u in assigned.tolist():
+        st.assign(u, int(unit_dev[u]))
+    if failed >= 0:
+        raise st.fail(failed)
     return st.result()
 
 
