@@ -582,8 +582,8 @@ def _run_lowest_clock(policy: int, ndev: int, device: np.ndarray, duration: np.n
                 moved = True
                 break
             dj = order[j]
-            _receive_past(dj, clock, next_arrival, arrive, head, tail, nxt, nready,
-                          available, indeg, device, hp, hi)
+            # the Java code takes in device j's arrivals first; none is due (its earliest,
+            # at least t_min, lies after its clock), so its ready list decides
             if nready[dj] > 0:
                 for m in range(j):
                     clock[order[m]] = clock[dj]
