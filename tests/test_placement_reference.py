@@ -6,6 +6,8 @@ memory, under both semantics."""
 from __future__ import annotations
 
 import functools
+import heapq
+import itertools
 import math
 import random
 
@@ -20,7 +22,7 @@ from commsched.placement.model import (
     java_hash_order,
     random_devices,
 )
-from commsched.placement.partitioners import _java_upward_ranks, _State
+from commsched.placement.partitioners import _java_upward_ranks, _min_exec, _State
 from commsched.trace.synthetic import level_dag
 
 
@@ -87,7 +89,129 @@ def reference_heft_published(p: Problem, c: Cluster, opts: Options) -> Placement
     return st.result()
 
 
-REFERENCES = {("heft", "published-code"): reference_heft_published}
+def reference_icp(p: Problem, c: Cluster, opts: Options) -> Placement:
+    """Sec. 4.5 in Python sets and heaps (the implementation before the compiled one)."""
+    st = _State(p, c, opts)
+    n = p.n
+    ops = p.ops.tolist()  # Python floats: the rank updates below are scalar work
+    rin = [set(x) for x in p.pred]
+    rout = [set(x) for x in p.succ]
+    pos = [0] * n
+    for k, v in enumerate(p.topo):
+        pos[v] = k
+    src = [0.0] * n
+    ppred = [-1] * n
+
+    def recompute(v: int) -> bool:
+        best, bp = 0.0, -1
+        for q in rin[v]:
+            x = src[q] + ops[q]
+            if bp < 0 or x > best or (x == best and q < bp):
+                best, bp = x, q
+        changed = best != src[v]
+        src[v], ppred[v] = best, bp
+        return changed
+
+    for v in p.topo:
+        recompute(v)
+
+    def is_candidate(v: int) -> bool:
+        return not rout[v] and (bool(rin[v]) or st.place[v] < 0)
+
+    heap: list[tuple[float, float, int]] = []
+
+    def push(v: int) -> None:
+        heapq.heappush(heap, (-src[v], -(src[v] + ops[v]), v))
+
+    for v in range(n):
+        if is_candidate(v):
+            push(v)
+    while heap:
+        s, _, v = heapq.heappop(heap)
+        if -s != src[v] or not is_candidate(v):
+            continue
+        path = [v]
+        while ppred[path[-1]] >= 0:
+            path.append(int(ppred[path[-1]]))
+        path.reverse()
+        # subpaths
+        subpaths: list[list[int]] = []
+        cur: list[int] = []
+        cur_type = 3
+        for x in path:
+            if st.place[x] >= 0:
+                if cur:
+                    subpaths.append(cur)
+                cur, cur_type = [], 3
+                continue
+            u = int(p.unit[x])
+            t = int(p.unit_constraint[u])
+            if cur and t != 3 and cur_type != 3 and t != cur_type:
+                subpaths.append(cur)
+                cur, cur_type = [], 3
+            if u not in cur:
+                cur.append(u)
+            if t != 3:
+                cur_type = t
+        if cur:
+            subpaths.append(cur)
+        for units in subpaths:
+            reference_place_subpath(st, [u for u in units if st.unit_dev[u] < 0])
+        # remove the path's edges and update ranks downstream
+        touched: list[tuple[int, int]] = []
+        for a, b in itertools.pairwise(path):
+            rout[a].discard(b)
+            rin[b].discard(a)
+            heapq.heappush(touched, (int(pos[b]), b))
+        for x in path:
+            if is_candidate(x):
+                push(x)
+        seen: set[int] = set()
+        while touched:
+            _, x = heapq.heappop(touched)
+            if x in seen:
+                continue
+            seen.add(x)
+            if recompute(x):
+                for y in rout[x]:
+                    heapq.heappush(touched, (int(pos[y]), y))
+            if is_candidate(x):
+                push(x)
+    return st.result()
+
+
+def reference_place_subpath(st: _State, units: list[int]) -> None:
+    if not units:
+        return
+    d = _min_exec(st, units)
+    if d >= 0:
+        for u in units:
+            st.assign(u, d)
+        return
+    if len(units) == 1:
+        raise st.fail(units[0])
+    half = len(units) // 2
+    reference_place_subpath(st, units[:half])
+    reference_place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
+
+
+def reference_place_subpath(st: _State, units: list[int]) -> None:
+    if not units:
+        return
+    d = _min_exec(st, units)
+    if d >= 0:
+        for u in units:
+            st.assign(u, d)
+        return
+    if len(units) == 1:
+        raise st.fail(units[0])
+    half = len(units) // 2
+    reference_place_subpath(st, units[:half])
+    reference_place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
+
+
+REFERENCES = {("heft", "published-code"): reference_heft_published,
+              ("icp", "thesis"): reference_icp, ("icp", "published-code"): reference_icp}
 
 
 def random_instance(rng: random.Random, k: int) -> tuple[Problem, Cluster]:
