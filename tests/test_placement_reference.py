@@ -5,7 +5,6 @@ memory, under both semantics."""
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import math
@@ -19,28 +18,17 @@ from commsched.placement.model import (
     Cluster,
     Placement,
     PlacementError,
-    java_hash_order,
     random_devices,
 )
-from commsched.placement.partitioners import _java_upward_ranks, _min_exec, _State
+from commsched.placement.partitioners import _heft_published_order, _min_exec, _State
 from commsched.trace.synthetic import level_dag
 
 
 def reference_heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
-    """The published code's HEFT as a loop over nodes and devices, every slot list sorted
-    afresh (the implementation before the compiled one)."""
+    """The published code's HEFT as a loop over nodes and devices in its node order, every
+    slot list sorted afresh (the implementation before the compiled one)."""
     st = _State(p, c, opts)
-    assert st.hash is not None
-    rank = _java_upward_ranks(p, c, st.hash)
-    tie = random.Random(opts.seed + 1).random
-    breaker = [tie() for _ in range(p.n)]
-
-    def cmp(a: int, b: int) -> int:
-        if abs(rank[a] - rank[b]) < 0.00005:
-            return -1 if breaker[a] > breaker[b] else 1
-        return 1 if rank[b] > rank[a] else -1
-
-    nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+    nodes = _heft_published_order(p, c, st, opts.seed)
     finish = np.full(p.n, -1.0)
     slots: list[dict[float, float]] = [{} for _ in range(c.n)]
 
@@ -178,21 +166,6 @@ def reference_icp(p: Problem, c: Cluster, opts: Options) -> Placement:
             if is_candidate(x):
                 push(x)
     return st.result()
-
-
-def reference_place_subpath(st: _State, units: list[int]) -> None:
-    if not units:
-        return
-    d = _min_exec(st, units)
-    if d >= 0:
-        for u in units:
-            st.assign(u, d)
-        return
-    if len(units) == 1:
-        raise st.fail(units[0])
-    half = len(units) // 2
-    reference_place_subpath(st, units[:half])
-    reference_place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
 
 
 def reference_place_subpath(st: _State, units: list[int]) -> None:

@@ -6,7 +6,8 @@ traffic), :mod:`~commsched.placement.sendrecv` (Sec. 2.4), :mod:`~commsched.plac
 (HEFT core), :mod:`~commsched.placement.partitioners` (Ch. 4, registry
 :data:`PARTITIONERS`), :mod:`~commsched.placement.schedulers` (Ch. 5, registry
 :data:`DEVICE_SCHEDULERS`), :mod:`~commsched.placement.compiled` (those schedulers
-compiled into the simulator's event loop, what runs use), :mod:`~commsched.placement.run`
+compiled into the simulators' loops of both semantics, what runs use),
+:mod:`~commsched.placement.run`
 (one run, validated), and :mod:`~commsched.placement.bruteforce` (optimal placement and
 order of tiny graphs). The simulator is :mod:`commsched.sim.devices`.
 

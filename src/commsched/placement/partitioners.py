@@ -265,6 +265,24 @@ def _java_upward_ranks(p: Problem, c: Cluster, key: Sequence[float]) -> list[flo
     return rank
 
 
+def _heft_published_order(p: Problem, c: Cluster, st: _State, seed: int) -> list[int]:
+    """The published HEFT's node order: decreasing :func:`_java_upward_ranks`, ranks within
+    5e-5 ordered by a random number per node (drawn from ``seed + 1``), sorted from the
+    hash-map order."""
+    assert st.hash is not None
+    rank = _java_upward_ranks(p, c, st.hash)
+    tie = random.Random(seed + 1).random
+
+    breaker = [tie() for _ in range(p.n)]
+
+    def cmp(a: int, b: int) -> int:
+        if abs(rank[a] - rank[b]) < 0.00005:
+            return -1 if breaker[a] > breaker[b] else 1
+        return 1 if rank[b] > rank[a] else -1
+
+    return sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+
+
 @njit(cache=True)
 def _heft_published_run(nodes: np.ndarray, unit: np.ndarray, unit_mem: np.ndarray,
                         unit_type: np.ndarray, type_ok: np.ndarray, memory: np.ndarray,
@@ -366,18 +384,7 @@ def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
     loop over nodes and devices runs compiled (:func:`_heft_published_run`).
     """
     st = _State(p, c, opts)
-    assert st.hash is not None
-    rank = _java_upward_ranks(p, c, st.hash)
-    tie = random.Random(opts.seed + 1).random
-
-    breaker = [tie() for _ in range(p.n)]
-
-    def cmp(a: int, b: int) -> int:
-        if abs(rank[a] - rank[b]) < 0.00005:
-            return -1 if breaker[a] > breaker[b] else 1
-        return 1 if rank[b] > rank[a] else -1
-
-    nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+    nodes = _heft_published_order(p, c, st, opts.seed)
     pred_len = np.fromiter((len(x) for x in p.pred), dtype=np.int64, count=p.n)
     pp = np.zeros(p.n + 1, dtype=np.int64)
     np.cumsum(pred_len, out=pp[1:])
