@@ -175,7 +175,10 @@ def _devices(cfg: Mapping[str, Any], n: int, seed: int) -> Cluster:
 
 
 def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: int, runs: int,
-          schedulers: Sequence[str], log: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+          schedulers: Sequence[str], log: str, keep_first: bool = False,
+          ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The run table; with ``keep_first`` also the results (executed graphs, schedules) of
+    run 0 under thesis semantics (at the thesis' sizes they take gigabytes)."""
     rows = []
     keep: dict[str, Any] = {}
     for name, p in problems.items():
@@ -190,7 +193,7 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
                                  "makespan": x.makespan, "traffic": x.traffic,
                                  "partition_s": x.partition_s, "nodes": p.n,
                                  "edges": p.n_edges, "devices": n_devices})
-                    if r == 0 and sem == "thesis":
+                    if keep_first and r == 0 and sem == "thesis":
                         keep[f"{name}|{x.partitioner}|{x.scheduler}"] = x
             driver.say(f"{log}: {name} run {r} done")
     return pd.DataFrame(rows), keep
@@ -287,7 +290,8 @@ def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["synthetic"]}
     problems.update(_trace_problems(s["traces"], trace_dir))
-    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "seven")
+    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "seven",
+                     keep_first=True)
     gantt_scheduler = DEVICE_SCHEDULERS.canonical(s["gantt_scheduler"])
     rows = []
     kinds = ("compute", "send", "recv")
