@@ -1,6 +1,8 @@
 """The compiled thesis schedulers (:mod:`commsched.placement.compiled`) against the Python
-ready queues they replace in the suite, and the vectorised send/receive insertion and
-schedule validator against the loops that define them (Laich 2017, Secs. 2.4, 5.2-5.4)."""
+ready queues they replace in the suite, the compiled published loop against the Python
+loop it replaced (``placement_published_reference.py``), and the vectorised send/receive
+insertion and schedule validator against the loops that define them (Laich 2017, Secs.
+2.4, 3.2, 5.2-5.4)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,13 @@ import random
 
 import numpy as np
 import pytest
+from placement_published_reference import published_chooser, simulate_lowest_clock
 
 from commsched.errors import CommschedError
 from commsched.placement import PARTITIONERS, Options, Problem
 from commsched.placement.compiled import COMPILED, simulate_published, simulate_scheduler
 from commsched.placement.model import identity_hashes, random_devices
-from commsched.placement.schedulers import DEVICE_SCHEDULERS, published_chooser
+from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     COMPUTE,
@@ -26,7 +29,6 @@ from commsched.sim.devices import (
     InvalidSchedule,
     check_device_schedule,
     simulate_devices,
-    simulate_lowest_clock,
 )
 from commsched.trace.synthetic import level_dag
 

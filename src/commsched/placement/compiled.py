@@ -30,9 +30,11 @@ binary heap keyed ``(k1, k2, node)``, smallest first:
   once: both rank every node from the same counts at every decision.
 
 Under ``published-code`` semantics, :func:`simulate_published` runs the published Java
-simulator's loop (:func:`~commsched.sim.devices.simulate_lowest_clock` with the choosers of
-:func:`~commsched.placement.schedulers.published_chooser`) as a kernel
-(:func:`_run_lowest_clock`), equal in every field too (same test file): each device's ready
+simulator's loop (Sec. 3.2 as that code runs it: devices in a list by local clock, the
+first decides; the schedulers of :mod:`~commsched.placement.schedulers`' docstring) as a
+kernel (:func:`_run_lowest_clock`), equal in every field to the Python loop it replaced
+(``simulate_lowest_clock`` in ``tests/placement_published_reference.py``; checked in the
+same test file): each device's ready
 nodes and its tensors under way are linked lists in the order they came (the Java lists'
 order, which decides ties), the successors are pre-sorted in the hash order drawn from the
 seed, and the memory series is computed from the start and end times as ``_memory`` does.
@@ -750,17 +752,13 @@ def simulate_published(eg: ExecGraph, c: Cluster, name: str, opts: Options,
                        record_memory: bool = False) -> DeviceSchedule:
     """Simulate ``eg`` as the published Java simulator does with its scheduler ``name``
     (compiled): the schedule of ``simulate_lowest_clock(eg, published_chooser(name, eg, c,
-    opts), identity_hashes(eg.n, opts.seed), source_order, record_memory)``, equal in
-    every field.
+    opts), identity_hashes(eg.n, opts.seed), source_order, record_memory)`` (the Python loop
+    of ``tests/placement_published_reference.py``), equal in every field.
 
     Parameters
     ----------
-    eg : ExecGraph
-        The executed graph (Sec. 2.4).
-    c : Cluster
-        The devices (node times for the PCT values of PCT and MSR).
-    name : str
-        ``fifo``, ``pct`` or ``msr`` (or an alias; :data:`COMPILED`).
+    eg, c, name
+        As in :func:`simulate_scheduler`.
     opts : Options
         ``seed`` draws the hash-set orders of the successors
         (:func:`~commsched.placement.model.identity_hashes`); ``send_ops`` is charged to
@@ -769,7 +767,7 @@ def simulate_published(eg: ExecGraph, c: Cluster, name: str, opts: Options,
         Order of the nodes executable at the start (the partitioner's assignment order);
         default by index.
     record_memory : bool
-        Keep the memory series (the peak per device is always computed).
+        As in :func:`simulate_scheduler`.
 
     Returns
     -------
@@ -778,10 +776,8 @@ def simulate_published(eg: ExecGraph, c: Cluster, name: str, opts: Options,
 
     Raises
     ------
-    CommschedError
-        For a name that is not a compiled scheduler.
-    InvalidSchedule
-        When some node never becomes executable.
+    CommschedError, InvalidSchedule
+        As :func:`simulate_scheduler` raises them.
 
     References
     ----------
