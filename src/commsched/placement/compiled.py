@@ -439,6 +439,20 @@ def _unlink(lst: int, x: int, prev: int, d: int, head: np.ndarray, tail: np.ndar
 
 
 @njit(cache=True, inline="always")
+def _notify(x: int, hp: np.ndarray, hi: np.ndarray, available: np.ndarray,
+            indeg: np.ndarray, device: np.ndarray, head: np.ndarray, tail: np.ndarray,
+            nxt: np.ndarray, nready: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``x``'s output reaches its successors (hash order); those with every input become
+    ready at the end of their device's list."""
+    for k in range(hp[x], hp[x + 1]):
+        j = hi[k]
+        available[j] += 1
+        if available[j] == indeg[j]:
+            _append(0, j, device[j], head, tail, nxt)
+            nready[device[j]] += 1
+
+
+@njit(cache=True, inline="always")
 def _receive_past(d: int, clock: np.ndarray, next_arrival: np.ndarray, arrive: np.ndarray,
                   head: np.ndarray, tail: np.ndarray, nxt: np.ndarray, nready: np.ndarray,
                   available: np.ndarray, indeg: np.ndarray, device: np.ndarray,
@@ -458,12 +472,7 @@ def _receive_past(d: int, clock: np.ndarray, next_arrival: np.ndarray, arrive: n
         following = nxt[r]
         if arrive[r] <= now:
             _unlink(1, r, prev, d, head, tail, nxt)
-            for k in range(hp[r], hp[r + 1]):
-                j = hi[k]
-                available[j] += 1
-                if available[j] == indeg[j]:
-                    _append(0, j, device[j], head, tail, nxt)
-                    nready[device[j]] += 1
+            _notify(r, hp, hi, available, indeg, device, head, tail, nxt, nready)
         else:
             if arrive[r] < t_next:
                 t_next = arrive[r]
@@ -562,12 +571,7 @@ def _run_lowest_clock(policy: int, ndev: int, device: np.ndarray, duration: np.n
                 if arrive[r] < next_arrival[dr]:
                     next_arrival[dr] = arrive[r]
             else:
-                for k in range(hp[x], hp[x + 1]):
-                    j = hi[k]
-                    available[j] += 1
-                    if available[j] == indeg[j]:
-                        _append(0, j, device[j], head, tail, nxt)
-                        nready[device[j]] += 1
+                _notify(x, hp, hi, available, indeg, device, head, tail, nxt, nready)
             if ndev > 1 and clock[order[1]] < clock[d]:
                 pos = 1
                 while pos + 1 < ndev and clock[order[pos + 1]] < clock[d]:
