@@ -178,7 +178,8 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
           schedulers: Sequence[str], log: str, keep_first: bool = False,
           ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The run table; with ``keep_first`` also the results (executed graphs, schedules) of
-    run 0 under thesis semantics (at the thesis' sizes they take gigabytes)."""
+    run 0 under thesis semantics. One partitioner's results are held at a time: at the
+    thesis' sizes those of all 21 combinations of one run take over a gigabyte."""
     rows = []
     keep: dict[str, Any] = {}
     for name, p in problems.items():
@@ -186,8 +187,8 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
             c = _devices(cfg, n_devices, cfg["seed"] + r)
             for sem in cfg["semantics"]:
                 opts = Options(sem, cfg["seed"] + r, float(cfg["send_ops"]))
-                results = run_all(p, c, list(PARTITIONERS), list(schedulers), opts)
-                for x in results:
+                for x in (x for pn in PARTITIONERS
+                          for x in run_all(p, c, [pn], list(schedulers), opts)):
                     rows.append({"graph": name, "run": r, "semantics": sem,
                                  "partitioner": x.partitioner, "scheduler": x.scheduler,
                                  "makespan": x.makespan, "traffic": x.traffic,
