@@ -18,6 +18,17 @@ Parts (``--parts``, all by default):
             status per row (``exact``: every seed equal, makespan to 1e-9 relative and
             traffic; ``inside``: some seeds inside Java's ranges; ``outside``; ``no
             counterpart``: Java's HEFT scheduler).
+``fullscale`` (not by default) the thesis' Ch. 7 experiment at its own scale
+            (``placement.full: true`` of ``config/config.yaml``): the synthetic part (graphs
+            1-6 at Table 7.1's size on 100 devices, both semantics) for ``--fullscale-runs``
+            of its 10 runs, each graph timed; the TensorFlow part for
+            ``--fullscale-tf-runs`` of its 100 runs; the seven-device part for
+            ``--fullscale-runs`` of its 10. Costs are linear in the runs (each run is the
+            same work on new devices), so each part's full cost is extrapolated
+            (``*_extrapolated``) and their sum is set against issue 25's 6-8 min CPU for
+            making the full scale the default (``default_target_cpu_s``). The numba
+            kernels are compiled first (one small run), so the timings are those of a
+            warm cache.
 ``heft``    HEFT alone on a 10,000-task level-generator graph and 8 devices (insertion-based,
             Eqs. 4.1-4.2 ranks). With ``--saga-python`` (a Python that has ``anrg-saga``,
             installed apart from the project's environment), SAGA's HEFT runs on the same
@@ -76,10 +87,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 from benchlib import write_result
 
 from commsched.io.thesis import read_devices, read_graph
 from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS, Cluster, Options, Problem
+from commsched.placement.experiments import thesis
 from commsched.placement.experiments.thesis import TABLE71, synthetic_graph
 from commsched.placement.heft import HeftResult, heft_core
 from commsched.placement.model import random_devices
@@ -88,6 +101,9 @@ from commsched.trace.synthetic import level_dag
 
 JAVA_S = {"cnn": 1.7, "rnn": 11.4, "dynamic_rnn": 23.9}
 TARGET_S = 5.0
+#: issue 25: the full scale becomes the default when it costs at most ~6-8 min CPU
+DEFAULT_TARGET_CPU_S = 8 * 60.0
+ROOT = Path(__file__).resolve().parents[1]
 SAGA_S = {"build": 120.0, "schedule": 21.8}
 SAGA_TIMEOUT_S = 1800
 AGREEMENT = (
@@ -228,6 +244,55 @@ def part_javaref(thesis_data: Path | None, seeds: int, out: Path) -> dict[str, A
             "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
 
 
+def _timed_part(fn: Any) -> tuple[Any, float, float]:
+    t, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t, time.process_time() - c
+
+
+def part_fullscale(runs: int, tf_runs: int, trace_dir: Path) -> dict[str, Any]:
+    """The Ch. 7 experiment at the thesis' scale for ``runs`` synthetic and seven-device
+    runs and ``tf_runs`` TensorFlow runs, extrapolated to the thesis' run counts."""
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["placement"]
+    cfg = {**base, "full": True}
+    full_syn = base["synthetic"]["full"]["runs"]
+    full_tf = base["tensorflow"]["full"]["runs"]
+    full_seven = base["seven"]["full"]["runs"]
+    small = {**base, "synthetic": {**base["synthetic"], "graphs": [1], "runs": 1,
+                                   "scale": 0.02}}
+    thesis.run_synthetic(small)  # compiles (or loads) every numba kernel
+    out: dict[str, Any] = {"runs": runs, "tf_runs": tf_runs, "graphs": {}}
+    for k in base["synthetic"]["graphs"]:
+        one = {**cfg, "synthetic": {**base["synthetic"], "graphs": [k],
+                                    "full": {**base["synthetic"]["full"], "runs": runs}}}
+        df, wall, cpu = _timed_part(lambda one=one: thesis.run_synthetic(one))
+        out["graphs"][f"graph {k}"] = {"nodes": int(df.nodes.iloc[0]),
+                                       "edges": int(df.edges.iloc[0]),
+                                       "wall_s": wall, "cpu_s": cpu,
+                                       "cpu_s_per_run": cpu / runs}
+    syn_cpu = sum(g["cpu_s"] for g in out["graphs"].values())
+    syn_wall = sum(g["wall_s"] for g in out["graphs"].values())
+    tfc = {**cfg, "tensorflow": {**base["tensorflow"],
+                                 "full": {**base["tensorflow"]["full"], "runs": tf_runs}}}
+    _, tf_wall, tf_cpu = _timed_part(lambda: thesis.run_tensorflow(tfc, str(trace_dir)))
+    sev = {**cfg, "seven": {**base["seven"], "full": {**base["seven"]["full"], "runs": runs}}}
+    _, sev_wall, sev_cpu = _timed_part(lambda: thesis.run_seven(sev, str(trace_dir)))
+    parts = {"synthetic": (syn_wall, syn_cpu, runs, full_syn),
+             "tensorflow": (tf_wall, tf_cpu, tf_runs, full_tf),
+             "seven": (sev_wall, sev_cpu, runs, full_seven)}
+    total = 0.0
+    for name, (wall, cpu, done, full) in parts.items():
+        out[name] = {"runs_timed": done, "runs_full": full, "wall_s": wall, "cpu_s": cpu,
+                     "cpu_s_extrapolated": cpu * full / done,
+                     "wall_s_extrapolated": wall * full / done}
+        total += cpu * full / done
+    out["cpu_s_extrapolated_total"] = total
+    out["default_target_cpu_s"] = DEFAULT_TARGET_CPU_S
+    out["met_default_target"] = total <= DEFAULT_TARGET_CPU_S
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
 def heft_instance(tasks: int, seed: int) -> tuple[Problem, Cluster, float]:
     """A level-generator instance of ``tasks`` tasks on 8 devices, with the seconds it
     takes to build our model of it. Levels are about 50 tasks wide (25-75), narrower on
@@ -335,7 +400,14 @@ def part_heft(saga_python: str | None, tasks: int, check_tasks: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--parts", nargs="+", default=["graph1", "java", "heft"],
-                   choices=["graph1", "java", "heft", "javaref"])
+                   choices=["graph1", "java", "heft", "javaref", "fullscale"])
+    p.add_argument("--fullscale-runs", type=int, default=1,
+                   help="synthetic and seven-device runs timed of the thesis' 10 (fullscale "
+                        "part, default 1)")
+    p.add_argument("--fullscale-tf-runs", type=int, default=10,
+                   help="TensorFlow runs timed of the thesis' 100 (fullscale part, default 10)")
+    p.add_argument("--trace-dir", type=Path, default=ROOT / "data" / "traces",
+                   help="traced graphs of the TensorFlow and seven-device parts")
     p.add_argument("--javaref-seeds", type=int, default=10,
                    help="seeds per row of java_reference.csv (javaref part, default 10)")
     p.add_argument("--thesis-data", type=Path, default=None,
@@ -354,14 +426,16 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if out.is_file():  # parts not run now keep their earlier record, with its load and time
         old = json.loads(out.read_text())
-        for part in {"graph1", "java", "heft", "javaref"} - set(args.parts):
+        for part in {"graph1", "java", "heft", "javaref", "fullscale"} - set(args.parts):
             if part in old:
                 result[part] = {"load_average": old["machine"]["load_average"],
                                 "created_utc": old["created_utc"], **old[part]}
     runs = {"graph1": part_graph1, "java": lambda: part_java(args.thesis_data),
             "heft": lambda: part_heft(args.saga_python, args.heft_tasks, *args.saga_check),
             "javaref": lambda: part_javaref(args.thesis_data, args.javaref_seeds,
-                                            out.parent / "placement_java.tsv")}
+                                            out.parent / "placement_java.tsv"),
+            "fullscale": lambda: part_fullscale(args.fullscale_runs, args.fullscale_tf_runs,
+                                                args.trace_dir)}
     for part in args.parts:
         load = [round(x, 2) for x in os.getloadavg()]
         begun = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -369,6 +443,13 @@ def main(argv: list[str] | None = None) -> int:
         if part == "graph1":
             print(f"graph 1: {result['graph1']['total_s']:.1f} s, "
                   f"{result['graph1']['total_cpu_s']:.1f} s CPU for 21 combinations", flush=True)
+        elif part == "fullscale":
+            fs = result["fullscale"]
+            print("full scale, CPU extrapolated to the thesis' runs: " + ", ".join(
+                f"{k} {fs[k]['cpu_s_extrapolated']:.0f} s" for k in
+                ("synthetic", "tensorflow", "seven"))
+                + f"; total {fs['cpu_s_extrapolated_total']:.0f} s (default target "
+                f"{DEFAULT_TARGET_CPU_S:.0f} s: {fs['met_default_target']})", flush=True)
         elif part == "javaref":
             print(f"java_reference.csv rows: {result['javaref'].get('status_counts')}",
                   flush=True)

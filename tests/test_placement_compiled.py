@@ -1,6 +1,8 @@
 """The compiled thesis schedulers (:mod:`commsched.placement.compiled`) against the Python
-ready queues they replace in the suite, and the vectorised send/receive insertion and
-schedule validator against the loops that define them (Laich 2017, Secs. 2.4, 5.2-5.4)."""
+ready queues they replace in the suite, the compiled published loop against the Python
+loop it replaced (``placement_published_reference.py``), and the vectorised send/receive
+insertion and schedule validator against the loops that define them (Laich 2017, Secs.
+2.4, 3.2, 5.2-5.4)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import random
 
 import numpy as np
 import pytest
+from placement_published_reference import published_chooser, simulate_lowest_clock
 
 from commsched.errors import CommschedError
 from commsched.placement import PARTITIONERS, Options, Problem
-from commsched.placement.compiled import COMPILED, simulate_scheduler
-from commsched.placement.model import random_devices
+from commsched.placement.compiled import COMPILED, simulate_published, simulate_scheduler
+from commsched.placement.model import identity_hashes, random_devices
 from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
@@ -74,12 +77,31 @@ def test_compiled_schedulers_equal_the_python_queues():
             assert simulate_scheduler(eg, c, name, Options(), contention).memory == []
 
 
+def test_compiled_published_loop_equals_the_python_loop():
+    """The kernel of the published simulator against ``simulate_lowest_clock`` with the
+    Java choosers: hash orders from the seed, sources in a given order or by index."""
+    for k, (p, place, nd) in enumerate(instances()):
+        c = random_devices(nd, seed=k)
+        opts = Options("published-code", k, float(k % 3) * 5.0)
+        eg = insert_send_recv(p, c, place, send_ops=opts.send_ops)
+        src = np.random.default_rng(k).permutation(p.n).tolist() if k % 2 else None
+        for name in COMPILED:
+            want = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
+                                         identity_hashes(eg.n, opts.seed), source_order=src,
+                                         record_memory=True)
+            got = simulate_published(eg, c, name, opts, src, record_memory=True)
+            assert got == want, (k, name)
+            assert simulate_published(eg, c, name, opts, src).memory == []
+
+
 def test_compiled_rejects_an_unknown_scheduler():
     p = Problem.build(ops=[1], size=[1], edges=[])
     c = random_devices(1, seed=0)
     eg = insert_send_recv(p, c, np.array([0]))
     with pytest.raises(CommschedError):
         simulate_scheduler(eg, c, "nope", Options())
+    with pytest.raises(CommschedError):
+        simulate_published(eg, c, "nope", Options("published-code"))
 
 
 def reference_insert(p: Problem, c, place: np.ndarray, send_ops: float) -> ExecGraph:

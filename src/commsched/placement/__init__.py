@@ -6,15 +6,16 @@ traffic), :mod:`~commsched.placement.sendrecv` (Sec. 2.4), :mod:`~commsched.plac
 (HEFT core), :mod:`~commsched.placement.partitioners` (Ch. 4, registry
 :data:`PARTITIONERS`), :mod:`~commsched.placement.schedulers` (Ch. 5, registry
 :data:`DEVICE_SCHEDULERS`), :mod:`~commsched.placement.compiled` (those schedulers
-compiled into the simulator's event loop, what runs use), :mod:`~commsched.placement.run`
+compiled into the simulators' loops of both semantics, what runs use),
+:mod:`~commsched.placement.run`
 (one run, validated), and :mod:`~commsched.placement.bruteforce` (optimal placement and
 order of tiny graphs). The simulator is :mod:`commsched.sim.devices`.
 
 Two semantics (:class:`Options`): ``thesis`` follows the text; ``published-code`` follows
 the Java simulator published with the DIDL paper (repository
 ``mayerrn/tensorflowPartitioningAndScheduling``, read, not copied): its simulation loop
-(:func:`commsched.sim.devices.simulate_lowest_clock`), its FIFO/PCT/MSR classes
-(:func:`~commsched.placement.schedulers.published_chooser`), its HEFT (order-dependent
+(:func:`commsched.placement.compiled.simulate_published`), its FIFO/PCT/MSR classes
+(the same kernel), its HEFT (order-dependent
 ranks, earliest start as a minimum over remote predecessors), Batch Split (hash-map order,
 ranges by device id in single precision), MITE's and DFS's integer traffic term, its memory
 test (demand may reach the capacity), and its hash-set orders, drawn from ``seed``. Batch

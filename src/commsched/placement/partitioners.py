@@ -265,6 +265,110 @@ def _java_upward_ranks(p: Problem, c: Cluster, key: Sequence[float]) -> list[flo
     return rank
 
 
+def _heft_published_order(p: Problem, c: Cluster, st: _State, seed: int) -> list[int]:
+    """The published HEFT's node order: decreasing :func:`_java_upward_ranks`, ranks within
+    5e-5 ordered by a random number per node (drawn from ``seed + 1``), sorted from the
+    hash-map order."""
+    assert st.hash is not None
+    rank = _java_upward_ranks(p, c, st.hash)
+    tie = random.Random(seed + 1).random
+
+    breaker = [tie() for _ in range(p.n)]
+
+    def cmp(a: int, b: int) -> int:
+        if abs(rank[a] - rank[b]) < 0.00005:
+            return -1 if breaker[a] > breaker[b] else 1
+        return 1 if rank[b] > rank[a] else -1
+
+    return sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
+
+
+@njit(cache=True)
+def _heft_published_run(nodes: np.ndarray, unit: np.ndarray, unit_mem: np.ndarray,
+                        unit_type: np.ndarray, type_ok: np.ndarray, memory: np.ndarray,
+                        pp: np.ndarray, pi: np.ndarray, size: np.ndarray, ops: np.ndarray,
+                        speed: np.ndarray, rate: np.ndarray,
+                        ) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover
+    """The device loop of :func:`_heft_published` over ``nodes`` (rank order); returns
+    the units in the order they were assigned, their devices, and the first unit that fits
+    nowhere (-1: none). Each device's slots are kept sorted by start (``starts``,
+    ``ends``; one slot per start time): the gap search begins at the first slot that
+    starts after the earliest start, the slot before it giving the end it waits for."""
+    n, ndev, nu = unit.shape[0], speed.shape[0], unit_mem.shape[0]
+    unit_dev = np.full(nu, -1, dtype=np.int64)
+    assigned = np.empty(nu, dtype=np.int64)
+    na = 0
+    used = np.zeros(ndev)
+    finish = np.full(n, -1.0)
+    cap = max(16, 2 * n // max(ndev, 1))
+    starts = np.empty((ndev, cap))
+    ends = np.empty((ndev, cap))
+    count = np.zeros(ndev, dtype=np.int64)
+    for v in nodes:
+        u = unit[v]
+        fixed = unit_dev[u]
+        best_d, best_a, best_b = -1, 0.0, 0.0
+        for d in range(ndev):
+            if fixed >= 0:
+                if d != fixed:
+                    continue
+            elif not type_ok[unit_type[u], d] or not used[d] + unit_mem[u] <= memory[d]:
+                continue
+            # earliest start: the minimum over predecessors placed on other devices
+            est, changed = np.inf, False
+            for k in range(pp[v], pp[v + 1]):
+                q = pi[k]
+                dq = unit_dev[unit[q]]
+                if dq < 0 or dq == d:
+                    continue
+                t = finish[q] + size[q] / rate[d, dq]
+                if t < est:
+                    est, changed = t, True
+            if not changed:
+                est = 0.0
+            dur = ops[v] / speed[d]
+            m = count[d]
+            i = np.searchsorted(starts[d, :m], est, side="right")
+            last_end = ends[d, i - 1] if i > 0 else 0.0
+            gap = False
+            for k in range(i, m):
+                a = max(last_end, est)
+                if starts[d, k] - a >= dur:
+                    gap = True
+                    break
+                last_end = ends[d, k]
+            if not gap:
+                a = max(last_end, est)
+            b = a + dur
+            if best_d < 0 or b < best_b:
+                best_d, best_a, best_b = d, a, b
+        if best_d < 0:
+            return assigned[:na], unit_dev, u
+        if fixed < 0:
+            unit_dev[u] = best_d
+            used[best_d] += unit_mem[u]
+            assigned[na] = u
+            na += 1
+        d, a = best_d, best_a
+        finish[v] = best_b
+        m = count[d]
+        i = np.searchsorted(starts[d, :m], a)
+        if i < m and starts[d, i] == a:
+            continue  # a Java TreeSet keeps the first slot of a start time
+        if m == starts.shape[1]:
+            grown = np.empty((ndev, 2 * m))
+            grown[:, :m] = starts
+            starts = grown
+            grown = np.empty((ndev, 2 * m))
+            grown[:, :m] = ends
+            ends = grown
+        starts[d, i + 1:m + 1] = starts[d, i:m].copy()
+        ends[d, i + 1:m + 1] = ends[d, i:m].copy()
+        starts[d, i], ends[d, i] = a, best_b
+        count[d] = m + 1
+    return assigned[:na], unit_dev, -1
+
+
 def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
     """HEFT as the published Java code partitions (read from its ``HeftPartitioning``).
 
@@ -276,66 +380,25 @@ def _heft_published(p: Problem, c: Cluster, opts: Options) -> Placement:
     where a predecessor on the same device (rate 0 in the Java tables, so an infinite
     time) or not yet placed counts for nothing, and 0 when none counts. The slot: the
     first gap between slots (in start order, slots starting together counted once) that
-    starts after the earliest start and holds the node, else after the last slot.
+    starts after the earliest start and holds the node, else after the last slot. The
+    loop over nodes and devices runs compiled (:func:`_heft_published_run`).
     """
     st = _State(p, c, opts)
-    assert st.hash is not None
-    rank = _java_upward_ranks(p, c, st.hash)
-    tie = random.Random(opts.seed + 1).random
-
-    breaker = [tie() for _ in range(p.n)]
-
-    def cmp(a: int, b: int) -> int:
-        if abs(rank[a] - rank[b]) < 0.00005:
-            return -1 if breaker[a] > breaker[b] else 1
-        return 1 if rank[b] > rank[a] else -1
-
-    nodes = sorted(java_hash_order(p.ids), key=functools.cmp_to_key(cmp))
-    finish = np.full(p.n, -1.0)
-    slots: list[dict[float, float]] = [{} for _ in range(c.n)]  # start -> end, by device
-
-    def slot(v: int, d: int) -> tuple[float, float]:
-        est, changed = math.inf, False
-        for q in p.pred[v]:
-            dq = int(st.place[q])
-            if dq < 0 or dq == d:
-                continue
-            t = finish[q] + float(p.size[q]) / float(c.rate[d, dq])
-            if t < est:
-                est, changed = t, True
-        if not changed:
-            est = 0.0
-        dur = float(p.ops[v]) / float(c.speed[d])
-        last_end = 0.0
-        for a in sorted(slots[d]):
-            if a > est:
-                t = max(last_end, est)
-                if a - t >= dur:
-                    return t, t + dur
-            last_end = slots[d][a]
-        t = max(last_end, est)
-        return t, t + dur
-
-    def take(v: int, d: int, a: float, b: float) -> None:
-        slots[d].setdefault(a, b)  # a Java TreeSet keeps the first slot of a start time
-        finish[v] = b
-
-    for v in nodes:
-        u = int(p.unit[v])
-        if st.unit_dev[u] >= 0:
-            d = int(st.unit_dev[u])
-            take(v, d, *slot(v, d))
-            continue
-        mask = st.feasible([u])
-        best: tuple[float, float, int] | None = None
-        for e in np.nonzero(mask)[0].tolist():
-            a, b = slot(v, e)
-            if best is None or b < best[1]:
-                best = (a, b, e)
-        if best is None:
-            raise st.fail(u)
-        st.assign(u, best[2])
-        take(v, best[2], best[0], best[1])
+    nodes = _heft_published_order(p, c, st, opts.seed)
+    pred_len = np.fromiter((len(x) for x in p.pred), dtype=np.int64, count=p.n)
+    pp = np.zeros(p.n + 1, dtype=np.int64)
+    np.cumsum(pred_len, out=pp[1:])
+    pi = np.fromiter(itertools.chain.from_iterable(p.pred), dtype=np.int64, count=int(pp[-1]))
+    type_ok = np.stack([st.type_mask[t] for t in range(4)])
+    assigned, unit_dev, failed = _heft_published_run(
+        np.asarray(nodes, dtype=np.int64), p.unit, p.unit_mem,
+        np.asarray(p.unit_constraint, dtype=np.int64), type_ok, c.memory, pp, pi,
+        np.asarray(p.size, dtype=float), np.asarray(p.ops, dtype=float),
+        np.asarray(c.speed, dtype=float), np.asarray(c.rate, dtype=float))
+    for u in assigned.tolist():
+        st.assign(u, int(unit_dev[u]))
+    if failed >= 0:
+        raise st.fail(failed)
     return st.result()
 
 
@@ -505,107 +568,206 @@ def icp(p: Problem, c: Cluster, opts: Options) -> Placement:
     Laich 2017, Sec. 4.5 (Iterated Critical Path); the constraints of Sec. 4.1.
     """
     st = _State(p, c, opts)
-    n = p.n
-    ops = p.ops.tolist()  # Python floats: the rank updates below are scalar work
-    rin = [set(x) for x in p.pred]
-    rout = [set(x) for x in p.succ]
-    pos = [0] * n
-    for k, v in enumerate(p.topo):
-        pos[v] = k
-    src = [0.0] * n
-    ppred = [-1] * n
-
-    def recompute(v: int) -> bool:
-        best, bp = 0.0, -1
-        for q in rin[v]:
-            x = src[q] + ops[q]
-            if bp < 0 or x > best or (x == best and q < bp):
-                best, bp = x, q
-        changed = best != src[v]
-        src[v], ppred[v] = best, bp
-        return changed
-
-    for v in p.topo:
-        recompute(v)
-
-    def is_candidate(v: int) -> bool:
-        return not rout[v] and (bool(rin[v]) or st.place[v] < 0)
-
-    heap: list[tuple[float, float, int]] = []
-
-    def push(v: int) -> None:
-        heapq.heappush(heap, (-src[v], -(src[v] + ops[v]), v))
-
-    for v in range(n):
-        if is_candidate(v):
-            push(v)
-    while heap:
-        s, _, v = heapq.heappop(heap)
-        if -s != src[v] or not is_candidate(v):
-            continue
-        path = [v]
-        while ppred[path[-1]] >= 0:
-            path.append(int(ppred[path[-1]]))
-        path.reverse()
-        # subpaths
-        subpaths: list[list[int]] = []
-        cur: list[int] = []
-        cur_type = 3
-        for x in path:
-            if st.place[x] >= 0:
-                if cur:
-                    subpaths.append(cur)
-                cur, cur_type = [], 3
-                continue
-            u = int(p.unit[x])
-            t = int(p.unit_constraint[u])
-            if cur and t != 3 and cur_type != 3 and t != cur_type:
-                subpaths.append(cur)
-                cur, cur_type = [], 3
-            if u not in cur:
-                cur.append(u)
-            if t != 3:
-                cur_type = t
-        if cur:
-            subpaths.append(cur)
-        for units in subpaths:
-            _place_subpath(st, [u for u in units if st.unit_dev[u] < 0])
-        # remove the path's edges and update ranks downstream
-        touched: list[tuple[int, int]] = []
-        for a, b in itertools.pairwise(path):
-            rout[a].discard(b)
-            rin[b].discard(a)
-            heapq.heappush(touched, (int(pos[b]), b))
-        for x in path:
-            if is_candidate(x):
-                push(x)
-        seen: set[int] = set()
-        while touched:
-            _, x = heapq.heappop(touched)
-            if x in seen:
-                continue
-            seen.add(x)
-            if recompute(x):
-                for y in rout[x]:
-                    heapq.heappush(touched, (int(pos[y]), y))
-            if is_candidate(x):
-                push(x)
+    eu, ev = p.edges
+    assigned, unit_dev, failed = _icp_run(
+        np.asarray(p.ops, dtype=float), eu, ev, np.asarray(p.topo, dtype=np.int64), p.unit,
+        p.unit_mem, p.unit_ops, np.asarray(p.unit_constraint, dtype=np.int64),
+        np.stack([st.type_mask[t] for t in range(4)]), c.memory, c.speed, st.strict)
+    for u in assigned.tolist():
+        st.assign(u, int(unit_dev[u]))
+    if failed >= 0:
+        raise st.fail(failed)
     return st.result()
 
 
-def _place_subpath(st: _State, units: list[int]) -> None:
-    if not units:
-        return
-    d = _min_exec(st, units)
-    if d >= 0:
-        for u in units:
-            st.assign(u, d)
-        return
-    if len(units) == 1:
-        raise st.fail(units[0])
-    half = len(units) // 2
-    _place_subpath(st, units[:half])
-    _place_subpath(st, [u for u in units[half:] if st.unit_dev[u] < 0])
+@njit(cache=True)
+def _icp_run(ops: np.ndarray, eu: np.ndarray, ev: np.ndarray, topo: np.ndarray,
+             unit: np.ndarray, unit_mem: np.ndarray, unit_ops: np.ndarray,
+             unit_type: np.ndarray,
+             type_ok: np.ndarray, memory: np.ndarray, speed: np.ndarray, strict: bool,
+             ) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover - compiled
+    """The loop of :func:`icp`: the remaining edge set as the edges ``eu[k] -> ev[k]``
+    with a removed flag, source ranks updated downstream of removed edges, candidate
+    sinks in a heap keyed ``(-src, -(src + ops), node)`` (stale entries skipped), each
+    subpath's units on the feasible device with the least ``exec_min`` (halves where they
+    fit nowhere). Returns the units in the order they were assigned, their devices and
+    the unit that fits nowhere (-1: none)."""
+    n, ne, nu, ndev = ops.shape[0], eu.shape[0], unit_mem.shape[0], speed.shape[0]
+    # out-edges are eu-major (the edge ids); in-edges as edge ids grouped by target
+    sp = np.zeros(n + 1, dtype=np.int64)
+    ip = np.zeros(n + 1, dtype=np.int64)
+    for k in range(ne):
+        sp[eu[k] + 1] += 1
+        ip[ev[k] + 1] += 1
+    for v in range(n):
+        sp[v + 1] += sp[v]
+        ip[v + 1] += ip[v]
+    ie = np.empty(ne, dtype=np.int64)
+    fill = ip[:n].copy()
+    for k in range(ne):
+        ie[fill[ev[k]]] = k
+        fill[ev[k]] += 1
+    removed = np.zeros(ne, dtype=np.bool_)
+    nout = sp[1:] - sp[:n]
+    nin = ip[1:] - ip[:n]
+    pos = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        pos[topo[k]] = k
+    src = np.zeros(n)
+    ppred = np.full(n, -1, dtype=np.int64)
+    unit_dev = np.full(nu, -1, dtype=np.int64)
+    assigned = np.empty(nu, dtype=np.int64)
+    na = 0
+    used = np.zeros(ndev)
+    dev_ops = np.zeros(ndev)
+    for v in topo:
+        best, bp = 0.0, -1
+        for k in range(ip[v], ip[v + 1]):
+            q = eu[ie[k]]
+            x = src[q] + ops[q]
+            if bp < 0 or x > best or (x == best and q < bp):
+                best, bp = x, q
+        src[v], ppred[v] = best, bp
+    heap = [(0.0, 0.0, 0)]
+    heap.pop()
+    for v in range(n):
+        if nout[v] == 0 and (nin[v] > 0 or unit_dev[unit[v]] < 0):
+            heapq.heappush(heap, (-src[v], -(src[v] + ops[v]), v))
+    path = np.empty(n, dtype=np.int64)
+    seg = np.empty(n, dtype=np.int64)  # the subpaths' units, back to back
+    seg_end = np.empty(n + 1, dtype=np.int64)
+    stack = np.empty((2 * n + 2, 2), dtype=np.int64)
+    seen = np.full(n, -1, dtype=np.int64)
+    touched = [(0, 0)]
+    touched.pop()
+    rounds = 0
+    while heap:
+        s, _, v = heapq.heappop(heap)
+        if -s != src[v] or not (nout[v] == 0 and (nin[v] > 0 or unit_dev[unit[v]] < 0)):
+            continue
+        m = 0
+        x = v
+        while True:
+            path[m] = x
+            m += 1
+            if ppred[x] < 0:
+                break
+            x = ppred[x]
+        path[:m] = path[:m][::-1].copy()
+        # subpaths: cut at placed nodes and where the device type changes
+        nseg, ns, cur_start, cur_type = 0, 0, 0, 3
+        for i in range(m):
+            x = path[i]
+            u = unit[x]
+            if unit_dev[u] >= 0:
+                if ns > cur_start:
+                    seg_end[nseg] = ns
+                    nseg += 1
+                cur_start, cur_type = ns, 3
+                continue
+            t = unit_type[u]
+            if ns > cur_start and t != 3 and cur_type != 3 and t != cur_type:
+                seg_end[nseg] = ns
+                nseg += 1
+                cur_start, cur_type = ns, 3
+            dup = False
+            for k in range(cur_start, ns):
+                if seg[k] == u:
+                    dup = True
+                    break
+            if not dup:
+                seg[ns] = u
+                ns += 1
+            if t != 3:
+                cur_type = t
+        if ns > cur_start:
+            seg_end[nseg] = ns
+            nseg += 1
+        lo = 0
+        for g in range(nseg):
+            # the subpath's units still unplaced, compacted in place
+            w = lo
+            for k in range(lo, seg_end[g]):
+                if unit_dev[seg[k]] < 0:
+                    seg[w] = seg[k]
+                    w += 1
+            top = 0
+            if w > lo:
+                stack[0, 0], stack[0, 1] = lo, w
+                top = 1
+            while top > 0:  # depth first, the first half before the second
+                top -= 1
+                a, b = stack[top, 0], stack[top, 1]
+                mem = 0.0
+                for k in range(a, b):
+                    mem += unit_mem[seg[k]]
+                best_d, best_e = -1, np.inf
+                for d in range(ndev):
+                    fits = used[d] + mem < memory[d] if strict else used[d] + mem <= memory[d]
+                    if not fits:
+                        continue
+                    for k in range(a, b):
+                        if not type_ok[unit_type[seg[k]], d]:
+                            fits = False
+                            break
+                    if not fits:
+                        continue
+                    e = dev_ops[d] / speed[d]
+                    if best_d < 0 or e < best_e:
+                        best_d, best_e = d, e
+                if best_d >= 0:
+                    for k in range(a, b):
+                        u = seg[k]
+                        unit_dev[u] = best_d
+                        used[best_d] += unit_mem[u]
+                        dev_ops[best_d] += unit_ops[u]
+                        assigned[na] = u
+                        na += 1
+                    continue
+                if b - a == 1:
+                    return assigned[:na], unit_dev, seg[a]
+                half = (b - a) // 2
+                stack[top, 0], stack[top, 1] = a + half, b
+                stack[top + 1, 0], stack[top + 1, 1] = a, a + half
+                top += 2
+            lo = seg_end[g]
+        # remove the path's edges (every copy) and update the ranks downstream
+        for i in range(m - 1):
+            a, b = path[i], path[i + 1]
+            for k in range(sp[a], sp[a + 1]):
+                if ev[k] == b and not removed[k]:
+                    removed[k] = True
+                    nout[a] -= 1
+                    nin[b] -= 1
+            heapq.heappush(touched, (pos[b], b))
+        for i in range(m):
+            x = path[i]
+            if nout[x] == 0 and (nin[x] > 0 or unit_dev[unit[x]] < 0):
+                heapq.heappush(heap, (-src[x], -(src[x] + ops[x]), x))
+        rounds += 1
+        while touched:
+            _, x = heapq.heappop(touched)
+            if seen[x] == rounds:
+                continue
+            seen[x] = rounds
+            best, bp = 0.0, -1
+            for k in range(ip[x], ip[x + 1]):
+                e = ie[k]
+                if removed[e]:
+                    continue
+                q = eu[e]
+                y = src[q] + ops[q]
+                if bp < 0 or y > best or (y == best and q < bp):
+                    best, bp = y, q
+            changed = best != src[x]
+            src[x], ppred[x] = best, bp
+            if changed:
+                for k in range(sp[x], sp[x + 1]):
+                    if not removed[k]:
+                        heapq.heappush(touched, (pos[ev[k]], ev[k]))
+            if nout[x] == 0 and (nin[x] > 0 or unit_dev[unit[x]] < 0):
+                heapq.heappush(heap, (-src[x], -(src[x] + ops[x]), x))
+    return assigned[:na], unit_dev, -1
 
 
 @njit(cache=True)

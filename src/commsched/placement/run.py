@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsched.errors import CommschedError
-from commsched.placement.compiled import COMPILED, simulate_scheduler
+from commsched.placement.compiled import COMPILED, simulate_published, simulate_scheduler
 from commsched.placement.model import (
     Cluster,
     Options,
@@ -34,18 +34,16 @@ from commsched.placement.model import (
     Problem,
     check_fits,
     check_placement,
-    identity_hashes,
     traffic,
 )
 from commsched.placement.partitioners import PARTITIONERS
-from commsched.placement.schedulers import DEVICE_SCHEDULERS, published_chooser
+from commsched.placement.schedulers import DEVICE_SCHEDULERS
 from commsched.placement.sendrecv import insert_send_recv
 from commsched.sim.devices import (
     DeviceSchedule,
     ExecGraph,
     check_device_schedule,
     simulate_devices,
-    simulate_lowest_clock,
 )
 
 __all__ = ["RunResult", "partition", "run", "run_all", "schedule"]
@@ -141,11 +139,12 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     """Insert send/receive nodes, simulate with scheduler ``name`` and validate.
 
     Under ``published-code`` the published simulator's loop runs
-    (:func:`~commsched.sim.devices.simulate_lowest_clock`, the Java hash-set orders drawn
-    from ``opts.seed``); it has no link contention. Under ``thesis`` the thesis' schedulers
-    run compiled (:func:`~commsched.placement.compiled.simulate_scheduler`, the schedule
-    their ready queues give in :func:`~commsched.sim.devices.simulate_devices`); a
-    scheduler added to the registry without a kernel runs through its queues.
+    (:func:`~commsched.placement.compiled.simulate_published`, compiled, the Java hash-set
+    orders drawn from ``opts.seed``); it has no link contention and knows the Java
+    code's three schedulers only. Under ``thesis`` the thesis' schedulers run compiled
+    (:func:`~commsched.placement.compiled.simulate_scheduler`, the schedule their ready
+    queues give in :func:`~commsched.sim.devices.simulate_devices`); a scheduler added to
+    the registry without a kernel runs through its queues.
 
     Parameters
     ----------
@@ -178,7 +177,8 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     Raises
     ------
     CommschedError
-        For an unknown name, or link contention under ``published-code``.
+        For an unknown name, link contention under ``published-code``, or a scheduler
+        the published code does not have.
 
     References
     ----------
@@ -193,9 +193,7 @@ def schedule(p: Problem, c: Cluster, placement: Placement, name: str, opts: Opti
     if eg is None:
         eg = insert_send_recv(p, c, placement.device, opts.send_ops)
     if published:
-        s = simulate_lowest_clock(eg, published_chooser(name, eg, c, opts),
-                                  identity_hashes(eg.n, opts.seed),
-                                  source_order=placement.order, record_memory=record_memory)
+        s = simulate_published(eg, c, name, opts, placement.order, record_memory)
     elif DEVICE_SCHEDULERS.canonical(name) in COMPILED:
         s = simulate_scheduler(eg, c, name, opts, link_contention, record_memory)
     else:

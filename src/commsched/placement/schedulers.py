@@ -21,9 +21,9 @@ the contract test read it, so a new scheduler is one function and one registry l
 
 Ties (same key) go to the lower node index. Under ``semantics="published-code"`` the
 schedule comes from the published simulator's loop
-(:func:`~commsched.sim.devices.simulate_lowest_clock`) and each scheduler is a
-:data:`~commsched.sim.devices.Chooser` (:func:`published_chooser`) that reads the Java
-classes' rules: FIFO takes the head of the ready list; PCT the first node of largest
+(:func:`~commsched.placement.compiled.simulate_published`, compiled; its Python statement,
+which it replaced, is ``tests/placement_published_reference.py``), whose schedulers read
+the Java classes' rules: FIFO takes the head of the ready list; PCT the first node of largest
 Eq. 5.1 value, charging receive nodes ``send_ops`` operations on their device (the Java
 code does, although a receive takes no time in its simulation); MSR sums over the node's
 successors in the executed graph 1 each, and for a successor on another device (only a
@@ -45,16 +45,13 @@ from commsched.sim.devices import (
     COMPUTE,
     RECV,
     SEND,
-    Chooser,
-    ClockState,
     ExecGraph,
     FifoQueue,
     ReadyQueue,
     SimState,
 )
 
-__all__ = ["DEVICE_SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values",
-           "published_chooser"]
+__all__ = ["DEVICE_SCHEDULERS", "Scheduler", "fifo", "msr", "pct", "pct_values"]
 
 
 #: A scheduler: executed graph, devices, options -> one ready queue per device.
@@ -339,70 +336,6 @@ def msr(eg: ExecGraph, c: Cluster, opts: Options) -> list[ReadyQueue]:
     """
     r = _MsrRanks(eg, _rank_targets(eg), pct_values(eg, c, opts))
     return [_MsrQueue(d, r) for d in range(eg.n_devices)]
-
-
-def published_chooser(name: str, eg: ExecGraph, c: Cluster, opts: Options) -> Chooser:
-    """The published Java code's scheduler ``name`` as a
-    :data:`~commsched.sim.devices.Chooser` (see the module docstring).
-
-    Parameters
-    ----------
-    name : str
-        A member of :data:`DEVICE_SCHEDULERS` (``fifo``, ``pct``, ``msr``) or an alias.
-    eg : ExecGraph
-        The executed graph (send and receive nodes inserted, Sec. 2.4).
-    c : Cluster
-        The devices.
-    opts : Options
-        ``send_ops`` is charged to receive nodes in the PCT values, as the Java code does.
-
-    Returns
-    -------
-    Chooser
-        The index in a device's ready list of the node to run next.
-
-    Raises
-    ------
-    CommschedError
-        For a name that is not in :data:`DEVICE_SCHEDULERS`.
-
-    References
-    ----------
-    Laich 2017, Secs. 5.2-5.4 (FIFO, PCT Eq. 5.1, MSR Eq. 5.2), as the published code reads
-    them.
-    """
-    name = DEVICE_SCHEDULERS.canonical(name)
-    if name == "fifo":
-        return lambda d, ready, st: 0
-    val = pct_values(eg, c, opts)
-    if name == "pct":
-        def choose_pct(d: int, ready: list[int], st: ClockState) -> int:
-            best = 0
-            for k in range(1, len(ready)):
-                if val[ready[k]] > val[ready[best]]:
-                    best = k
-            return best
-        return choose_pct
-    device = eg.device
-
-    def value(x: int, st: ClockState) -> int:
-        r = 0
-        for j in st.succ[x]:
-            r += 1
-            if device[j] != device[x]:
-                r += 1
-                if st.indegree[j] - st.available[j] == 1:
-                    r += 1 + 5 * (not st.schedulable(device[j]))
-        return r
-
-    def choose_msr(d: int, ready: list[int], st: ClockState) -> int:
-        best, top = 0, value(ready[0], st)
-        for k in range(1, len(ready)):
-            v = value(ready[k], st)
-            if v > top or (v == top and val[ready[k]] > val[ready[best]]):
-                best, top = k, v
-        return best
-    return choose_msr
 
 
 #: The per-device scheduler registry (thesis Ch. 5); the aliases are the thesis' full names

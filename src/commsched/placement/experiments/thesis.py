@@ -175,7 +175,11 @@ def _devices(cfg: Mapping[str, Any], n: int, seed: int) -> Cluster:
 
 
 def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: int, runs: int,
-          schedulers: Sequence[str], log: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+          schedulers: Sequence[str], log: str, keep_first: bool = False,
+          ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The run table; with ``keep_first`` also the results (executed graphs, schedules) of
+    run 0 under thesis semantics. One partitioner's results are held at a time: at the
+    thesis' sizes those of all 21 combinations of one run take over a gigabyte."""
     rows = []
     keep: dict[str, Any] = {}
     for name, p in problems.items():
@@ -183,14 +187,14 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
             c = _devices(cfg, n_devices, cfg["seed"] + r)
             for sem in cfg["semantics"]:
                 opts = Options(sem, cfg["seed"] + r, float(cfg["send_ops"]))
-                results = run_all(p, c, list(PARTITIONERS), list(schedulers), opts)
-                for x in results:
+                for x in (x for pn in PARTITIONERS
+                          for x in run_all(p, c, [pn], list(schedulers), opts)):
                     rows.append({"graph": name, "run": r, "semantics": sem,
                                  "partitioner": x.partitioner, "scheduler": x.scheduler,
                                  "makespan": x.makespan, "traffic": x.traffic,
                                  "partition_s": x.partition_s, "nodes": p.n,
                                  "edges": p.n_edges, "devices": n_devices})
-                    if r == 0 and sem == "thesis":
+                    if keep_first and r == 0 and sem == "thesis":
                         keep[f"{name}|{x.partitioner}|{x.scheduler}"] = x
             driver.say(f"{log}: {name} run {r} done")
     return pd.DataFrame(rows), keep
@@ -287,7 +291,8 @@ def run_seven(cfg: Mapping[str, Any], trace_dir: str) -> tuple[pd.DataFrame, pd.
     problems = {f"graph {k}": Problem.from_thesis(synthetic_graph(k, s["scale"], cfg["seed"]))
                 for k in s["synthetic"]}
     problems.update(_trace_problems(s["traces"], trace_dir))
-    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "seven")
+    df, keep = _runs(problems, cfg, s["devices"], s["runs"], list(DEVICE_SCHEDULERS), "seven",
+                     keep_first=True)
     gantt_scheduler = DEVICE_SCHEDULERS.canonical(s["gantt_scheduler"])
     rows = []
     kinds = ("compute", "send", "recv")
