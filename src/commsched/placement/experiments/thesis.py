@@ -16,9 +16,10 @@ Our setup (where the thesis is silent or we differ):
 * Synthetic graphs: :func:`commsched.trace.synthetic.level_dag` with Table 7.1's levels,
   nodes per level and edge level limit, and its counts as targets (nodes, level edges,
   random edges, colocated nodes); weights uniform in 1-100 (Sec. 6.2); no device
-  constraints (the thesis does not give their share). ``scale`` < 1 (the reduced default)
-  multiplies the number of levels and every count; ``full: true`` runs Table 7.1's sizes
-  and the thesis' run counts (10 synthetic, 100 TensorFlow runs).
+  constraints (the thesis does not give their share). ``full: true`` (the default) runs
+  Table 7.1's sizes and the thesis' run counts (10 synthetic, 100 TensorFlow runs);
+  ``full: false`` the reduced profile, whose ``scale`` < 1 multiplies the number of levels
+  and every count.
 * Devices: :func:`commsched.placement.model.random_devices` (Sec. 6.2), a new device set
   per run (seed ``seed + run``): the thesis averages runs that differ by its code's
   non-deterministic orders, which ``thesis`` semantics does not have. Under
