@@ -145,6 +145,7 @@ def test_published_cnn_graph_all_combinations():
 
 def test_experiments_tiny(tmp_path):
     cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())["placement"]
+    cfg["full"] = False  # the reduced profile's sizes below, not the thesis' (the default)
     cfg["synthetic"].update(graphs=[2, 3], runs=1, scale=0.01, devices=10)
     cfg["tensorflow"].update(traces=["thesis_cnn-train-b8", "thesis_dynamic_rnn-train-b8"],
                              runs=1, thesis_csv=[str(tmp_path / "absent_graph.csv")])

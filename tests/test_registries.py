@@ -92,7 +92,7 @@ def test_placement_registries_drive_cli_schema_and_experiments(monkeypatch):
     assert PARTITIONERS["iterated-critical-path"] is PARTITIONERS["icp"]
     assert DEVICE_SCHEDULERS["path-computation-time-first"] is DEVICE_SCHEDULERS["pct"]
     # the experiments loop over members only: one row per partitioner and scheduler
-    cfg = {**CONFIG["placement"], "semantics": ["thesis"]}
+    cfg = {**CONFIG["placement"], "full": False, "semantics": ["thesis"]}
     cfg["seven"] = {**cfg["seven"], "synthetic": [3], "traces": [], "runs": 1, "scale": 0.01,
                     "gantt_scheduler": "path-computation-time-first"}
     runs, gantt = run_seven(cfg, "unused")
