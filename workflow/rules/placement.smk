@@ -225,7 +225,7 @@ rule placement_live:
     params:
         cfg=PLACEMENT_LIVE_CONFIG_JSON,
         trace_dir=lambda w, input: os.path.dirname(input.traces[0]),
-        time_dir=PLACEMENT_LIVE_TIMES,
+        time_dir=lambda w, input: os.path.dirname(input.times[0]),
         workdir="results/placement_live/run",
     threads: workflow.cores
     log:
