@@ -188,6 +188,7 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
         for k, tr in enumerate(r["traces"]):
             recvs = tr["recvs"]
             last = max((x["end"] for x in recvs), default=math.nan)
+            first = min((x["start"] for x in recvs), default=math.nan)
             ops = np.asarray(tr.get("ops") or [], dtype=float).reshape(-1, 2)
             flight = [(x["start"] + shift, x["end"] + shift)
                       for p in peers[r["group"], r["config"]] if k < len(p["traces"])
@@ -201,9 +202,7 @@ def traced_steps(results: Sequence[Mapping[str, Any]], loads: Sequence[Workload]
                 "oracle_ops": oracle_ops, "recvs": len(recvs),
                 "recv_bytes": sum(r["variables"].get(x["var"], {}).get("bytes", 0)
                                   for x in recvs),
-                "recv_span_s": (max(x["end"] for x in recvs) - min(x["start"] for x in recvs)
-                                if recvs else math.nan),
-                "first_recv_s": min((x["start"] for x in recvs), default=math.nan),
+                "recv_span_s": last - first, "first_recv_s": first,
                 "step_s": tr.get("step_s", math.nan), "last_recv_s": last,
                 "tail_wall_s": float(tail[:, 1].max() - last) if len(tail) else math.nan,
                 "tail_op_s": float((tail[:, 1] - tail[:, 0]).sum()), "tail_ops": len(tail),
