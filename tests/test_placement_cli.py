@@ -166,6 +166,28 @@ def test_experiments_tiny(tmp_path):
     assert "placement.tensorflow.heft_over_mite_max" in got
 
 
+def test_timed_runs_come_after_every_partitioner_is_warmed_up(monkeypatch):
+    # No partition_s may include loading a numba kernel: every partitioner under every
+    # semantics runs once on a tiny graph before the first timed run of the first graph.
+    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())["placement"]
+    calls: list[tuple[int, str, str]] = []
+    real = exp.partition
+
+    def spy(p, c, name, opts):
+        calls.append((p.n, name, opts.semantics))
+        return real(p, c, name, opts)
+
+    monkeypatch.setattr(exp, "partition", spy)
+    monkeypatch.setattr(exp, "run_all", lambda *a, **k: calls.append((-1, "run", "")) or [])
+    big = exp.Problem.from_thesis(exp.synthetic_graph(2, 0.01, 0))
+    exp._runs({"g": big}, cfg, 5, 1, ["fifo"], "test")
+    k = len(PARTITIONERS) * len(cfg["semantics"])
+    assert {(name, sem) for _, name, sem in calls[:k]} == {
+        (pn, sem) for pn in PARTITIONERS for sem in cfg["semantics"]}
+    assert all(0 < n < big.n for n, _, _ in calls[:k])
+    assert calls[k:] and all(x == (-1, "run", "") for x in calls[k:])
+
+
 def test_device_memory_too_small_for_a_colocated_group(tmp_path, capsys):
     # two colocated nodes of size_est 5 (output) and 3 + 5 (output, input): 13 in all, more
     # than either device's 12

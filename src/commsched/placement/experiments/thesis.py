@@ -55,7 +55,7 @@ from commsched.io.thesis import read_graph
 from commsched.model.traced import load_trace
 from commsched.placement import DEVICE_SCHEDULERS, PARTITIONERS, Options, Problem
 from commsched.placement.model import Cluster, random_devices
-from commsched.placement.run import run_all
+from commsched.placement.run import partition, run_all
 from commsched.placement.traced import problem_from_trace
 from commsched.results import read_table, write_metrics, write_table
 from commsched.trace.synthetic import level_dag
@@ -183,6 +183,7 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
     thesis' sizes those of all 21 combinations of one run take over a gigabyte."""
     rows = []
     keep: dict[str, Any] = {}
+    _warm_up(cfg, _devices(cfg, n_devices, cfg["seed"]))
     for name, p in problems.items():
         for r in range(runs):
             c = _devices(cfg, n_devices, cfg["seed"] + r)
@@ -199,6 +200,18 @@ def _runs(problems: Mapping[str, Problem], cfg: Mapping[str, Any], n_devices: in
                         keep[f"{name}|{x.partitioner}|{x.scheduler}"] = x
             driver.say(f"{log}: {name} run {r} done")
     return pd.DataFrame(rows), keep
+
+
+def _warm_up(cfg: Mapping[str, Any], c: Cluster) -> None:
+    """Run every partitioner once, under each configured semantics, on a graph of a few
+    nodes, so that no timed run (``partition_s``, Figs. 7.3 and 7.6) pays for loading or
+    compiling the numba kernels behind it: a process's first call of a compiled partitioner
+    took 0.3 s or more from the cache (seconds on a fresh clone), which made the first
+    graph's standard deviation larger than its mean."""
+    tiny = Problem.from_thesis(synthetic_graph(3, 0.002, cfg["seed"]))
+    for sem in cfg["semantics"]:
+        for pn in PARTITIONERS:
+            partition(tiny, c, pn, Options(sem, cfg["seed"], float(cfg["send_ops"])))
 
 
 def run_synthetic(cfg: Mapping[str, Any]) -> pd.DataFrame:
