@@ -20,9 +20,9 @@ from conftest import sigint_default
 
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
-from commsched.pace.dynamic import DDP_FIRST_BUCKET_BYTES
+from commsched.pace.dynamic import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
 from commsched.pace.experiments.live_plans import Params, make_plans
-from commsched.pace.live.ddp import NO_COMM, POLICIES, WorkerConfig
+from commsched.pace.live.ddp import NO_COMM, POLICIES, WorkerConfig, ddp_module
 from commsched.pace.live.launch import launch
 from commsched.pace.plan import Group, Partition, Plan, save_plan
 from commsched.pace.policies import POLICIES as ALLREDUCE_POLICIES
@@ -156,8 +156,34 @@ def test_bad_worker_configs_are_one_line_errors(tmp_path: Path) -> None:
         WorkerConfig(2, 2, "127.0.0.1", 1, str(tmp_path / "o"), policies=[NO_COMM])
 
 
-def test_ddp_first_bucket_is_pytorchs() -> None:
+def test_live_ddp_buckets_are_the_simulated_ones(tmp_path: Path) -> None:
+    # Four 512 x 512 layers (1 MiB of weight and 2 KiB of bias each): DDP's buckets, as
+    # rebuilt after the first backward pass in gradient order, are the simulator's
+    # (``ddp_buckets``): the last layer alone fills the 1 MiB first bucket, the other three
+    # share one bucket under the 25 MiB cap. With ``bucket_cap_mb`` given, PyTorch 2.13
+    # would make one bucket of all four.
     assert dist._DEFAULT_FIRST_BUCKET_BYTES == DDP_FIRST_BUCKET_BYTES  # type: ignore[attr-defined]
+    layer = (512 * 512 + 512) * 4
+    assert layer >= DDP_FIRST_BUCKET_BYTES and 3 * layer < DDP_BUCKET_BYTES
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0,
+                            world_size=1)
+    try:
+        torch.manual_seed(0)
+        net = ddp_module(torch.nn.Sequential(*(torch.nn.Linear(512, 512) for _ in range(4))))
+        sizes: list[list[int]] = []
+
+        def hook(_state, bucket):  # type: ignore[no-untyped-def]
+            sizes[-1].append(bucket.buffer().numel() * 4)
+            return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(
+                lambda f: f.value()[0])
+
+        net.register_comm_hook(None, hook)
+        for _ in range(2):
+            sizes.append([])
+            net(torch.randn(8, 512)).sum().backward()
+    finally:
+        dist.destroy_process_group()
+    assert sizes[1] == [layer, 3 * layer]
 
 
 @pytest.mark.live

@@ -7,9 +7,14 @@ the interface counters (:class:`~commsched.pace.live.link.LinkSampler`) as JSON.
 :func:`commsched.pace.live.launch.launch` starts the workers of one run; under
 ``torchrun`` the rank and rendezvous come from torchrun (:func:`from_torchrun`).
 
-Policies (:data:`POLICIES`): ``ddp`` is PyTorch DDP itself (``DistributedDataParallel``:
-25 MiB buckets, the first 1 MiB, reverse parameter order; it waits for every bucket at the
-end of ``backward``; a communication hook only records each bucket's start and end). Every
+Policies (:data:`POLICIES`): ``ddp`` is PyTorch DDP itself (``DistributedDataParallel``
+with its default buckets: 25 MiB, the first 1 MiB, reverse parameter order, as
+:func:`commsched.pace.dynamic.ddp_buckets` simulates them; it waits for every bucket at the
+end of ``backward``; a communication hook only records each bucket's start and end). The
+module is built without ``bucket_cap_mb``: PyTorch 2.13 keeps the 1 MiB first bucket only
+while that argument is left at its default (``_BucketCapacityConfig``), and with it given
+the reference run's DDP all-reduced AlexNet in 83.5, 151 and 9.9 MB buckets where the
+simulator's DDP has 16.4, 67.1, 151 and 9.9 MB. Every
 other policy runs in the plan executor (:mod:`commsched.pace.live.executor`) from a plan
 file (``WorkerConfig.plans``), which the caller makes with :mod:`commsched.pace.policies`
 from the model's trace, so the live run and the simulator execute the same plan
@@ -51,7 +56,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from commsched.atomic import atomic_write_text
 from commsched.errors import CommschedError
-from commsched.pace.dynamic import DDP_BUCKET_BYTES, HOROVOD
+from commsched.pace.dynamic import HOROVOD
 from commsched.pace.live.executor import HorovodFusion, PlanExecutor
 from commsched.pace.live.link import LinkSampler
 from commsched.pace.plan import load_plan
@@ -64,6 +69,7 @@ __all__ = [
     "POLICIES",
     "USER_PLAN",
     "WorkerConfig",
+    "ddp_module",
     "from_torchrun",
     "main",
     "run_worker",
@@ -172,6 +178,24 @@ def _plan_file(policy: str, cfg: WorkerConfig) -> str:
 _Steps = tuple[list[float], list[dict[str, Any]], dict[str, torch.Tensor]]
 
 
+def ddp_module(module: nn.Module) -> DistributedDataParallel:
+    """``module`` in PyTorch DDP as the ``ddp`` policy runs it (module docstring).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The model replica; the default process group must be initialised.
+
+    Returns
+    -------
+    torch.nn.parallel.DistributedDataParallel
+        With DDP's default buckets (25 MiB, the first 1 MiB) and no buffer broadcast.
+    """
+    with warnings.catch_warnings():  # broadcast_buffers' deprecation notice
+        warnings.simplefilter("ignore", FutureWarning)
+        return DistributedDataParallel(module, broadcast_buffers=False)
+
+
 def _ddp_steps(module: nn.Module, batch: tuple[Any, Any], cfg: WorkerConfig,
                total: int) -> _Steps:
     """``total`` steps of PyTorch DDP itself; a communication hook records each bucket."""
@@ -179,10 +203,7 @@ def _ddp_steps(module: nn.Module, batch: tuple[Any, Any], cfg: WorkerConfig,
     starts: list[float] = []
     records: list[dict[str, Any]] = []
     grads: dict[str, torch.Tensor] = {}
-    with warnings.catch_warnings():  # broadcast_buffers' deprecation notice
-        warnings.simplefilter("ignore", FutureWarning)
-        net = DistributedDataParallel(module, bucket_cap_mb=DDP_BUCKET_BYTES / 2**20,
-                                      broadcast_buffers=False)
+    net = ddp_module(module)
 
     # DDP checks the hook's annotations against the real classes: none given here.
     def hook(_state, bucket):  # type: ignore[no-untyped-def]
