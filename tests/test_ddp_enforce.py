@@ -12,6 +12,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -20,7 +21,7 @@ from conftest import sigint_default
 
 from commsched.errors import CommschedError
 from commsched.io.structured import read_yaml
-from commsched.pace.dynamic import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES
+from commsched.pace.dynamic import DDP_BUCKET_BYTES, DDP_FIRST_BUCKET_BYTES, ddp_buckets
 from commsched.pace.experiments.live_plans import Params, make_plans
 from commsched.pace.live.ddp import NO_COMM, POLICIES, WorkerConfig, ddp_module
 from commsched.pace.live.launch import launch
@@ -184,6 +185,11 @@ def test_live_ddp_buckets_are_the_simulated_ones(tmp_path: Path) -> None:
     finally:
         dist.destroy_process_group()
     assert sizes[1] == [layer, 3 * layer]
+    # the simulator's rule on the parameters in creation order (``ddp_buckets`` reads only
+    # the workload's sizes)
+    params = {n: p.numel() * 4 for n, p in net.module.named_parameters()}
+    simulated = ddp_buckets(SimpleNamespace(sizes=params))  # type: ignore[arg-type]
+    assert sizes[1] == [sum(params[v] for v in b) for b in simulated]
 
 
 @pytest.mark.live
